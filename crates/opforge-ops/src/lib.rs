@@ -1,0 +1,2 @@
+//! The standard opforge op library.
+#![warn(missing_docs)]
