@@ -7,7 +7,9 @@
 
 pub mod dtype;
 pub mod error;
+pub mod op_def;
 pub mod proto;
 
 pub use dtype::DataType;
 pub use error::{Code, Result, Status};
+pub use op_def::OpDefBuilder;

@@ -23,6 +23,8 @@ mod generated {
 }
 pub use generated::*;
 
+mod text;
+
 static DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/tensorflow_descriptor.bin"));
 
@@ -68,20 +70,17 @@ pub fn from_binary<M: prost::Message + prost::Name + Default>(bytes: &[u8]) -> R
         .map_err(|e| Status::data_loss(format!("cannot parse binary {}: {e}", M::full_name())))
 }
 
-/// Prints `msg` in protobuf text format, one field per line, nested messages
-/// indented by two spaces (the layout of TensorFlow's `.pbtxt` files).
+/// Prints `msg` in protobuf text format with the layout of TensorFlow's
+/// `.pbtxt` files: one field per line in field-number order, nested messages
+/// indented by two spaces, each element of a repeated field on its own line,
+/// map entries sorted by key.
 pub fn to_text<M: prost::Message + prost::Name>(msg: &M) -> String {
-    let options = prost_reflect::text_format::FormatOptions::new().pretty(true);
-    let mut text = to_dynamic(msg).to_text_format_with_options(&options);
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text
+    text::print(&to_dynamic(msg), true)
 }
 
-/// Prints `msg` in text format on one line.
+/// Prints `msg` in text format on one line (`ShortDebugString`).
 pub fn to_short_text<M: prost::Message + prost::Name>(msg: &M) -> String {
-    to_dynamic(msg).to_text_format()
+    text::print(&to_dynamic(msg), false)
 }
 
 /// Parses a message from protobuf text format (`InvalidArgument` with the
