@@ -16,3 +16,6 @@ pub use spec::{
     is_valid_arg_name, is_valid_attr_name, parse_arg_spec, parse_attr_spec, ArgSpec, SpecError,
 };
 pub use validate::{is_valid_op_name, validate_op_def};
+
+#[cfg(test)]
+mod spec_tests;

@@ -266,7 +266,7 @@ fn attr_type(c: &mut Cursor) -> SpecResult<(String, Option<AttrValue>)> {
         }
         loop {
             let at = c.pos;
-            let Some(word) = c.ident(is_lower, is_lower_word) else {
+            let Some(word) = c.ident(is_alpha, is_word) else {
                 if c.peek() == Some('}') && list.r#type.is_empty() {
                     return c.err("the set of allowed types is empty; list at least one type, e.g. {float, int32}");
                 }
@@ -339,7 +339,9 @@ fn attr_type(c: &mut Cursor) -> SpecResult<(String, Option<AttrValue>)> {
 fn unknown_type_message(word: &str) -> String {
     let hint = match word {
         "float32" | "float64" | "float16" => String::new(),
-        w if w.starts_with("dt_") => format!("; write the lowercase name, e.g. '{}'", &w[3..]),
+        w if w.to_ascii_lowercase().starts_with("dt_") => {
+            format!("; in a spec, types use their lowercase names: write '{}'", w[3..].to_ascii_lowercase())
+        }
         "realnumberictype" => "; did you mean 'realnumbertype'?".to_string(),
         _ => "; known types are float, double, half, bfloat16, int8/16/32/64, uint8/16/32/64, bool, string, \
               complex64, complex128, qint8, quint8, qint16, quint16, qint32, resource, variant, and the classes \
