@@ -1,3 +1,30 @@
 //! opforge: define, implement, test and ship tensor operations.
+//!
+//! This facade re-exports [`opforge_core`] (data types, protos, errors, the
+//! op definition language and the op registry) and the standard op library
+//! [`opforge_ops`], and holds the library side of the `opforge` command line
+//! ([`cli`]).
+//!
+//! Define an op next to its code and find it in the global registry:
+//!
+//! ```
+//! use opforge::{register_op, OpDefBuilder, OpRegistry};
+//!
+//! register_op!(OpDefBuilder::new("TimesTwo")
+//!     .attr("T: {float, int32}")
+//!     .input("x: T")
+//!     .output("y: T")
+//!     .doc("Returns `2 * x`."));
+//!
+//! opforge::opforge_ops::link(); // the standard op library
+//! let registry = OpRegistry::global();
+//! registry.check_startup().unwrap();
+//! let op = registry.op_def("TimesTwo").unwrap();
+//! assert_eq!(opforge::signature::python_signature(&op), "times_two(x, name=None)");
+//! assert!(registry.lookup("ZeroOut").is_ok());
+//! ```
 #![warn(missing_docs)]
 pub use opforge_core::*;
+pub use opforge_ops;
+
+pub mod cli;

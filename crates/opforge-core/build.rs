@@ -40,10 +40,20 @@ fn main() {
     // OPFORGE_OPS_TO_REGISTER names a file with one op name per line, only
     // those ops are registered by this build.
     let selected = match std::env::var("OPFORGE_OPS_TO_REGISTER") {
-        Ok(path) if !path.is_empty() => {
+        Ok(given) if !given.is_empty() => {
+            // Build scripts run in the package's directory; resolve a
+            // relative path against the directory cargo was started in.
+            let mut path = PathBuf::from(&given);
+            if path.is_relative() {
+                if let Some(pwd) = std::env::var_os("PWD") {
+                    path = PathBuf::from(pwd).join(path);
+                }
+            }
+            let path = path.display().to_string();
             println!("cargo:rerun-if-changed={path}");
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("OPFORGE_OPS_TO_REGISTER={path}: {e}"));
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+                panic!("OPFORGE_OPS_TO_REGISTER={given} (read as {path}): {e}")
+            });
             let names: Vec<String> = text
                 .lines()
                 .map(|l| l.split('#').next().unwrap_or("").trim().to_string())

@@ -5,11 +5,27 @@
 //! [`OpDefBuilder`]), OpDef validation and the op registry.
 #![warn(missing_docs)]
 
+pub mod attrs;
+pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod op_def;
 pub mod proto;
+pub mod registry;
+pub mod resource;
+pub mod signature;
+pub mod tensor;
 
 pub use dtype::DataType;
 pub use error::{Code, Result, Status};
 pub use op_def::OpDefBuilder;
+pub use tensor::{Element, Tensor, TensorShape};
+
+#[doc(hidden)]
+pub use half;
+#[doc(hidden)]
+pub use num_complex;
+pub use registry::{OpRegistrationData, OpRegistry};
+
+#[doc(hidden)]
+pub use inventory;

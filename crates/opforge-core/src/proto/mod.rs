@@ -122,9 +122,59 @@ fn miette_like_position(
 /// strings, as protobuf's `MessageToDict(preserving_proto_field_name=True)`.
 pub fn to_json<M: prost::Message + prost::Name>(msg: &M) -> serde_json::Value {
     let options = prost_reflect::SerializeOptions::new().use_proto_field_name(true);
-    to_dynamic(msg)
+    let mut json = to_dynamic(msg)
         .serialize_with_options(serde_json::value::Serializer, &options)
-        .expect("every opforge message maps to JSON")
+        .expect("every opforge message maps to JSON");
+    shorten_floats(&mut json, &descriptor::<M>());
+    json
+}
+
+/// serde widens `float` fields to f64 (`0.01f32` becomes
+/// `0.009999999776482582`); print them as the shortest decimal that reads
+/// back as the same f32, as protobuf's own JSON printers do. Only fields
+/// declared `float` are touched, so `double` values keep every digit.
+fn shorten_floats(json: &mut serde_json::Value, desc: &MessageDescriptor) {
+    use prost_reflect::Kind;
+    let serde_json::Value::Object(obj) = json else {
+        return;
+    };
+    for field in desc.fields() {
+        let Some(value) = obj.get_mut(field.name()) else {
+            continue;
+        };
+        let items: Vec<&mut serde_json::Value> = match value {
+            serde_json::Value::Array(a) => a.iter_mut().collect(),
+            serde_json::Value::Object(o) if field.is_map() => o.values_mut().collect(),
+            other => vec![other],
+        };
+        match field.kind() {
+            Kind::Float => {
+                for item in items {
+                    if let Some(short) = item
+                        .as_f64()
+                        .and_then(|f| format!("{}", f as f32).parse::<f64>().ok())
+                    {
+                        if let Some(n) = serde_json::Number::from_f64(short) {
+                            *item = serde_json::Value::Number(n);
+                        }
+                    }
+                }
+            }
+            Kind::Message(m) => {
+                let target = if field.is_map() {
+                    m.map_entry_value_field().kind()
+                } else {
+                    Kind::Message(m.clone())
+                };
+                if let Kind::Message(m) = target {
+                    for item in items {
+                        shorten_floats(item, &m);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Reads a message from its proto3 JSON mapping (either field-name style).
@@ -230,5 +280,21 @@ mod tests {
             serde_json::json!({"name": "N", "type": "int", "has_minimum": true, "minimum": "2"})
         );
         assert_eq!(from_json::<op_def::AttrDef>(&json).unwrap(), attr);
+    }
+
+    #[test]
+    fn json_floats_are_shortest_but_doubles_keep_their_digits() {
+        let v: AttrValue = from_text("list { f: 0.01 f: 1e-5 }").unwrap();
+        assert_eq!(
+            to_json(&v),
+            serde_json::json!({"list": {"f": [0.01, 0.00001]}})
+        );
+        let t: TensorProto =
+            from_text("dtype: DT_DOUBLE double_val: 0.009999999776482582 float_val: 0.3").unwrap();
+        let json = to_json(&t);
+        assert_eq!(json["double_val"][0], 0.009999999776482582);
+        assert_eq!(json["float_val"][0], 0.3);
+        let n: NodeDef = from_text("attr { key: 'a' value { f: 0.1 } }").unwrap();
+        assert_eq!(to_json(&n)["attr"]["a"]["f"], 0.1);
     }
 }

@@ -1,0 +1,614 @@
+//! [`Tensor`]: a dtype, a shape and reference-counted storage. No generic
+//! parameter: kernels view the data as a typed slice ([`Tensor::flat`]) after
+//! checking the dtype, usually inside [`dispatch!`](crate::dispatch).
+
+mod buffer;
+mod element;
+mod proto;
+mod shape;
+
+pub use buffer::{Buffer, Location, ALIGNMENT};
+pub use element::Element;
+pub use shape::TensorShape;
+
+use crate::dtype::DataType;
+use crate::resource::ResourceHandle;
+use crate::{Result, Status};
+use std::fmt;
+use std::sync::Arc;
+
+#[derive(Clone)]
+enum Storage {
+    /// Numeric and bool tensors: a byte buffer, with the tensor's bytes
+    /// starting at `offset` (views of a larger buffer share it).
+    Dense { buf: Arc<Buffer>, offset: usize },
+    /// `string` tensors: one byte string per element.
+    Strings(Arc<Vec<Vec<u8>>>),
+    /// `resource` tensors: one handle per element.
+    Resources(Arc<Vec<ResourceHandle>>),
+}
+
+/// An n-dimensional array of one dtype.
+///
+/// Cloning a tensor is cheap: the clone shares the storage. A tensor's data
+/// can be written only while its storage is not shared ([`Tensor::flat_mut`]).
+///
+/// ```
+/// use opforge_core::{DataType, Tensor};
+/// let t = Tensor::from_vec(&[2, 2], vec![1.0f32, 2.0, 3.0, 4.0]).unwrap();
+/// assert_eq!(t.dtype(), DataType::Float);
+/// assert_eq!(t.flat::<f32>().unwrap()[3], 4.0);
+/// assert!(t.flat::<i32>().is_err());
+/// let mut u = Tensor::zeros(DataType::Int32, &[3]).unwrap();
+/// u.flat_mut::<i32>().unwrap()[1] = 7;
+/// assert_eq!(u.flat::<i32>().unwrap(), &[0, 7, 0]);
+/// ```
+#[derive(Clone)]
+pub struct Tensor {
+    dtype: DataType,
+    shape: TensorShape,
+    storage: Storage,
+}
+
+fn check_storable(dtype: DataType) -> Result<()> {
+    if dtype.is_ref() || dtype == DataType::Invalid {
+        return Err(Status::invalid_argument(format!(
+            "Cannot make a tensor of dtype {dtype}"
+        )));
+    }
+    if dtype == DataType::Variant {
+        return Err(Status::unimplemented(
+            "Tensors of dtype variant are not supported yet",
+        ));
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// A tensor of `dtype` and shape `dims` whose elements are all zero
+    /// (empty strings, default resource handles).
+    pub fn zeros(dtype: DataType, dims: &[i64]) -> Result<Tensor> {
+        Tensor::zeros_with_shape(dtype, TensorShape::new(dims)?)
+    }
+
+    /// [`Tensor::zeros`] with a [`TensorShape`].
+    pub fn zeros_with_shape(dtype: DataType, shape: TensorShape) -> Result<Tensor> {
+        check_storable(dtype)?;
+        let n = shape.num_elements();
+        let storage = match dtype {
+            DataType::String => Storage::Strings(Arc::new(vec![Vec::new(); n])),
+            DataType::Resource => Storage::Resources(Arc::new(vec![ResourceHandle::default(); n])),
+            _ => Storage::Dense {
+                buf: Arc::new(Buffer::zeroed_host(byte_len(dtype, n)?)?),
+                offset: 0,
+            },
+        };
+        Ok(Tensor {
+            dtype,
+            shape,
+            storage,
+        })
+    }
+
+    /// A tensor whose elements are unspecified but valid values of `dtype`
+    /// (recycled memory): for outputs a kernel overwrites completely.
+    /// `bool` tensors are zeroed, as are string and resource tensors.
+    pub fn uninit(dtype: DataType, shape: TensorShape) -> Result<Tensor> {
+        check_storable(dtype)?;
+        if matches!(
+            dtype,
+            DataType::String | DataType::Resource | DataType::Bool
+        ) || dtype.size() == 0
+        {
+            return Tensor::zeros_with_shape(dtype, shape);
+        }
+        let buf = Buffer::allocate_host(byte_len(dtype, shape.num_elements())?)?;
+        Ok(Tensor {
+            dtype,
+            shape,
+            storage: Storage::Dense {
+                buf: Arc::new(buf),
+                offset: 0,
+            },
+        })
+    }
+
+    /// A tensor of shape `dims` holding `values` (row-major).
+    pub fn from_vec<T: Element>(dims: &[i64], values: Vec<T>) -> Result<Tensor> {
+        Tensor::from_slice(dims, &values)
+    }
+
+    /// A tensor of shape `dims` holding a copy of `values` (row-major).
+    pub fn from_slice<T: Element>(dims: &[i64], values: &[T]) -> Result<Tensor> {
+        let shape = TensorShape::new(dims)?;
+        if shape.num_elements() != values.len() {
+            return Err(Status::invalid_argument(format!(
+                "{} values given for a tensor of shape {shape} ({} elements)",
+                values.len(),
+                shape.num_elements()
+            )));
+        }
+        let mut t = Tensor::uninit(T::DTYPE, shape)?;
+        t.flat_mut::<T>()?.copy_from_slice(values);
+        Ok(t)
+    }
+
+    /// A scalar tensor.
+    pub fn scalar<T: Element>(value: T) -> Tensor {
+        let mut t = Tensor::uninit(T::DTYPE, TensorShape::scalar()).expect("a scalar always fits");
+        t.flat_mut::<T>().expect("fresh tensor of T's dtype")[0] = value;
+        t
+    }
+
+    /// A `string` tensor.
+    pub fn from_strings(dims: &[i64], values: Vec<Vec<u8>>) -> Result<Tensor> {
+        let shape = TensorShape::new(dims)?;
+        if shape.num_elements() != values.len() {
+            return Err(Status::invalid_argument(format!(
+                "{} strings given for a tensor of shape {shape}",
+                values.len()
+            )));
+        }
+        Ok(Tensor {
+            dtype: DataType::String,
+            shape,
+            storage: Storage::Strings(Arc::new(values)),
+        })
+    }
+
+    /// A `resource` tensor.
+    pub fn from_resource_handles(dims: &[i64], handles: Vec<ResourceHandle>) -> Result<Tensor> {
+        let shape = TensorShape::new(dims)?;
+        if shape.num_elements() != handles.len() {
+            return Err(Status::invalid_argument(format!(
+                "{} handles given for a tensor of shape {shape}",
+                handles.len()
+            )));
+        }
+        Ok(Tensor {
+            dtype: DataType::Resource,
+            shape,
+            storage: Storage::Resources(Arc::new(handles)),
+        })
+    }
+
+    /// A dense tensor over an existing buffer (foreign memory, a plugin's
+    /// allocation, a device buffer).
+    pub fn from_buffer(dtype: DataType, dims: &[i64], buffer: Buffer) -> Result<Tensor> {
+        check_storable(dtype)?;
+        if matches!(dtype, DataType::String | DataType::Resource) {
+            return Err(Status::invalid_argument(format!(
+                "A {dtype} tensor cannot wrap a byte buffer"
+            )));
+        }
+        let shape = TensorShape::new(dims)?;
+        let need = byte_len(dtype, shape.num_elements())?;
+        if buffer.len() < need {
+            return Err(Status::invalid_argument(format!(
+                "A buffer of {} bytes is too small for a {dtype} tensor of shape {shape} ({need} bytes)",
+                buffer.len()
+            )));
+        }
+        let align = dtype.size().max(1);
+        if buffer.as_ptr() as usize % align != 0 {
+            return Err(Status::invalid_argument(format!(
+                "A buffer at {:p} is not aligned for {dtype} elements ({align} bytes)",
+                buffer.as_ptr()
+            )));
+        }
+        if dtype == DataType::Bool
+            && buffer.location() == Location::Host
+            && buffer.as_slice()[..need].iter().any(|&b| b > 1)
+        {
+            return Err(Status::invalid_argument(
+                "A bool buffer holds bytes other than 0 and 1",
+            ));
+        }
+        Ok(Tensor {
+            dtype,
+            shape,
+            storage: Storage::Dense {
+                buf: Arc::new(buffer),
+                offset: 0,
+            },
+        })
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DataType {
+        self.dtype
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &TensorShape {
+        &self.shape
+    }
+
+    /// The dimension sizes.
+    pub fn dims(&self) -> &[i64] {
+        self.shape.dims()
+    }
+
+    /// The number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.shape.rank()
+    }
+
+    /// The number of elements.
+    pub fn num_elements(&self) -> usize {
+        self.shape.num_elements()
+    }
+
+    /// Where the data lives (`Host` for strings and resources).
+    pub fn location(&self) -> Location {
+        match &self.storage {
+            Storage::Dense { buf, .. } => buf.location(),
+            _ => Location::Host,
+        }
+    }
+
+    fn check_type<T: Element>(&self) -> Result<()> {
+        if T::DTYPE != self.dtype {
+            return Err(Status::invalid_argument(format!(
+                "Tensor of dtype {} viewed as {}",
+                self.dtype,
+                T::DTYPE
+            )));
+        }
+        if self.location() != Location::Host {
+            return Err(Status::failed_precondition(format!(
+                "Tensor data is on {:?}; copy it to the host before reading it",
+                self.location()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The raw bytes of a dense host tensor.
+    pub fn bytes(&self) -> Result<&[u8]> {
+        match &self.storage {
+            Storage::Dense { buf, offset } if buf.location() == Location::Host => {
+                let len = self.num_elements() * self.dtype.size();
+                Ok(&buf.as_slice()[*offset..*offset + len])
+            }
+            Storage::Dense { .. } => Err(Status::failed_precondition(
+                "Tensor data is not on the host",
+            )),
+            _ => Err(Status::invalid_argument(format!(
+                "A {} tensor has no raw bytes",
+                self.dtype
+            ))),
+        }
+    }
+
+    /// The elements, flattened in row-major order.
+    pub fn flat<T: Element>(&self) -> Result<&[T]> {
+        self.check_type::<T>()?;
+        let bytes = self.bytes()?;
+        // SAFETY: `bytes` holds exactly num_elements * size_of::<T>() bytes
+        // (T::DTYPE == self.dtype, whose size equals size_of::<T>()), starts
+        // at a T-aligned address (buffers are 64-aligned, offsets are
+        // multiples of the element size, foreign buffers are checked), and
+        // every byte pattern in it is a valid T (the `Element` contract).
+        Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), self.num_elements()) })
+    }
+
+    /// The elements, mutably. Fails (`FailedPrecondition`) when the storage is
+    /// shared with another tensor: writing would change that tensor too.
+    pub fn flat_mut<T: Element>(&mut self) -> Result<&mut [T]> {
+        self.check_type::<T>()?;
+        let n = self.num_elements();
+        let Storage::Dense { buf, offset } = &mut self.storage else {
+            return Err(Status::internal("dense dtype without a dense buffer"));
+        };
+        let offset = *offset;
+        let buf = Arc::get_mut(buf).ok_or_else(|| {
+            Status::failed_precondition(
+                "Cannot write to a tensor whose buffer is shared with another tensor",
+            )
+        })?;
+        let bytes = &mut buf.as_mut_slice()[offset..offset + n * std::mem::size_of::<T>()];
+        // SAFETY: as in `flat`, and `Arc::get_mut` proved exclusive access.
+        Ok(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<T>(), n) })
+    }
+
+    /// The value of a one-element tensor (a scalar, or any shape with one element).
+    pub fn scalar_value<T: Element>(&self) -> Result<T> {
+        let flat = self.flat::<T>()?;
+        if flat.len() != 1 {
+            return Err(Status::invalid_argument(format!(
+                "Expected a scalar, got a tensor of shape {}",
+                self.shape
+            )));
+        }
+        Ok(flat[0])
+    }
+
+    /// The elements of a `string` tensor.
+    pub fn strings(&self) -> Result<&[Vec<u8>]> {
+        match &self.storage {
+            Storage::Strings(s) => Ok(s),
+            _ => Err(Status::invalid_argument(format!(
+                "Tensor of dtype {} viewed as string",
+                self.dtype
+            ))),
+        }
+    }
+
+    /// The elements of a `string` tensor, mutably (copying shared storage).
+    pub fn strings_mut(&mut self) -> Result<&mut Vec<Vec<u8>>> {
+        match &mut self.storage {
+            Storage::Strings(s) => Ok(Arc::make_mut(s)),
+            _ => Err(Status::invalid_argument(format!(
+                "Tensor of dtype {} viewed as string",
+                self.dtype
+            ))),
+        }
+    }
+
+    /// The handles of a `resource` tensor.
+    pub fn resource_handles(&self) -> Result<&[ResourceHandle]> {
+        match &self.storage {
+            Storage::Resources(r) => Ok(r),
+            _ => Err(Status::invalid_argument(format!(
+                "Tensor of dtype {} viewed as resource",
+                self.dtype
+            ))),
+        }
+    }
+
+    /// Whether no other tensor shares this tensor's storage, so a kernel may
+    /// reuse it for an output.
+    pub fn is_uniquely_owned(&self) -> bool {
+        match &self.storage {
+            Storage::Dense { buf, .. } => Arc::strong_count(buf) == 1,
+            Storage::Strings(s) => Arc::strong_count(s) == 1,
+            Storage::Resources(r) => Arc::strong_count(r) == 1,
+        }
+    }
+
+    /// Whether two tensors share storage.
+    pub fn shares_storage_with(&self, other: &Tensor) -> bool {
+        match (&self.storage, &other.storage) {
+            (Storage::Dense { buf: a, .. }, Storage::Dense { buf: b, .. }) => Arc::ptr_eq(a, b),
+            (Storage::Strings(a), Storage::Strings(b)) => Arc::ptr_eq(a, b),
+            (Storage::Resources(a), Storage::Resources(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    /// The same data with another shape of the same number of elements
+    /// (no copy: the result shares the storage).
+    pub fn reshaped(&self, dims: &[i64]) -> Result<Tensor> {
+        let shape = TensorShape::new(dims)?;
+        if shape.num_elements() != self.num_elements() {
+            return Err(Status::invalid_argument(format!(
+                "Cannot reshape a tensor with {} elements to shape {shape} ({} elements)",
+                self.num_elements(),
+                shape.num_elements()
+            )));
+        }
+        Ok(Tensor {
+            dtype: self.dtype,
+            shape,
+            storage: self.storage.clone(),
+        })
+    }
+
+    /// The same data with another dtype of the same element size (a bitcast),
+    /// sharing the storage. Only between dense numeric dtypes.
+    pub fn bitcast(&self, dtype: DataType) -> Result<Tensor> {
+        check_storable(dtype)?;
+        if dtype.size() == 0
+            || dtype.size() != self.dtype.size()
+            || dtype == DataType::Bool
+            || self.dtype == DataType::Bool
+        {
+            return Err(Status::invalid_argument(format!(
+                "Cannot bitcast {} to {dtype}",
+                self.dtype
+            )));
+        }
+        Ok(Tensor {
+            dtype,
+            shape: self.shape.clone(),
+            storage: self.storage.clone(),
+        })
+    }
+
+    /// Elements `[start, end)` of the outermost dimension, sharing the
+    /// storage for dense tensors (TensorFlow's `Slice` on dim 0).
+    pub fn slice_outer(&self, start: usize, end: usize) -> Result<Tensor> {
+        let Some(&outer) = self.dims().first() else {
+            return Err(Status::invalid_argument("Cannot slice a scalar"));
+        };
+        if start > end || end as i64 > outer {
+            return Err(Status::out_of_range(format!(
+                "Slice [{start}, {end}) is out of range for dimension 0 of size {outer}"
+            )));
+        }
+        let mut dims = self.dims().to_vec();
+        dims[0] = (end - start) as i64;
+        let shape = TensorShape::new(&dims)?;
+        let inner = if outer == 0 {
+            0
+        } else {
+            self.num_elements() / outer as usize
+        };
+        let storage = match &self.storage {
+            Storage::Dense { buf, offset } => Storage::Dense {
+                buf: buf.clone(),
+                offset: offset + start * inner * self.dtype.size(),
+            },
+            Storage::Strings(s) => {
+                Storage::Strings(Arc::new(s[start * inner..end * inner].to_vec()))
+            }
+            Storage::Resources(r) => {
+                Storage::Resources(Arc::new(r[start * inner..end * inner].to_vec()))
+            }
+        };
+        Ok(Tensor {
+            dtype: self.dtype,
+            shape,
+            storage,
+        })
+    }
+
+    /// A copy that owns its storage alone.
+    pub fn deep_copy(&self) -> Result<Tensor> {
+        match &self.storage {
+            Storage::Dense { .. } => {
+                let mut t = Tensor::uninit(self.dtype, self.shape.clone())?;
+                let src = self.bytes()?;
+                if let Storage::Dense { buf, offset } = &mut t.storage {
+                    let buf = Arc::get_mut(buf)
+                        .ok_or_else(|| Status::internal("fresh tensor is shared"))?;
+                    buf.as_mut_slice()[*offset..*offset + src.len()].copy_from_slice(src);
+                }
+                Ok(t)
+            }
+            Storage::Strings(s) => Tensor::from_strings(self.dims(), s.to_vec()),
+            Storage::Resources(r) => Tensor::from_resource_handles(self.dims(), r.to_vec()),
+        }
+    }
+
+    /// A short description: `Tensor<type: float shape: [2] values: 1 2>`,
+    /// at most `max_values` values shown.
+    pub fn summarize(&self, max_values: usize) -> String {
+        let mut values: Vec<String> = Vec::new();
+        let n = self.num_elements().min(max_values);
+        if self.location() == Location::Host {
+            crate::dispatch!(
+                self.dtype,
+                T => if let Ok(flat) = self.flat::<T>() {
+                    values.extend(flat[..n].iter().map(|v| format!("{v:?}")));
+                },
+                [Float, Double, Int32, UInt8, Int16, Int8, Int64, Bool, UInt16, UInt32, UInt64, Half, BFloat16,
+                 Complex64, Complex128],
+                {
+                    if let Ok(s) = self.strings() {
+                        values.extend(s[..n].iter().map(|v| format!("\"{}\"", crate::op_def::c_escape(v))));
+                    } else if let Ok(r) = self.resource_handles() {
+                        values.extend(r[..n].iter().map(|h| format!("<{}>", h.name)));
+                    }
+                }
+            );
+        }
+        if self.num_elements() > n {
+            values.push("...".into());
+        }
+        format!(
+            "Tensor<type: {} shape: {} values: {}>",
+            self.dtype,
+            self.shape,
+            values.join(" ")
+        )
+    }
+}
+
+/// Bytes for `n` elements of `dtype`, checked for overflow.
+fn byte_len(dtype: DataType, n: usize) -> Result<usize> {
+    n.checked_mul(dtype.size()).ok_or_else(|| {
+        Status::resource_exhausted(format!("A {dtype} tensor of {n} elements is too large"))
+    })
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.summarize(10))
+    }
+}
+
+impl PartialEq for Tensor {
+    /// Equal dtype, shape and elements (NaN != NaN).
+    fn eq(&self, other: &Tensor) -> bool {
+        if self.dtype != other.dtype || self.shape != other.shape {
+            return false;
+        }
+        crate::dispatch!(
+            self.dtype,
+            T => match (self.flat::<T>(), other.flat::<T>()) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            },
+            [Float, Double, Int32, UInt8, Int16, Int8, Int64, Bool, UInt16, UInt32, UInt64, Half, BFloat16,
+             Complex64, Complex128],
+            match (&self.storage, &other.storage) {
+                (Storage::Strings(a), Storage::Strings(b)) => a == b,
+                (Storage::Resources(a), Storage::Resources(b)) => a == b,
+                _ => self.bytes().ok() == other.bytes().ok(),
+            }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn construct_and_view() {
+        let t = Tensor::from_vec(&[2, 3], (0..6).map(|i| i as f64).collect()).unwrap();
+        assert_eq!(t.num_elements(), 6);
+        assert_eq!(t.flat::<f64>().unwrap()[5], 5.0);
+        assert!(Tensor::from_vec(&[2, 2], vec![1i32]).is_err());
+        assert_eq!(Tensor::scalar(3i64).scalar_value::<i64>().unwrap(), 3);
+        assert!(t.scalar_value::<f64>().is_err());
+        let z = Tensor::zeros(DataType::Bool, &[4]).unwrap();
+        assert_eq!(z.flat::<bool>().unwrap(), &[false; 4]);
+        let e = Tensor::zeros(DataType::Float, &[0, 3]).unwrap();
+        assert_eq!(e.flat::<f32>().unwrap().len(), 0);
+        assert!(Tensor::zeros(DataType::FloatRef, &[1]).is_err());
+        assert!(Tensor::zeros(DataType::Variant, &[1]).is_err());
+    }
+
+    #[test]
+    fn sharing_blocks_writes_and_reshape_shares() {
+        let mut t = Tensor::from_vec(&[4], vec![1i32, 2, 3, 4]).unwrap();
+        assert!(t.is_uniquely_owned());
+        let r = t.reshaped(&[2, 2]).unwrap();
+        assert!(r.shares_storage_with(&t));
+        assert!(!t.is_uniquely_owned());
+        assert_eq!(
+            t.flat_mut::<i32>().unwrap_err().code(),
+            crate::Code::FailedPrecondition
+        );
+        drop(r);
+        t.flat_mut::<i32>().unwrap()[0] = 9;
+        assert!(t.reshaped(&[3]).is_err());
+        let c = t.deep_copy().unwrap();
+        assert!(!c.shares_storage_with(&t));
+        assert_eq!(c, t);
+    }
+
+    #[test]
+    fn slice_outer_views() {
+        let t = Tensor::from_vec(&[3, 2], vec![1u8, 2, 3, 4, 5, 6]).unwrap();
+        let s = t.slice_outer(1, 3).unwrap();
+        assert_eq!(s.dims(), &[2, 2]);
+        assert_eq!(s.flat::<u8>().unwrap(), &[3, 4, 5, 6]);
+        assert!(s.shares_storage_with(&t));
+        assert!(t.slice_outer(2, 4).is_err());
+        let strs = Tensor::from_strings(&[2], vec![b"a".to_vec(), b"b".to_vec()]).unwrap();
+        assert_eq!(
+            strs.slice_outer(1, 2).unwrap().strings().unwrap(),
+            &[b"b".to_vec()]
+        );
+    }
+
+    #[test]
+    fn strings_and_bitcast_and_summary() {
+        let mut s = Tensor::from_strings(&[2], vec![b"x".to_vec(), b"yz".to_vec()]).unwrap();
+        s.strings_mut().unwrap()[0] = b"w".to_vec();
+        assert_eq!(
+            s.summarize(10),
+            "Tensor<type: string shape: [2] values: \"w\" \"yz\">"
+        );
+        let f = Tensor::from_vec(&[1], vec![1.0f32]).unwrap();
+        let i = f.bitcast(DataType::Int32).unwrap();
+        assert_eq!(i.flat::<i32>().unwrap()[0], 0x3f80_0000);
+        assert!(f.bitcast(DataType::Bool).is_err());
+        let big = Tensor::from_vec(&[20], vec![0i32; 20]).unwrap();
+        assert!(big.summarize(3).ends_with("values: 0 0 0 ...>"));
+    }
+}

@@ -1,0 +1,178 @@
+//! [`TensorShape`]: the dimensions of a tensor whose shape is fully known.
+
+use crate::proto::{tensor_shape_proto::Dim, TensorShapeProto};
+use crate::{Result, Status};
+use smallvec::SmallVec;
+use std::fmt;
+
+/// The fully known shape of a tensor: its dimension sizes, outermost first.
+/// Up to four dimensions are stored inline, without a heap allocation.
+///
+/// ```
+/// use opforge_core::TensorShape;
+/// let s = TensorShape::new(&[2, 3]).unwrap();
+/// assert_eq!((s.rank(), s.num_elements(), s.to_string()), (2, 6, "[2,3]".to_string()));
+/// assert!(TensorShape::new(&[2, -1]).is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+pub struct TensorShape {
+    dims: SmallVec<[i64; 4]>,
+}
+
+impl TensorShape {
+    /// A shape with these dimensions; each must be >= 0 and the number of
+    /// elements must fit in an `i64`.
+    pub fn new(dims: &[i64]) -> Result<TensorShape> {
+        let mut n: i64 = 1;
+        for (i, &d) in dims.iter().enumerate() {
+            if d < 0 {
+                return Err(Status::invalid_argument(format!(
+                    "Dimension {i} of shape {} is negative: {d}",
+                    fmt_dims(dims)
+                )));
+            }
+            n = n.checked_mul(d).ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "Shape {} has too many elements to address",
+                    fmt_dims(dims)
+                ))
+            })?;
+        }
+        Ok(TensorShape {
+            dims: SmallVec::from_slice(dims),
+        })
+    }
+
+    /// A shape from `usize` dimensions (which are valid by construction,
+    /// barring overflow, which is an error).
+    pub fn from_usize(dims: &[usize]) -> Result<TensorShape> {
+        let dims: Vec<i64> = dims
+            .iter()
+            .map(|&d| i64::try_from(d).map_err(|_| Status::invalid_argument("dimension too large")))
+            .collect::<Result<_>>()?;
+        TensorShape::new(&dims)
+    }
+
+    /// The shape of a scalar: rank 0, one element.
+    pub fn scalar() -> TensorShape {
+        TensorShape::default()
+    }
+
+    /// A vector of `n` elements.
+    pub fn vector(n: usize) -> TensorShape {
+        TensorShape {
+            dims: SmallVec::from_slice(&[n as i64]),
+        }
+    }
+
+    /// The dimension sizes.
+    pub fn dims(&self) -> &[i64] {
+        &self.dims
+    }
+
+    /// The number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// The size of dimension `i` (panics if `i >= rank`; use `dims().get(i)` to check).
+    pub fn dim(&self, i: usize) -> i64 {
+        self.dims[i]
+    }
+
+    /// The size of dimension `i` as `usize`.
+    pub fn dim_usize(&self, i: usize) -> usize {
+        self.dims[i] as usize
+    }
+
+    /// The number of elements (1 for a scalar).
+    pub fn num_elements(&self) -> usize {
+        self.dims.iter().product::<i64>() as usize
+    }
+
+    /// Appends a dimension.
+    pub fn push(&mut self, d: i64) -> Result<()> {
+        let mut dims = self.dims.clone();
+        dims.push(d);
+        *self = TensorShape::new(&dims)?;
+        Ok(())
+    }
+
+    /// The `TensorShapeProto` of this shape.
+    pub fn to_proto(&self) -> TensorShapeProto {
+        TensorShapeProto {
+            dim: self
+                .dims
+                .iter()
+                .map(|&size| Dim {
+                    size,
+                    name: String::new(),
+                })
+                .collect(),
+            unknown_rank: false,
+        }
+    }
+
+    /// The shape of a `TensorShapeProto`, which must be fully known.
+    pub fn from_proto(proto: &TensorShapeProto) -> Result<TensorShape> {
+        if proto.unknown_rank {
+            return Err(Status::invalid_argument(
+                "A tensor's shape must have a known rank",
+            ));
+        }
+        let dims: Vec<i64> = proto.dim.iter().map(|d| d.size).collect();
+        if dims.iter().any(|&d| d < 0) {
+            return Err(Status::invalid_argument(format!(
+                "A tensor's shape must be fully known, not {}",
+                fmt_dims(&dims).replace("-1", "?")
+            )));
+        }
+        TensorShape::new(&dims)
+    }
+}
+
+fn fmt_dims(dims: &[i64]) -> String {
+    let parts: Vec<String> = dims.iter().map(i64::to_string).collect();
+    format!("[{}]", parts.join(","))
+}
+
+impl fmt::Display for TensorShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&fmt_dims(&self.dims))
+    }
+}
+
+impl fmt::Debug for TensorShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl TryFrom<&[i64]> for TensorShape {
+    type Error = Status;
+    fn try_from(dims: &[i64]) -> Result<TensorShape> {
+        TensorShape::new(dims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        assert_eq!(TensorShape::scalar().num_elements(), 1);
+        assert_eq!(TensorShape::new(&[0, 5]).unwrap().num_elements(), 0);
+        assert!(TensorShape::new(&[i64::MAX, 2]).is_err());
+        let s = TensorShape::new(&[1, 2, 3, 4, 5]).unwrap();
+        assert_eq!(TensorShape::from_proto(&s.to_proto()).unwrap(), s);
+        let unknown = TensorShapeProto {
+            unknown_rank: true,
+            ..Default::default()
+        };
+        assert!(TensorShape::from_proto(&unknown).is_err());
+        let mut s = TensorShape::vector(2);
+        s.push(3).unwrap();
+        assert_eq!(s.to_string(), "[2,3]");
+    }
+}

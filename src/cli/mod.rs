@@ -1,0 +1,222 @@
+//! The `opforge` command line.
+//!
+//! ```text
+//! opforge ops list                                  every registered op, sorted
+//! opforge ops show NAME [--format text|pbtxt|json]  one op
+//! opforge ops export [--format pbtxt|binary|json]   the whole OpList
+//! opforge opdef build --jsonl FILE                  builder calls -> OpDefs, one JSON line each
+//! opforge opdef check FILE.pbtxt                    validate a text-format OpList
+//! ```
+//!
+//! Output goes to stdout; errors go to stderr as `error: CODE: message`
+//! with exit code 1. The commands are library functions taking their output
+//! stream, so they can be tested without a process.
+
+use crate::{Code, Status};
+use clap::{Parser, Subcommand, ValueEnum};
+use opforge_core::OpRegistry;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+pub mod opdef;
+pub mod ops;
+
+/// `opforge`: define, inspect and check TensorFlow-compatible tensor ops.
+#[derive(Debug, Parser)]
+#[command(name = "opforge", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect the ops registered in this binary.
+    Ops {
+        /// What to do with them.
+        #[command(subcommand)]
+        command: OpsCommand,
+    },
+    /// Build and check OpDefs.
+    Opdef {
+        /// What to do.
+        #[command(subcommand)]
+        command: OpdefCommand,
+    },
+}
+
+/// `opforge ops ...`.
+#[derive(Debug, Subcommand)]
+pub enum OpsCommand {
+    /// Print the name of every registered op, one per line, sorted.
+    List,
+    /// Print one op: its signature and documentation, or its OpDef.
+    Show {
+        /// The op's name, e.g. ZeroOut.
+        name: String,
+        /// How to print it.
+        #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+        format: ShowFormat,
+    },
+    /// Print every registered OpDef as one OpList, sorted by name.
+    Export {
+        /// The encoding (binary is the raw protobuf wire format).
+        #[arg(long, value_enum, default_value_t = ExportFormat::Pbtxt)]
+        format: ExportFormat,
+    },
+}
+
+/// `opforge opdef ...`.
+#[derive(Debug, Subcommand)]
+pub enum OpdefCommand {
+    /// Build OpDefs from builder calls, one JSON object per line:
+    /// {"op": NAME, "calls": [[KIND, SPEC], ...], "flags": [...]}.
+    /// Prints one JSON line per input line: {"op", "opdef"} or {"op", "error"}.
+    Build {
+        /// The JSON lines file (`-` for stdin).
+        #[arg(long, value_name = "FILE")]
+        jsonl: PathBuf,
+    },
+    /// Validate every op of a text-format OpList; exit 1 if any is invalid.
+    Check {
+        /// The OpList in protobuf text format (`-` for stdin).
+        file: PathBuf,
+    },
+}
+
+/// The formats of `opforge ops show`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    /// The human-readable page: Python signature, docs, args, attrs, flags.
+    Text,
+    /// The OpDef in protobuf text format.
+    Pbtxt,
+    /// The OpDef in the proto3 JSON mapping.
+    Json,
+}
+
+/// The formats of `opforge ops export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Protobuf text format.
+    Pbtxt,
+    /// Protobuf binary wire format.
+    Binary,
+    /// The proto3 JSON mapping.
+    Json,
+}
+
+/// Why a command stopped.
+#[derive(Debug)]
+pub enum CliError {
+    /// A failure to report on stderr (exit code 1).
+    Status(Status),
+    /// The command already printed what failed (exit code 1).
+    Failed,
+    /// Writing the output failed.
+    Io(io::Error),
+}
+
+impl From<Status> for CliError {
+    fn from(status: Status) -> Self {
+        CliError::Status(status)
+    }
+}
+
+impl From<io::Error> for CliError {
+    fn from(err: io::Error) -> Self {
+        CliError::Io(err)
+    }
+}
+
+/// Runs one parsed command against `registry`, writing its output to `out`.
+pub fn run(cli: &Cli, registry: &OpRegistry, out: &mut dyn Write) -> Result<(), CliError> {
+    match &cli.command {
+        Command::Ops { command } => match command {
+            OpsCommand::List => ops::list(registry, out),
+            OpsCommand::Show { name, format } => ops::show(registry, name, *format, out),
+            OpsCommand::Export { format } => ops::export(registry, *format, out),
+        },
+        Command::Opdef { command } => match command {
+            OpdefCommand::Build { jsonl } => {
+                let input = open_input(jsonl)?;
+                opdef::build_jsonl(io::BufReader::new(input), out)
+            }
+            OpdefCommand::Check { file } => {
+                let mut text = String::new();
+                open_input(file)?
+                    .read_to_string(&mut text)
+                    .map_err(|e| read_error(file, e))?;
+                opdef::check(&text, out)
+            }
+        },
+    }
+}
+
+/// Opens `path` for reading (`-` is stdin).
+fn open_input(path: &Path) -> Result<Box<dyn Read>, Status> {
+    if path == Path::new("-") {
+        return Ok(Box::new(io::stdin()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| read_error(path, e))?;
+    Ok(Box::new(file))
+}
+
+fn read_error(path: &Path, err: io::Error) -> Status {
+    let code = match err.kind() {
+        io::ErrorKind::NotFound => Code::NotFound,
+        io::ErrorKind::PermissionDenied => Code::PermissionDenied,
+        io::ErrorKind::InvalidData => Code::InvalidArgument,
+        _ => Code::Unknown,
+    };
+    Status::new(code, format!("cannot read {}: {err}", path.display()))
+}
+
+/// The `opforge` binary: parses the arguments, links the standard op
+/// library, checks the registry, runs the command and maps the outcome to
+/// an exit code (0 success, 1 any error, including usage errors).
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                // --help and --version.
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    opforge_ops::link();
+    let registry = OpRegistry::global();
+    if let Err(e) = registry.check_startup() {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let result = run(&cli, registry, &mut out).and_then(|()| out.flush().map_err(CliError::Io));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`opforge ops list | head`): not an error.
+        Err(CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(CliError::Io(e)) => {
+            eprintln!("error: cannot write the output: {e}");
+            ExitCode::FAILURE
+        }
+        Err(CliError::Status(status)) => {
+            // Flush what was printed before the error; it may be partial.
+            let _ = out.flush();
+            eprintln!("error: {status}");
+            ExitCode::FAILURE
+        }
+        Err(CliError::Failed) => {
+            let _ = out.flush();
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! `opforge ops list|show|export`: the registered ops.
+
+use super::{CliError, ExportFormat, ShowFormat};
+use opforge_core::{proto, signature, OpRegistry};
+use std::io::Write;
+
+/// Prints every registered op's name, one per line, sorted.
+pub fn list(registry: &OpRegistry, out: &mut dyn Write) -> Result<(), CliError> {
+    for name in registry.names() {
+        writeln!(out, "{name}")?;
+    }
+    Ok(())
+}
+
+/// Prints op `name` in `format`; `NotFound` (with suggestions) if it is not
+/// registered.
+pub fn show(
+    registry: &OpRegistry,
+    name: &str,
+    format: ShowFormat,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let data = registry.lookup(name)?;
+    let op = &data.op_def;
+    match format {
+        ShowFormat::Text => write!(out, "{}", signature::describe(op))?,
+        ShowFormat::Pbtxt => write!(out, "{}", proto::to_text(op))?,
+        ShowFormat::Json => writeln!(out, "{}", pretty_json(&proto::to_json(op)))?,
+    }
+    Ok(())
+}
+
+/// Prints every registered OpDef as one OpList in `format`.
+pub fn export(
+    registry: &OpRegistry,
+    format: ExportFormat,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let list = registry.op_list();
+    match format {
+        ExportFormat::Pbtxt => write!(out, "{}", proto::to_text(&list))?,
+        ExportFormat::Binary => out.write_all(&proto::to_binary(&list))?,
+        ExportFormat::Json => writeln!(out, "{}", pretty_json(&proto::to_json(&list)))?,
+    }
+    Ok(())
+}
+
+fn pretty_json(value: &serde_json::Value) -> String {
+    // Serializing a `Value` cannot fail: every map key is a string.
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opforge_core::{Code, OpDefBuilder};
+
+    fn registry() -> OpRegistry {
+        let r = OpRegistry::new();
+        r.register_builder(
+            OpDefBuilder::new("ZeroOut")
+                .attr("T: realnumbertype = DT_INT32")
+                .attr("preserve_index: int = 0")
+                .input("to_zero: T")
+                .output("zeroed: T"),
+        )
+        .unwrap();
+        r.register_builder(OpDefBuilder::new("Abc")).unwrap();
+        r
+    }
+
+    fn output(f: impl FnOnce(&mut Vec<u8>) -> Result<(), CliError>) -> Vec<u8> {
+        let mut out = Vec::new();
+        f(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn list_is_sorted() {
+        let out = output(|o| list(&registry(), o));
+        assert_eq!(String::from_utf8(out).unwrap(), "Abc\nZeroOut\n");
+    }
+
+    #[test]
+    fn show_formats() {
+        let r = registry();
+        let text = output(|o| show(&r, "ZeroOut", ShowFormat::Text, o));
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("zero_out(to_zero, preserve_index=0, name=None)"),
+            "{text}"
+        );
+
+        let pbtxt = output(|o| show(&r, "ZeroOut", ShowFormat::Pbtxt, o));
+        let op: proto::OpDef = proto::from_text(std::str::from_utf8(&pbtxt).unwrap()).unwrap();
+        assert_eq!(op, r.op_def("ZeroOut").unwrap());
+
+        let json = output(|o| show(&r, "ZeroOut", ShowFormat::Json, o));
+        let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(proto::from_json::<proto::OpDef>(&value).unwrap(), op);
+
+        let mut sink = Vec::new();
+        match show(&r, "ZeroOutt", ShowFormat::Text, &mut sink) {
+            Err(CliError::Status(s)) => {
+                assert_eq!(s.code(), Code::NotFound);
+                assert!(s.message().contains("Did you mean 'ZeroOut'?"), "{s}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn export_formats_round_trip() {
+        let r = registry();
+        let expected = r.op_list();
+        let bin = output(|o| export(&r, ExportFormat::Binary, o));
+        assert_eq!(proto::from_binary::<proto::OpList>(&bin).unwrap(), expected);
+        let text = output(|o| export(&r, ExportFormat::Pbtxt, o));
+        let parsed: proto::OpList = proto::from_text(std::str::from_utf8(&text).unwrap()).unwrap();
+        assert_eq!(parsed, expected);
+        let json = output(|o| export(&r, ExportFormat::Json, o));
+        let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(proto::from_json::<proto::OpList>(&value).unwrap(), expected);
+    }
+}
