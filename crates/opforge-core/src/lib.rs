@@ -8,7 +8,9 @@
 pub mod attrs;
 pub mod device;
 pub mod dtype;
+pub mod eager;
 pub mod error;
+pub mod kernel;
 pub mod op_def;
 pub mod proto;
 pub mod registry;

@@ -1,0 +1,601 @@
+//! Eager execution: run an op now on tensors. Kernels are cached per
+//! (op, input dtypes, attrs, device), so a repeated call costs a hash lookup
+//! and the kernel's own work. A panicking kernel becomes an `Internal`
+//! error and the context stays usable.
+
+use crate::attrs::{resolve_call, ArgTypes, AttrMap, IntoAttrValue};
+use crate::device::{CpuDevice, Device};
+use crate::kernel::{build_kernel, KernelRegistry, KernelSignature, OpKernel, OpKernelContext};
+use crate::registry::OpRegistry;
+use crate::resource::ResourceMgr;
+use crate::{DataType, Result, Status, Tensor};
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, PoisonError, RwLock};
+
+/// One input argument of a call: a tensor, or a list of tensors (for
+/// `N * T` and `list(type)` arguments).
+#[derive(Clone, Debug)]
+pub enum Arg {
+    /// A single tensor.
+    One(Tensor),
+    /// A list of tensors.
+    List(Vec<Tensor>),
+}
+
+impl From<Tensor> for Arg {
+    fn from(t: Tensor) -> Arg {
+        Arg::One(t)
+    }
+}
+
+impl From<Vec<Tensor>> for Arg {
+    fn from(l: Vec<Tensor>) -> Arg {
+        Arg::List(l)
+    }
+}
+
+struct CachedKernel {
+    dtypes: Vec<DataType>,
+    /// The list lengths of a grouped call, `None` for a flat call.
+    grouping: Option<Vec<Option<usize>>>,
+    given: AttrMap,
+    sig: KernelSignature,
+    kernel: Box<dyn OpKernel>,
+}
+
+impl CachedKernel {
+    fn matches(
+        &self,
+        inputs: &[Tensor],
+        grouping: &Option<Vec<Option<usize>>>,
+        given: &AttrMap,
+    ) -> bool {
+        self.dtypes.len() == inputs.len()
+            && self.dtypes.iter().zip(inputs).all(|(d, t)| *d == t.dtype())
+            && self.grouping == *grouping
+            && self.given == *given
+    }
+}
+
+/// Runs ops eagerly on a device.
+///
+/// ```
+/// use opforge_core::eager::EagerContext;
+/// # use opforge_core::{register_op, register_kernel, OpDefBuilder, Tensor, Result};
+/// # use opforge_core::kernel::{KernelDefBuilder, OpKernel, OpKernelContext, CreateKernel, OpKernelConstruction};
+/// # register_op!(OpDefBuilder::new("DocNegate").input("x: float").output("y: float"));
+/// # struct Neg;
+/// # impl OpKernel for Neg { fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+/// #     let v: Vec<f32> = ctx.input(0).flat::<f32>()?.iter().map(|x| -x).collect();
+/// #     let t = Tensor::from_vec(ctx.input(0).dims(), v)?; ctx.set_output(0, t) } }
+/// # impl CreateKernel for Neg { fn create(_: &OpKernelConstruction<'_>) -> Result<Self> { Ok(Neg) } }
+/// # register_kernel!(KernelDefBuilder::new("DocNegate"), Neg);
+/// let ctx = EagerContext::new(1).unwrap();
+/// let x = Tensor::from_vec(&[2], vec![1.0f32, -2.0]).unwrap();
+/// let y = ctx.op("DocNegate").input(x).run1().unwrap();
+/// assert_eq!(y.flat::<f32>().unwrap(), &[-1.0, 2.0]);
+/// ```
+pub struct EagerContext {
+    device: Arc<dyn Device>,
+    resource_mgr: Arc<ResourceMgr>,
+    ops: &'static OpRegistry,
+    kernels: &'static KernelRegistry,
+    cache: RwLock<HashMap<String, Vec<Arc<CachedKernel>>>>,
+}
+
+impl EagerContext {
+    /// A context on a new CPU device with `intra_op_threads` threads (0 =
+    /// one per core), using the global op and kernel registries.
+    pub fn new(intra_op_threads: usize) -> Result<EagerContext> {
+        Ok(EagerContext::with_device(Arc::new(CpuDevice::new(
+            intra_op_threads,
+        )?)))
+    }
+
+    /// A context on the process-wide default CPU device.
+    pub fn default_cpu() -> EagerContext {
+        EagerContext::with_device(CpuDevice::shared())
+    }
+
+    /// A context on `device`, using the global registries.
+    pub fn with_device(device: Arc<dyn Device>) -> EagerContext {
+        EagerContext::with_registries(device, OpRegistry::global(), KernelRegistry::global())
+    }
+
+    /// A context with its own registries (for sandboxes and tests).
+    pub fn with_registries(
+        device: Arc<dyn Device>,
+        ops: &'static OpRegistry,
+        kernels: &'static KernelRegistry,
+    ) -> EagerContext {
+        EagerContext {
+            device,
+            resource_mgr: Arc::new(ResourceMgr::new()),
+            ops,
+            kernels,
+            cache: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<dyn Device> {
+        &self.device
+    }
+
+    /// The resource manager holding this context's op state (variables, ...).
+    pub fn resource_mgr(&self) -> &Arc<ResourceMgr> {
+        &self.resource_mgr
+    }
+
+    /// Starts a call of op `name`, to be given inputs and attrs.
+    pub fn op<'c>(&'c self, name: &'c str) -> EagerOp<'c> {
+        EagerOp {
+            ctx: self,
+            name,
+            args: Vec::new(),
+            attrs: AttrMap::new(),
+        }
+    }
+
+    /// Runs `op` on flat `inputs`. Each list argument takes as many tensors
+    /// as its length attr (given in `attrs`) says, or, when the op has one
+    /// list argument of unknown length, all the tensors the other arguments
+    /// do not take. Use [`execute_args`](Self::execute_args) when that is ambiguous.
+    pub fn execute(&self, op: &str, inputs: Vec<Tensor>, attrs: &AttrMap) -> Result<Vec<Tensor>> {
+        self.run(op, inputs, None, attrs)
+    }
+
+    /// Runs `op` on grouped arguments, one [`Arg`] per input argument.
+    pub fn execute_args(&self, op: &str, args: Vec<Arg>, attrs: &AttrMap) -> Result<Vec<Tensor>> {
+        let mut grouping = Vec::with_capacity(args.len());
+        let mut flat = Vec::new();
+        for a in args {
+            match a {
+                Arg::One(t) => {
+                    grouping.push(None);
+                    flat.push(t);
+                }
+                Arg::List(l) => {
+                    grouping.push(Some(l.len()));
+                    flat.extend(l);
+                }
+            }
+        }
+        self.run(op, flat, Some(grouping), attrs)
+    }
+
+    fn cached(
+        &self,
+        op: &str,
+        inputs: &[Tensor],
+        grouping: &Option<Vec<Option<usize>>>,
+        attrs: &AttrMap,
+    ) -> Option<Arc<CachedKernel>> {
+        let cache = self.cache.read().unwrap_or_else(PoisonError::into_inner);
+        cache
+            .get(op)?
+            .iter()
+            .find(|c| c.matches(inputs, grouping, attrs))
+            .cloned()
+    }
+
+    fn run(
+        &self,
+        op: &str,
+        inputs: Vec<Tensor>,
+        grouping: Option<Vec<Option<usize>>>,
+        attrs: &AttrMap,
+    ) -> Result<Vec<Tensor>> {
+        let cached = match self.cached(op, &inputs, &grouping, attrs) {
+            Some(c) => c,
+            None => self
+                .build(op, &inputs, grouping, attrs)
+                .map_err(|e| e.append(format!(" [Op:{op}]")))?,
+        };
+        if let Some(bad) = inputs
+            .iter()
+            .position(|t| t.location() != self.device.location())
+        {
+            return Err(Status::invalid_argument(format!(
+                "input {bad} is on {:?}, but the op runs on {} [Op:{op}]",
+                inputs[bad].location(),
+                self.device.name()
+            )));
+        }
+        let mut ctx = OpKernelContext::new(
+            &cached.sig,
+            inputs,
+            self.device.as_ref(),
+            &self.resource_mgr,
+        );
+        match catch_unwind(AssertUnwindSafe(|| cached.kernel.compute(&mut ctx))) {
+            Ok(Ok(())) => ctx.into_outputs().map_err(|e| e.append(format!(" [Op:{op}]"))),
+            Ok(Err(e)) => Err(e.append(format!(" [Op:{op}]"))),
+            Err(panic) => Err(Status::internal(format!(
+                "the kernel of op '{op}' panicked: {}. This is a bug in the kernel; the context is still usable [Op:{op}]",
+                panic_message(&panic)
+            ))),
+        }
+    }
+
+    fn build(
+        &self,
+        op: &str,
+        inputs: &[Tensor],
+        grouping: Option<Vec<Option<usize>>>,
+        attrs: &AttrMap,
+    ) -> Result<Arc<CachedKernel>> {
+        let data = self.ops.lookup(op)?;
+        let op_def = &data.op_def;
+        let dtypes: Vec<DataType> = inputs.iter().map(Tensor::dtype).collect();
+        let lens = match &grouping {
+            Some(g) => g.clone(),
+            None => flat_grouping(op_def, inputs.len(), attrs)?,
+        };
+        if lens.len() != op_def.input_arg.len() {
+            return Err(Status::invalid_argument(format!(
+                "{op} takes {} input arguments, but {} were given",
+                op_def.input_arg.len(),
+                lens.len()
+            )));
+        }
+        let mut arg_types = Vec::with_capacity(lens.len());
+        let mut at = 0;
+        for len in &lens {
+            match len {
+                None => {
+                    let dt = *dtypes
+                        .get(at)
+                        .ok_or_else(|| too_few(op, op_def, inputs.len()))?;
+                    arg_types.push(ArgTypes::Single(dt));
+                    at += 1;
+                }
+                Some(n) => {
+                    let slice = dtypes
+                        .get(at..at + n)
+                        .ok_or_else(|| too_few(op, op_def, inputs.len()))?;
+                    arg_types.push(ArgTypes::List(slice.to_vec()));
+                    at += n;
+                }
+            }
+        }
+        if at != inputs.len() {
+            return Err(too_few(op, op_def, inputs.len()));
+        }
+        let call = resolve_call(op_def, &arg_types, attrs)?;
+        let (sig, kernel) =
+            build_kernel(self.kernels, op_def, op, call.attrs, self.device.as_ref())?;
+        let entry = Arc::new(CachedKernel {
+            dtypes,
+            grouping,
+            given: attrs.clone(),
+            sig,
+            kernel,
+        });
+        self.cache
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(op.to_string())
+            .or_default()
+            .push(entry.clone());
+        Ok(entry)
+    }
+
+    /// How many kernels the cache holds.
+    pub fn cached_kernels(&self) -> usize {
+        self.cache
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(Vec::len)
+            .sum()
+    }
+}
+
+fn too_few(op: &str, op_def: &crate::proto::OpDef, given: usize) -> Status {
+    let names: Vec<&str> = op_def.input_arg.iter().map(|a| a.name.as_str()).collect();
+    Status::invalid_argument(format!(
+        "{op} takes inputs ({}), which {given} tensors do not fill",
+        names.join(", ")
+    ))
+}
+
+/// The list length of each input argument of a flat call.
+fn flat_grouping(
+    op: &crate::proto::OpDef,
+    n: usize,
+    attrs: &AttrMap,
+) -> Result<Vec<Option<usize>>> {
+    use crate::proto::attr_value::Value;
+    let mut lens: Vec<Option<Option<usize>>> = Vec::new(); // outer None = unknown list length
+    for arg in &op.input_arg {
+        let known = if !arg.number_attr.is_empty() {
+            match attrs.get(&arg.number_attr).and_then(|v| v.value.as_ref()) {
+                Some(Value::I(i)) if *i >= 0 => Some(Some(*i as usize)),
+                _ => None,
+            }
+        } else if !arg.type_list_attr.is_empty() {
+            match attrs
+                .get(&arg.type_list_attr)
+                .and_then(|v| v.value.as_ref())
+            {
+                Some(Value::List(l)) => Some(Some(l.r#type.len())),
+                _ => None,
+            }
+        } else {
+            Some(None)
+        };
+        lens.push(known);
+    }
+    let unknown: Vec<usize> = lens
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.is_none())
+        .map(|(i, _)| i)
+        .collect();
+    let fixed: usize = lens
+        .iter()
+        .map(|l| l.flatten().unwrap_or(1) * usize::from(l.is_some()))
+        .sum();
+    match unknown.as_slice() {
+        [] => {}
+        [one] => {
+            let rest = n.checked_sub(fixed).ok_or_else(|| too_few(&op.name, op, n))?;
+            lens[*one] = Some(Some(rest));
+        }
+        _ => {
+            return Err(Status::invalid_argument(format!(
+                "{} has several list inputs; give their lengths as attrs or group the inputs with execute_args",
+                op.name
+            )))
+        }
+    }
+    Ok(lens.into_iter().map(|l| l.flatten()).collect())
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
+    }
+}
+
+/// A call being built: `ctx.op("MatMul").input(a).input(b).attr("transpose_b", true).run1()`.
+pub struct EagerOp<'c> {
+    ctx: &'c EagerContext,
+    name: &'c str,
+    args: Vec<Arg>,
+    attrs: AttrMap,
+}
+
+impl EagerOp<'_> {
+    /// Adds a single-tensor input argument.
+    pub fn input(mut self, t: Tensor) -> Self {
+        self.args.push(Arg::One(t));
+        self
+    }
+
+    /// Adds a list input argument.
+    pub fn input_list(mut self, l: Vec<Tensor>) -> Self {
+        self.args.push(Arg::List(l));
+        self
+    }
+
+    /// Sets an attr.
+    pub fn attr(mut self, name: &str, value: impl IntoAttrValue) -> Self {
+        self.attrs.insert(name.to_string(), value.into_attr_value());
+        self
+    }
+
+    /// Runs the op; all outputs.
+    pub fn run(self) -> Result<Vec<Tensor>> {
+        self.ctx.execute_args(self.name, self.args, &self.attrs)
+    }
+
+    /// Runs the op; its only output (`InvalidArgument` if it has another number).
+    pub fn run1(self) -> Result<Tensor> {
+        let name = self.name;
+        let mut outs = self.run()?;
+        match outs.len() {
+            1 => Ok(outs.pop().expect("one output")),
+            n => Err(Status::invalid_argument(format!(
+                "{name} has {n} outputs; use run() instead of run1()"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::{CreateKernel, KernelDefBuilder, KernelRegistration, OpKernelConstruction};
+    use crate::OpDefBuilder;
+
+    struct Scale(f32);
+    impl OpKernel for Scale {
+        fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+            let shape = ctx.input(0).shape().clone();
+            if ctx
+                .forward_input_or_allocate_output(&[0], 0, &shape)?
+                .is_some()
+            {
+                for v in ctx.output_mut(0)?.flat_mut::<f32>()? {
+                    *v *= self.0;
+                }
+            } else {
+                let (ins, out) = ctx.inputs_and_output(0)?;
+                let x = ins[0].flat::<f32>()?;
+                for (o, v) in out.flat_mut::<f32>()?.iter_mut().zip(x) {
+                    *o = v * self.0;
+                }
+            }
+            Ok(())
+        }
+    }
+    impl CreateKernel for Scale {
+        fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+            let f: f32 = ctx.get_attr("factor")?;
+            crate::ensure!(
+                f.is_finite(),
+                InvalidArgument,
+                "factor must be finite, got {f}"
+            );
+            Ok(Scale(f))
+        }
+    }
+
+    struct Boom;
+    impl OpKernel for Boom {
+        fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+            if ctx.input(0).flat::<f32>()?[0] < 0.0 {
+                panic!("negative input");
+            }
+            let t = ctx.take_input(0);
+            ctx.set_output(0, t)
+        }
+    }
+    impl CreateKernel for Boom {
+        fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
+            Ok(Boom)
+        }
+    }
+
+    fn ctx() -> EagerContext {
+        let ops: &'static OpRegistry = Box::leak(Box::new(OpRegistry::new()));
+        ops.register_builder(
+            OpDefBuilder::new("Scale")
+                .attr("factor: float = 2.0")
+                .input("x: float")
+                .output("y: float"),
+        )
+        .unwrap();
+        ops.register_builder(
+            OpDefBuilder::new("Boom")
+                .input("x: float")
+                .output("y: float"),
+        )
+        .unwrap();
+        ops.register_builder(
+            OpDefBuilder::new("NoKernel")
+                .attr("T: type")
+                .input("x: T")
+                .output("y: T"),
+        )
+        .unwrap();
+        let kernels: &'static KernelRegistry = Box::leak(Box::new(KernelRegistry::new()));
+        kernels
+            .register(KernelRegistration::of::<Scale>(KernelDefBuilder::new(
+                "Scale",
+            )))
+            .unwrap();
+        kernels
+            .register(KernelRegistration::of::<Boom>(KernelDefBuilder::new(
+                "Boom",
+            )))
+            .unwrap();
+        EagerContext::with_registries(Arc::new(CpuDevice::new(1).unwrap()), ops, kernels)
+    }
+
+    #[test]
+    fn runs_caches_and_forwards() {
+        let c = ctx();
+        let x = Tensor::from_vec(&[3], vec![1.0f32, 2.0, 3.0]).unwrap();
+        let y = c.op("Scale").input(x.clone()).run1().unwrap();
+        assert_eq!(y.flat::<f32>().unwrap(), &[2.0, 4.0, 6.0]);
+        assert!(!y.shares_storage_with(&x)); // x was shared: no forwarding
+        let y2 = c
+            .op("Scale")
+            .input(y.clone())
+            .attr("factor", 0.5f32)
+            .run1()
+            .unwrap();
+        assert_eq!(y2.flat::<f32>().unwrap(), &[1.0, 2.0, 3.0]);
+        assert_eq!(c.cached_kernels(), 2);
+        c.op("Scale").input(x).run1().unwrap();
+        assert_eq!(c.cached_kernels(), 2);
+        // A uniquely owned input is reused for the output.
+        let z = Tensor::from_vec(&[2], vec![1.0f32, 1.0]).unwrap();
+        let addr = z.bytes().unwrap().as_ptr();
+        let out = c.execute("Scale", vec![z], &AttrMap::new()).unwrap();
+        assert_eq!(out[0].bytes().unwrap().as_ptr(), addr);
+        assert_eq!(out[0].flat::<f32>().unwrap(), &[2.0, 2.0]);
+    }
+
+    #[test]
+    fn errors_name_the_op() {
+        let c = ctx();
+        let e = c
+            .op("Scale")
+            .input(Tensor::scalar(1i32))
+            .run1()
+            .unwrap_err();
+        assert!(
+            e.message()
+                .contains("input 'x' must be float, but a int32 tensor was given [Op:Scale]"),
+            "{e}"
+        );
+        let e = c
+            .op("Scale")
+            .input(Tensor::scalar(1f32))
+            .attr("factor", f32::NAN)
+            .run1()
+            .unwrap_err();
+        assert_eq!(e.message(), "factor must be finite, got NaN [Op:Scale]");
+        let e = c.op("Nope").run().unwrap_err();
+        assert_eq!(e.code(), crate::Code::NotFound);
+        let e = c
+            .op("NoKernel")
+            .input(Tensor::scalar(1f32))
+            .run1()
+            .unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("No OpKernel was registered to support Op 'NoKernel'"),
+            "{e}"
+        );
+        assert!(e.message().contains("<no registered kernels>"), "{e}");
+    }
+
+    #[test]
+    fn a_panicking_kernel_is_an_internal_error_and_the_context_survives() {
+        let c = ctx();
+        let e = c
+            .op("Boom")
+            .input(Tensor::scalar(-1f32))
+            .run1()
+            .unwrap_err();
+        assert_eq!(e.code(), crate::Code::Internal);
+        assert!(e.message().contains("negative input"), "{e}");
+        let ok = c.op("Boom").input(Tensor::scalar(5f32)).run1().unwrap();
+        assert_eq!(ok.scalar_value::<f32>().unwrap(), 5.0);
+    }
+
+    #[test]
+    fn concurrent_calls_from_eight_threads() {
+        let c = Arc::new(ctx());
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    for i in 0..200 {
+                        let v = (t * 1000 + i) as f32;
+                        let y = c
+                            .op("Scale")
+                            .input(Tensor::scalar(v))
+                            .attr("factor", 3.0f32)
+                            .run1()
+                            .unwrap();
+                        assert_eq!(y.scalar_value::<f32>().unwrap(), v * 3.0);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+}
