@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod examples;
+pub mod util;
 
 /// Makes sure this crate, and with it every op registration in it, is
 /// linked into the binary. Call it once before using the global registry.

@@ -294,18 +294,19 @@ impl<'a> OpKernelContext<'a> {
         self.device.allocate(dtype, shape)
     }
 
-    /// The device the kernel runs on.
-    pub fn device(&self) -> &dyn Device {
+    /// The device the kernel runs on (borrowed for the whole run, not just
+    /// this call, so it can be held while outputs are written).
+    pub fn device(&self) -> &'a dyn Device {
         self.device
     }
 
-    /// The device's intra-op thread pool.
-    pub fn thread_pool(&self) -> &ThreadPool {
+    /// The device's intra-op thread pool (borrowed for the whole run).
+    pub fn thread_pool(&self) -> &'a ThreadPool {
         self.device.thread_pool()
     }
 
-    /// The resource manager for op state.
-    pub fn resource_mgr(&self) -> &ResourceMgr {
+    /// The resource manager for op state (borrowed for the whole run).
+    pub fn resource_mgr(&self) -> &'a ResourceMgr {
         self.resource_mgr
     }
 
