@@ -11,6 +11,9 @@
 pub mod examples;
 pub mod util;
 
+#[cfg(test)]
+pub(crate) mod testutil;
+
 /// Makes sure this crate, and with it every op registration in it, is
 /// linked into the binary. Call it once before using the global registry.
 ///
