@@ -28,3 +28,6 @@ pub use opforge_core::*;
 pub use opforge_ops;
 
 pub mod cli;
+
+#[doc = include_str!("../docs/adding-an-op.md")]
+pub mod guide {}
