@@ -15,6 +15,7 @@ pub mod op_def;
 pub mod proto;
 pub mod registry;
 pub mod resource;
+pub mod shape_inference;
 pub mod signature;
 pub mod tensor;
 

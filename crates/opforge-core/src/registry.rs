@@ -29,6 +29,7 @@
 
 use crate::op_def::{validate_op_def, OpDefBuilder};
 use crate::proto::{self, OpDef, OpList};
+use crate::shape_inference::ShapeFn;
 use crate::{Result, Status};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
@@ -61,19 +62,33 @@ pub fn should_register_op(name: &str, ops_to_register: Option<&[&str]>) -> bool 
 /// Everything registered for one op.
 ///
 /// Held in an [`Arc`] by the registry, so lookups are cheap and the data
-/// outlives a lock. More fields (such as a shape function) will be added;
-/// build one with [`OpRegistrationData::new`].
-#[derive(Clone, Debug, PartialEq)]
+/// outlives a lock. More fields (such as a gradient) will be added; build
+/// one with [`OpRegistrationData::new`].
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct OpRegistrationData {
     /// The op's interface.
     pub op_def: OpDef,
+    /// The op's shape function, if it has one.
+    pub shape_fn: Option<ShapeFn>,
+}
+
+impl std::fmt::Debug for OpRegistrationData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpRegistrationData")
+            .field("op_def", &self.op_def)
+            .field("shape_fn", &self.shape_fn.as_ref().map(|_| "<fn>"))
+            .finish()
+    }
 }
 
 impl OpRegistrationData {
-    /// The registration data of `op_def`.
+    /// The registration data of `op_def`, without a shape function.
     pub fn new(op_def: OpDef) -> OpRegistrationData {
-        OpRegistrationData { op_def }
+        OpRegistrationData {
+            op_def,
+            shape_fn: None,
+        }
     }
 }
 
@@ -205,22 +220,26 @@ impl OpRegistry {
     /// does nothing; a different OpDef under a taken name is
     /// `AlreadyExists`, with the first difference in the message.
     pub fn register(&self, op_def: OpDef) -> Result<()> {
-        validate_op_def(&op_def).map_err(|e| name_op(e, &op_def.name))?;
+        self.register_data(OpRegistrationData::new(op_def))
+    }
+
+    /// Adds an op with its shape function (see [`register`](Self::register)).
+    /// Re-registering an identical OpDef keeps the first registration.
+    pub fn register_data(&self, data: OpRegistrationData) -> Result<()> {
+        let op_def = &data.op_def;
+        validate_op_def(op_def).map_err(|e| name_op(e, &op_def.name))?;
         let mut ops = self.ops.write().unwrap_or_else(PoisonError::into_inner);
         if let Some(existing) = ops.get(&op_def.name) {
-            if existing.op_def == op_def {
+            if existing.op_def == *op_def {
                 return Ok(());
             }
             return Err(Status::already_exists(format!(
                 "Op with name '{}' is already registered with a different definition: {}",
                 op_def.name,
-                describe_difference(&existing.op_def, &op_def)
+                describe_difference(&existing.op_def, op_def)
             )));
         }
-        ops.insert(
-            op_def.name.clone(),
-            Arc::new(OpRegistrationData::new(op_def)),
-        );
+        ops.insert(op_def.name.clone(), Arc::new(data));
         Ok(())
     }
 
@@ -228,7 +247,10 @@ impl OpRegistry {
     /// [`register`](Self::register)); errors name the op.
     pub fn register_builder(&self, builder: OpDefBuilder) -> Result<()> {
         let op_def = builder.finalize().map_err(|e| name_op(e, builder.name()))?;
-        self.register(op_def)
+        self.register_data(OpRegistrationData {
+            op_def,
+            shape_fn: builder.shape_fn().cloned(),
+        })
     }
 
     /// The registration of op `name`, or `NotFound` with TensorFlow's

@@ -5,6 +5,7 @@ use super::spec::{parse_arg_spec, parse_attr_spec, ArgSpec};
 use super::validate::validate_op_def;
 use crate::dtype::DataType;
 use crate::proto::{op_def::ArgDef, OpDef, OpDeprecation};
+use crate::shape_inference::{InferenceContext, ShapeFn};
 use crate::{Result, Status};
 
 /// Builds an [`OpDef`] from spec strings.
@@ -24,7 +25,7 @@ use crate::{Result, Status};
 /// let err = OpDefBuilder::new("ZeroOut").attr("T: {float, int32").finalize().unwrap_err();
 /// assert!(err.message().starts_with("ZeroOut: attr \"T: {float, int32\": missing '}'"));
 /// ```
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Default)]
 pub struct OpDefBuilder {
     name: String,
     attrs: Vec<String>,
@@ -39,6 +40,19 @@ pub struct OpDefBuilder {
     is_distributed_communication: bool,
     deprecation: Option<(i32, String)>,
     errors: Vec<String>,
+    shape_fn: Option<ShapeFn>,
+}
+
+impl std::fmt::Debug for OpDefBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpDefBuilder")
+            .field("name", &self.name)
+            .field("attrs", &self.attrs)
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .field("shape_fn", &self.shape_fn.as_ref().map(|_| "<fn>"))
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpDefBuilder {
@@ -121,6 +135,27 @@ impl OpDefBuilder {
     pub fn distributed_communication(mut self) -> Self {
         self.is_distributed_communication = true;
         self
+    }
+
+    /// Sets the shape function: given the input shapes (and constant inputs
+    /// and attrs), it sets the output shapes. See [`crate::shape_inference`].
+    pub fn set_shape_fn(
+        mut self,
+        f: impl Fn(&mut InferenceContext) -> Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.shape_fn = Some(std::sync::Arc::new(f));
+        self
+    }
+
+    /// Sets a shared shape function (one of the common ones).
+    pub fn shape_fn_arc(mut self, f: ShapeFn) -> Self {
+        self.shape_fn = Some(f);
+        self
+    }
+
+    /// The shape function, if set.
+    pub fn shape_fn(&self) -> Option<&ShapeFn> {
+        self.shape_fn.as_ref()
     }
 
     /// Deprecates the op from GraphDef version `version` on.

@@ -1,0 +1,397 @@
+//! Shape functions many ops share (TensorFlow's `common_shape_fns`).
+
+use super::{DimensionHandle, InferenceContext, ShapeHandle};
+use crate::{DataType, Result, Status};
+
+/// Output 0 has input 0's shape (the same handle).
+pub fn unchanged_shape(c: &mut InferenceContext) -> Result<()> {
+    let s = c.input(0);
+    c.set_output(0, s);
+    Ok(())
+}
+
+/// Every output has an unknown shape.
+pub fn unknown_shape(c: &mut InferenceContext) -> Result<()> {
+    for i in 0..c.num_outputs() {
+        let s = c.unknown_shape();
+        c.set_output(i, s);
+    }
+    Ok(())
+}
+
+/// Output 0 is a scalar.
+pub fn scalar_shape(c: &mut InferenceContext) -> Result<()> {
+    let s = c.scalar();
+    c.set_output(0, s);
+    Ok(())
+}
+
+/// The op has no outputs.
+pub fn no_outputs(_: &mut InferenceContext) -> Result<()> {
+    Ok(())
+}
+
+/// The NumPy broadcast of two shapes, keeping input dim handles where the
+/// output dim is an input's (TensorFlow's `BroadcastBinaryOpOutputShapeFnHelper`).
+/// Without `incompatible_shape_error`, incompatible shapes give an unknown
+/// shape (or a scalar) instead of an error.
+pub fn broadcast_shapes(
+    c: &mut InferenceContext,
+    x: ShapeHandle,
+    y: ShapeHandle,
+    incompatible_shape_error: bool,
+) -> Result<ShapeHandle> {
+    let (Some(rx), Some(ry)) = (c.rank(x), c.rank(y)) else {
+        return Ok(c.unknown_shape());
+    };
+    let rank = rx.max(ry);
+    let one = if rx != ry { Some(c.make_dim(1)) } else { None };
+    let mut dims: Vec<DimensionHandle> = Vec::with_capacity(rank);
+    for i in 0..rank {
+        let dx = if i < rank - rx {
+            one.expect("ranks differ")
+        } else {
+            c.dims(x).expect("known")[i - (rank - rx)]
+        };
+        let y_is_one = i < rank - ry;
+        let dy = if y_is_one {
+            one.expect("ranks differ")
+        } else {
+            c.dims(y).expect("known")[i - (rank - ry)]
+        };
+        let (vx, vy) = (c.raw_value(dx), c.raw_value(dy));
+        if vx < 0 || vy < 0 {
+            if vx > 1 {
+                if !incompatible_shape_error {
+                    return Ok(c.unknown_shape());
+                }
+                dims.push(dx);
+            } else if vy > 1 {
+                if !incompatible_shape_error {
+                    return Ok(c.unknown_shape());
+                }
+                dims.push(dy);
+            } else if vx == 1 {
+                dims.push(dy);
+            } else if vy == 1 {
+                dims.push(dx);
+            } else if dx == dy {
+                dims.push(dx);
+            } else if vx < 0 && vy < 0 {
+                dims.push(c.unknown_dim());
+            } else {
+                if !incompatible_shape_error {
+                    return Ok(c.unknown_shape());
+                }
+                dims.push(c.unknown_dim());
+            }
+        } else if vx == 1 || vy == 1 {
+            if vx == 1 && !y_is_one {
+                dims.push(dy);
+            } else {
+                dims.push(dx);
+            }
+        } else {
+            match c.merge_dim(dx, dy) {
+                Ok(d) => dims.push(d),
+                Err(_) if !incompatible_shape_error => return Ok(c.scalar()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(c.make_shape_from_dims(dims))
+}
+
+/// Output 0 is the broadcast of inputs 0 and 1 (binary elementwise ops).
+pub fn broadcast_binary_op_shape(c: &mut InferenceContext) -> Result<()> {
+    let (x, y) = (c.input(0), c.input(1));
+    let out = broadcast_shapes(c, x, y, true)?;
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// `MatMul`: `[m, k] x [k, n] -> [m, n]`, with `transpose_a`/`transpose_b`.
+pub fn matmul_shape(c: &mut InferenceContext) -> Result<()> {
+    let (a0, b0) = (c.input(0), c.input(1));
+    let a = c.with_rank(a0, 2)?;
+    let b = c.with_rank(b0, 2)?;
+    let ta: bool = c.get_attr("transpose_a")?;
+    let tb: bool = c.get_attr("transpose_b")?;
+    let rows = c.dim(a, if ta { 1 } else { 0 });
+    let cols = c.dim(b, if tb { 0 } else { 1 });
+    let inner_a = c.dim(a, if ta { 0 } else { 1 });
+    let inner_b = c.dim(b, if tb { 1 } else { 0 });
+    c.merge_dim(inner_a, inner_b)?;
+    let out = c.matrix(rows, cols);
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// `BatchMatMulV2`: broadcast batch dims, then a matmul of the last two dims
+/// (`adj_x`/`adj_y` swap them).
+pub fn batch_matmul_v2_shape(c: &mut InferenceContext) -> Result<()> {
+    let (a0, b0) = (c.input(0), c.input(1));
+    let a = c.with_rank_at_least(a0, 2)?;
+    let b = c.with_rank_at_least(b0, 2)?;
+    let adj_x: bool = c.get_attr("adj_x")?;
+    let adj_y: bool = c.get_attr("adj_y")?;
+    let rows = c.dim(a, if adj_x { -1 } else { -2 });
+    let cols = c.dim(b, if adj_y { -2 } else { -1 });
+    let inner_a = c.dim(a, if adj_x { -2 } else { -1 });
+    let inner_b = c.dim(b, if adj_y { -1 } else { -2 });
+    c.merge_dim(inner_a, inner_b)?;
+    let a_batch = c.subshape(a, 0, Some(-2))?;
+    let b_batch = c.subshape(b, 0, Some(-2))?;
+    let batch = broadcast_shapes(c, a_batch, b_batch, true)?;
+    let m = c.matrix(rows, cols);
+    let out = c.concatenate(batch, m)?;
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// Reductions (`Sum`, `Max`, ...): input 0 reduced over the constant axes in
+/// input 1, keeping size-1 dims with `keep_dims`. Unknown axes give an
+/// unknown shape (of the input's rank with `keep_dims`).
+pub fn reduction_shape(c: &mut InferenceContext) -> Result<()> {
+    let input = c.input(0);
+    let idx = c.input(1);
+    c.with_rank_at_most(idx, 1)?;
+    let keep_dims: bool = c.get_attr("keep_dims")?;
+    let (Some(t), Some(rank)) = (c.input_tensor(1).cloned(), c.rank(input)) else {
+        let out = match (keep_dims, c.rank(input)) {
+            (true, Some(r)) => c.unknown_shape_of_rank(r),
+            _ => c.unknown_shape(),
+        };
+        c.set_output(0, out);
+        return Ok(());
+    };
+    let axes: Vec<i64> = match t.dtype() {
+        DataType::Int32 => t.flat::<i32>()?.iter().map(|&v| v as i64).collect(),
+        DataType::Int64 => t.flat::<i64>()?.to_vec(),
+        _ => {
+            return Err(Status::invalid_argument(
+                "reduction_indices can only be int32 or int64",
+            ))
+        }
+    };
+    let r = rank as i64;
+    let mut reduced = vec![false; rank];
+    for a in axes {
+        if a < -r || a >= r {
+            return Err(Status::invalid_argument(format!(
+                "Invalid reduction dimension {a} for input with {rank} dimensions."
+            )));
+        }
+        reduced[if a < 0 { a + r } else { a } as usize] = true;
+    }
+    let mut dims = Vec::with_capacity(rank);
+    for (i, &red) in reduced.iter().enumerate() {
+        if !red {
+            dims.push(c.dim(input, i as i64));
+        } else if keep_dims {
+            dims.push(c.make_dim(1));
+        }
+    }
+    let out = c.make_shape_from_dims(dims);
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// Concatenation of inputs `[start, end)` along the constant axis in input
+/// `axis_index` (TensorFlow's `ConcatShapeHelper`).
+pub fn concat_shape_helper(
+    c: &mut InferenceContext,
+    start: usize,
+    end: usize,
+    axis_index: usize,
+) -> Result<()> {
+    let axis_in = c.input(axis_index);
+    c.with_rank(axis_in, 0)?;
+    let Some(t) = c.input_tensor(axis_index).cloned() else {
+        let rank = (start..end).find_map(|i| c.rank(c.input(i)));
+        match rank {
+            None => {
+                let u = c.unknown_shape();
+                c.set_output(0, u);
+            }
+            Some(0) => {
+                return Err(Status::invalid_argument(
+                    "Can't concatenate scalars (use tf.stack instead)",
+                ))
+            }
+            Some(r) => {
+                for i in start..end {
+                    let s = c.input(i);
+                    c.with_rank(s, r)?;
+                }
+                let out = c.unknown_shape_of_rank(r);
+                c.set_output(0, out);
+            }
+        }
+        return Ok(());
+    };
+    let axis: i64 = match t.dtype() {
+        DataType::Int32 => t.flat::<i32>()?[0] as i64,
+        DataType::Int64 => t.flat::<i64>()?[0],
+        other => {
+            return Err(Status::invalid_argument(format!(
+                "axis must be int32 or int64, not {other}"
+            )))
+        }
+    };
+    let min_rank = if axis < 0 {
+        (-axis) as usize
+    } else {
+        axis as usize + 1
+    };
+    let parts = |c: &mut InferenceContext,
+                 i: usize|
+     -> Result<(ShapeHandle, DimensionHandle, ShapeHandle)> {
+        let s = c.input(i);
+        let s = c.with_rank_at_least(s, min_rank)?;
+        let before = c.subshape(s, 0, Some(axis))?;
+        let middle = c.dim(s, axis);
+        let after = if axis == -1 {
+            c.scalar()
+        } else {
+            c.subshape(s, axis + 1, None)?
+        };
+        Ok((before, middle, after))
+    };
+    let (mut before, mut middle, mut after) = parts(c, end - 1)?;
+    for i in (start..end - 1).rev() {
+        let (b, m, a) = parts(c, i)?;
+        before = c.merge(b, before)?;
+        middle = c.add(middle, m)?;
+        after = c.merge(a, after)?;
+    }
+    let mid = c.vector(middle);
+    let s = c.concatenate(before, mid)?;
+    let s = c.concatenate(s, after)?;
+    c.set_output(0, s);
+    Ok(())
+}
+
+/// `ConcatV2`: values first, the axis last.
+pub fn concat_v2_shape(c: &mut InferenceContext) -> Result<()> {
+    let n = c.num_inputs();
+    concat_shape_helper(c, 0, n - 1, n - 1)
+}
+
+/// `Concat`: the axis first, then the values.
+pub fn concat_shape(c: &mut InferenceContext) -> Result<()> {
+    let n = c.num_inputs();
+    concat_shape_helper(c, 1, n, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attrs::{AttrMap, IntoAttrValue};
+    use crate::proto::OpDef;
+    use crate::shape_inference::testutil::{check_outputs, parse_shapes};
+    use crate::Tensor;
+
+    fn run(
+        f: fn(&mut InferenceContext) -> Result<()>,
+        ins: &str,
+        attrs: &[(&str, bool)],
+        t1: Option<Tensor>,
+    ) -> Result<InferenceContext> {
+        let attrs: AttrMap = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.into_attr_value()))
+            .collect();
+        let mut c = InferenceContext::new(
+            &OpDef::default(),
+            "n",
+            &attrs,
+            &parse_shapes(ins).unwrap(),
+            1,
+        );
+        if let Some(t) = t1 {
+            c.set_input_tensor(1, t);
+        }
+        f(&mut c).map(|_| c)
+    }
+
+    fn ok(
+        f: fn(&mut InferenceContext) -> Result<()>,
+        ins: &str,
+        attrs: &[(&str, bool)],
+        t1: Option<Tensor>,
+        want: &str,
+    ) {
+        let c = run(f, ins, attrs, t1).unwrap_or_else(|e| panic!("{ins}: {e}"));
+        check_outputs(&c, want).unwrap_or_else(|e| panic!("{ins}: {e}"));
+    }
+
+    #[test]
+    fn broadcasting() {
+        let f = broadcast_binary_op_shape;
+        ok(f, "[2,3];[3]", &[], None, "[d0_0,d0_1|d1_0]");
+        ok(f, "[2,1];[1,3]", &[], None, "[d0_0,d1_1]");
+        ok(f, "?;[3]", &[], None, "?");
+        ok(f, "[?,3];[2,?]", &[], None, "[d1_0,d0_1]");
+        ok(f, "[?];[?]", &[], None, "[?]");
+        ok(f, "[1];[?]", &[], None, "[d1_0]");
+        let e = run(f, "[2,3];[4]", &[], None).unwrap_err();
+        assert_eq!(e.message(), "Dimensions must be equal, but are 3 and 4");
+    }
+
+    #[test]
+    fn matmuls() {
+        let f = matmul_shape;
+        let no = [("transpose_a", false), ("transpose_b", false)];
+        ok(f, "[2,3];[3,4]", &no, None, "[d0_0,d1_1]");
+        ok(
+            f,
+            "[3,2];[4,3]",
+            &[("transpose_a", true), ("transpose_b", true)],
+            None,
+            "[d0_1,d1_0]",
+        );
+        ok(f, "?;[3,4]", &no, None, "[?,d1_1]");
+        assert_eq!(
+            run(f, "[2,3];[4,5]", &no, None).unwrap_err().message(),
+            "Dimensions must be equal, but are 3 and 4"
+        );
+        assert!(run(f, "[2];[2,2]", &no, None)
+            .unwrap_err()
+            .message()
+            .contains("Shape must be rank 2 but is rank 1"));
+        let b = batch_matmul_v2_shape;
+        let no = [("adj_x", false), ("adj_y", false)];
+        ok(b, "[5,1,2,3];[4,3,6]", &no, None, "[d0_0,d1_0,d0_2,d1_2]");
+        ok(b, "[2,3];[3,4]", &no, None, "[d0_0,d1_1]");
+    }
+
+    #[test]
+    fn reductions() {
+        let f = reduction_shape;
+        let axes = Tensor::from_vec(&[2], vec![0i32, -1]).unwrap();
+        ok(
+            f,
+            "[2,3,4];[2]",
+            &[("keep_dims", false)],
+            Some(axes.clone()),
+            "[d0_1]",
+        );
+        ok(
+            f,
+            "[2,3,4];[2]",
+            &[("keep_dims", true)],
+            Some(axes.clone()),
+            "[1,d0_1,1]",
+        );
+        ok(f, "[2,3,4];[2]", &[("keep_dims", true)], None, "[?,?,?]");
+        ok(f, "?;[2]", &[("keep_dims", false)], Some(axes), "?");
+        let bad = Tensor::from_vec(&[1], vec![3i64]).unwrap();
+        assert_eq!(
+            run(f, "[2,3,4];[1]", &[("keep_dims", false)], Some(bad))
+                .unwrap_err()
+                .message(),
+            "Invalid reduction dimension 3 for input with 3 dimensions."
+        );
+    }
+}
