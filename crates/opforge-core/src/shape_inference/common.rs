@@ -73,9 +73,7 @@ pub fn broadcast_shapes(
                 dims.push(dy);
             } else if vx == 1 {
                 dims.push(dy);
-            } else if vy == 1 {
-                dims.push(dx);
-            } else if dx == dy {
+            } else if vy == 1 || dx == dy {
                 dims.push(dx);
             } else if vx < 0 && vy < 0 {
                 dims.push(c.unknown_dim());
