@@ -6,10 +6,12 @@
 #![warn(missing_docs)]
 
 pub mod attrs;
+pub mod autodiff;
 pub mod device;
 pub mod dtype;
 pub mod eager;
 pub mod error;
+pub mod graph;
 pub mod kernel;
 pub mod op_def;
 pub mod proto;

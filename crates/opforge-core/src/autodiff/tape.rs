@@ -1,0 +1,125 @@
+//! The eager [`GradientTape`]: runs ops now and records them, so gradients
+//! of recorded computations can be taken afterwards.
+
+use super::{backprop, Ops, Record, Sym, SymArg};
+use crate::attrs::AttrMap;
+use crate::eager::{Arg, EagerContext};
+use crate::{DataType, Result, Status, Tensor};
+use std::collections::HashSet;
+
+/// Records eager op calls for differentiation (TensorFlow's `tf.GradientTape`).
+///
+/// Values are [`Sym`] handles: [`watch`](Self::watch) a tensor to get one,
+/// call ops through the [`Ops`] interface, read results with
+/// [`value`](Self::value), and ask for gradients with
+/// [`gradient`](Self::gradient). The gradient computation is recorded too,
+/// so a persistent tape can differentiate its own gradients.
+pub struct GradientTape<'c> {
+    ctx: &'c EagerContext,
+    values: Vec<Tensor>,
+    records: Vec<Record>,
+    watched: HashSet<Sym>,
+    persistent: bool,
+    used: bool,
+}
+
+impl<'c> GradientTape<'c> {
+    /// A tape running ops on `ctx`. A non-persistent tape answers one
+    /// [`gradient`](Self::gradient) call.
+    pub fn new(ctx: &'c EagerContext, persistent: bool) -> GradientTape<'c> {
+        GradientTape {
+            ctx,
+            values: Vec::new(),
+            records: Vec::new(),
+            watched: HashSet::new(),
+            persistent,
+            used: false,
+        }
+    }
+
+    fn push(&mut self, t: Tensor) -> Sym {
+        self.values.push(t);
+        Sym(self.values.len() as u32 - 1)
+    }
+
+    /// Starts watching a tensor: gradients can be taken with respect to it.
+    pub fn watch(&mut self, t: Tensor) -> Sym {
+        let s = self.push(t);
+        self.watched.insert(s);
+        s
+    }
+
+    /// The tensor of a handle.
+    pub fn value(&self, s: Sym) -> &Tensor {
+        &self.values[s.0 as usize]
+    }
+
+    /// The gradients of `target` with respect to `sources` (`None` for a
+    /// source the target does not depend on, or that is not watched).
+    pub fn gradient(&mut self, target: Sym, sources: &[Sym]) -> Result<Vec<Option<Sym>>> {
+        if self.used && !self.persistent {
+            return Err(Status::failed_precondition(
+                "gradient() can only be called once on a non-persistent tape; create it with persistent = true to ask again",
+            ));
+        }
+        self.used = true;
+        let records = self.records.clone();
+        let grads = backprop(self, &records, &[target], &[None], sources)?;
+        Ok(grads
+            .into_iter()
+            .zip(sources)
+            .map(|(g, s)| if self.watched.contains(s) { g } else { None })
+            .collect())
+    }
+
+    /// A copy of the recorded op applications.
+    pub fn records_snapshot(&self) -> Vec<Record> {
+        self.records.clone()
+    }
+
+    /// [`gradient`](Self::gradient), as tensors.
+    pub fn gradient_tensors(&mut self, target: Sym, sources: &[Sym]) -> Result<Vec<Option<Tensor>>> {
+        let g = self.gradient(target, sources)?;
+        Ok(g.into_iter().map(|g| g.map(|s| self.value(s).clone())).collect())
+    }
+}
+
+impl Ops for GradientTape<'_> {
+    fn call(&mut self, op: &str, inputs: &[SymArg], attrs: &AttrMap) -> Result<Vec<Sym>> {
+        let args: Vec<Arg> = inputs
+            .iter()
+            .map(|a| match a {
+                SymArg::One(s) => Arg::One(self.value(*s).clone()),
+                SymArg::List(l) => Arg::List(l.iter().map(|s| self.value(*s).clone()).collect()),
+            })
+            .collect();
+        let outs = self.ctx.execute_args(op, args, attrs)?;
+        let outputs: Vec<Sym> = outs.into_iter().map(|t| self.push(t)).collect();
+        let flat: Vec<Sym> = inputs
+            .iter()
+            .flat_map(|a| match a {
+                SymArg::One(s) => vec![*s],
+                SymArg::List(l) => l.clone(),
+            })
+            .collect();
+        self.records.push(Record {
+            op: op.to_string(),
+            attrs: attrs.clone(),
+            inputs: flat,
+            outputs: outputs.clone(),
+        });
+        Ok(outputs)
+    }
+
+    fn dtype(&self, s: Sym) -> DataType {
+        self.value(s).dtype()
+    }
+
+    fn shape(&self, s: Sym) -> Option<Vec<i64>> {
+        Some(self.value(s).dims().to_vec())
+    }
+
+    fn constant(&mut self, t: Tensor) -> Result<Sym> {
+        Ok(self.push(t))
+    }
+}

@@ -1,0 +1,564 @@
+//! Graphs: nodes (ops applied to other nodes' outputs), built through a
+//! TensorFlow-`Scope`-like API or imported from a `GraphDef`. Attrs are
+//! inferred and validated as in eager mode, and each node's shape function
+//! runs when it is added, so a shape error names the node at construction.
+
+mod graph_def;
+mod session;
+
+pub use session::{Session, SessionOptions};
+
+use crate::attrs::{add_defaults, arg_ranges, in_out_types, resolve_call, validate_attrs, ArgTypes, AttrMap, IntoAttrValue};
+use crate::proto::attr_value::Value;
+use crate::registry::{OpRegistrationData, OpRegistry};
+use crate::shape_inference::InferenceContext;
+use crate::{DataType, Result, Status, Tensor};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The index of a node in its graph.
+pub type NodeId = usize;
+
+/// One output of a node: `node:index`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Output {
+    /// The producing node.
+    pub node: NodeId,
+    /// Which of its flat outputs.
+    pub index: usize,
+}
+
+impl Output {
+    /// Output `index` of `node`.
+    pub fn new(node: NodeId, index: usize) -> Output {
+        Output { node, index }
+    }
+}
+
+impl From<NodeId> for Output {
+    fn from(node: NodeId) -> Output {
+        Output { node, index: 0 }
+    }
+}
+
+/// One input argument of a node: one output, or a list of outputs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// A single tensor.
+    One(Output),
+    /// A list (for `N * T` and `list(type)` arguments).
+    List(Vec<Output>),
+}
+
+/// A node of a graph.
+#[derive(Clone)]
+pub struct Node {
+    /// The unique name.
+    pub name: String,
+    /// The op.
+    pub op: String,
+    /// The requested device ("" = any).
+    pub device: String,
+    /// Every attr (given, inferred and defaulted).
+    pub attrs: AttrMap,
+    /// Flat data inputs.
+    pub inputs: Vec<Output>,
+    /// Nodes that must run before this one.
+    pub control_inputs: Vec<NodeId>,
+    /// Flat input dtypes.
+    pub input_types: Vec<DataType>,
+    /// Flat output dtypes.
+    pub output_types: Vec<DataType>,
+    /// Inferred output shapes (`None` = unknown rank, `-1` = unknown dim).
+    pub output_shapes: Vec<Option<Vec<i64>>>,
+    /// The op's registration.
+    pub registration: Arc<OpRegistrationData>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Node({} = {}{})", self.name, self.op, crate::attrs::summarize_attrs(&self.attrs))
+    }
+}
+
+/// A node to add: op, name, inputs, attrs, control inputs, device.
+#[derive(Clone, Debug)]
+pub struct NodeSpec {
+    /// The op.
+    pub op: String,
+    /// The name (made unique by [`Graph::add`] only through [`Scope`]).
+    pub name: String,
+    /// One entry per input argument of the op.
+    pub inputs: Vec<Input>,
+    /// Attrs given (the rest are inferred or defaulted).
+    pub attrs: AttrMap,
+    /// Control inputs.
+    pub control_inputs: Vec<NodeId>,
+    /// The requested device.
+    pub device: String,
+}
+
+impl NodeSpec {
+    /// A node of `op` named `name`.
+    pub fn new(op: &str, name: &str) -> NodeSpec {
+        NodeSpec {
+            op: op.to_string(),
+            name: name.to_string(),
+            inputs: Vec::new(),
+            attrs: AttrMap::new(),
+            control_inputs: Vec::new(),
+            device: String::new(),
+        }
+    }
+
+    /// Adds a single-tensor input argument.
+    pub fn input(mut self, o: impl Into<Output>) -> Self {
+        self.inputs.push(Input::One(o.into()));
+        self
+    }
+
+    /// Adds a list input argument.
+    pub fn input_list(mut self, l: Vec<Output>) -> Self {
+        self.inputs.push(Input::List(l));
+        self
+    }
+
+    /// Sets an attr.
+    pub fn attr(mut self, name: &str, v: impl IntoAttrValue) -> Self {
+        self.attrs.insert(name.to_string(), v.into_attr_value());
+        self
+    }
+
+    /// Adds a control input.
+    pub fn control_input(mut self, n: NodeId) -> Self {
+        self.control_inputs.push(n);
+        self
+    }
+
+    /// Sets the device.
+    pub fn device(mut self, d: &str) -> Self {
+        self.device = d.to_string();
+        self
+    }
+}
+
+/// A graph of nodes in the order they were added (a topological order).
+pub struct Graph {
+    nodes: Vec<Node>,
+    by_name: HashMap<String, NodeId>,
+    registry: &'static OpRegistry,
+    /// The GraphDef versions (producer = the opforge graph version).
+    pub versions: crate::proto::VersionDef,
+    /// Functions carried with the graph (kept through import and export).
+    pub library: Option<crate::proto::FunctionDefLibrary>,
+}
+
+/// The GraphDef producer version opforge writes (TensorFlow 2.x's range).
+pub const GRAPH_DEF_VERSION: i32 = 1994;
+
+impl Default for Graph {
+    fn default() -> Self {
+        Graph::new()
+    }
+}
+
+impl Graph {
+    /// An empty graph using the global op registry.
+    pub fn new() -> Graph {
+        Graph::with_registry(OpRegistry::global())
+    }
+
+    /// An empty graph using `registry`.
+    pub fn with_registry(registry: &'static OpRegistry) -> Graph {
+        Graph {
+            nodes: Vec::new(),
+            by_name: HashMap::new(),
+            registry,
+            versions: crate::proto::VersionDef {
+                producer: GRAPH_DEF_VERSION,
+                min_consumer: 0,
+                bad_consumers: Vec::new(),
+            },
+            library: None,
+        }
+    }
+
+    /// The op registry the graph resolves ops in.
+    pub fn registry(&self) -> &'static OpRegistry {
+        self.registry
+    }
+
+    /// Every node, in insertion (topological) order.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// A node.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id]
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the graph has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The node named `name`.
+    pub fn find(&self, name: &str) -> Option<NodeId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The output named `name:index` (or `name` for index 0).
+    pub fn output(&self, name: &str) -> Result<Output> {
+        let (node, index) = parse_output_name(name)?;
+        let id = self
+            .find(node)
+            .ok_or_else(|| Status::not_found(format!("No node named '{node}' in the graph")))?;
+        let n = self.nodes[id].output_types.len();
+        if index >= n {
+            return Err(Status::out_of_range(format!(
+                "Node '{node}' ({}) has {n} outputs; there is no output {index}",
+                self.nodes[id].op
+            )));
+        }
+        Ok(Output { node: id, index })
+    }
+
+    /// `name:index` of an output.
+    pub fn output_name(&self, o: Output) -> String {
+        format!("{}:{}", self.nodes[o.node].name, o.index)
+    }
+
+    /// The dtype of an output.
+    pub fn output_type(&self, o: Output) -> DataType {
+        self.nodes[o.node].output_types[o.index]
+    }
+
+    /// The inferred shape of an output (`None` = unknown rank).
+    pub fn output_shape(&self, o: Output) -> Option<&[i64]> {
+        self.nodes[o.node].output_shapes[o.index].as_deref()
+    }
+
+    /// A name based on `base` that no node has yet (`base`, `base_1`, ...).
+    pub fn unique_name(&self, base: &str) -> String {
+        if !self.by_name.contains_key(base) {
+            return base.to_string();
+        }
+        (1..).map(|i| format!("{base}_{i}")).find(|n| !self.by_name.contains_key(n)).unwrap_or_default()
+    }
+
+    /// Adds a node: infers and validates its attrs from its inputs' dtypes,
+    /// runs its shape function on its inputs' shapes (with `Const` inputs'
+    /// values), and returns its id. Errors name the node.
+    pub fn add(&mut self, spec: NodeSpec) -> Result<NodeId> {
+        let name = spec.name.clone();
+        self.add_inner(spec).map_err(|e| e.prepend(format!("Node '{name}': ")))
+    }
+
+    fn add_inner(&mut self, spec: NodeSpec) -> Result<NodeId> {
+        if spec.name.is_empty() || !valid_node_name(&spec.name) {
+            return Err(Status::invalid_argument(format!(
+                "'{}' is not a valid node name: use letters, digits and . _ - / (not starting with _ or /)",
+                spec.name
+            )));
+        }
+        if self.by_name.contains_key(&spec.name) {
+            return Err(Status::already_exists(format!("A node named '{}' is already in the graph", spec.name)));
+        }
+        for &c in &spec.control_inputs {
+            if c >= self.nodes.len() {
+                return Err(Status::invalid_argument(format!("control input {c} is not a node of this graph")));
+            }
+        }
+        let reg = self.registry.lookup(&spec.op)?;
+        let mut arg_types = Vec::with_capacity(spec.inputs.len());
+        let mut flat = Vec::new();
+        for input in &spec.inputs {
+            match input {
+                Input::One(o) => {
+                    self.check_output(*o)?;
+                    arg_types.push(ArgTypes::Single(self.output_type(*o)));
+                    flat.push(*o);
+                }
+                Input::List(l) => {
+                    for o in l {
+                        self.check_output(*o)?;
+                    }
+                    arg_types.push(ArgTypes::List(l.iter().map(|&o| self.output_type(o)).collect()));
+                    flat.extend_from_slice(l);
+                }
+            }
+        }
+        let call = resolve_call(&reg.op_def, &arg_types, &spec.attrs)?;
+        self.insert(spec.name, spec.op, spec.device, call.attrs, flat, spec.control_inputs, call.input_types, call.output_types, reg)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn insert(
+        &mut self,
+        name: String,
+        op: String,
+        device: String,
+        attrs: AttrMap,
+        inputs: Vec<Output>,
+        control_inputs: Vec<NodeId>,
+        input_types: Vec<DataType>,
+        output_types: Vec<DataType>,
+        reg: Arc<OpRegistrationData>,
+    ) -> Result<NodeId> {
+        let mut node = Node {
+            name,
+            op,
+            device,
+            attrs,
+            inputs,
+            control_inputs,
+            input_types,
+            output_types,
+            output_shapes: Vec::new(),
+            registration: reg,
+        };
+        node.output_shapes = self.infer_shapes(&node)?;
+        let id = self.nodes.len();
+        self.by_name.insert(node.name.clone(), id);
+        self.nodes.push(node);
+        Ok(id)
+    }
+
+    /// The value of an output when it is known at graph-construction time
+    /// (a `Const` node's value).
+    pub fn constant_value(&self, o: Output) -> Option<Tensor> {
+        let n = &self.nodes[o.node];
+        if n.op != "Const" || o.index != 0 {
+            return None;
+        }
+        match n.attrs.get("value").and_then(|v| v.value.as_ref()) {
+            Some(Value::Tensor(t)) => Tensor::from_proto(t).ok(),
+            _ => None,
+        }
+    }
+
+    /// Runs a node's shape function on its inputs' inferred shapes.
+    fn infer_shapes(&self, node: &Node) -> Result<Vec<Option<Vec<i64>>>> {
+        let n_out = node.output_types.len();
+        let Some(shape_fn) = node.registration.shape_fn.clone() else {
+            return Ok(vec![None; n_out]);
+        };
+        let in_shapes: Vec<Option<Vec<i64>>> = node.inputs.iter().map(|&o| self.nodes[o.node].output_shapes[o.index].clone()).collect();
+        let mut ctx = InferenceContext::new(&node.registration.op_def, &node.name, &node.attrs, &in_shapes, n_out);
+        for (i, &o) in node.inputs.iter().enumerate() {
+            if let Some(t) = self.constant_value(o) {
+                ctx.set_input_tensor(i, t);
+            } else if self.nodes[o.node].op == "Shape" {
+                // The value of Shape(x) is x's shape, as far as it is known.
+                let src = self.nodes[o.node].inputs[0];
+                let known = self.nodes[src.node].output_shapes[src.index].clone();
+                if let Some(dims) = known {
+                    let s = ctx.make_partial_shape(Some(&dims));
+                    ctx.set_input_tensor_as_shape(i, s);
+                }
+            }
+        }
+        let input_names: Vec<String> = node.inputs.iter().map(|&o| self.output_name(o)).collect();
+        shape_fn(&mut ctx).map_err(|e| ctx.annotate_error(e, &input_names))?;
+        Ok((0..n_out).map(|i| ctx.output(i).and_then(|s| ctx.shape_values(s))).collect())
+    }
+
+    fn check_output(&self, o: Output) -> Result<()> {
+        match self.nodes.get(o.node) {
+            None => Err(Status::invalid_argument(format!("input node {} is not in this graph", o.node))),
+            Some(n) if o.index >= n.output_types.len() => Err(Status::invalid_argument(format!(
+                "node '{}' has {} outputs; there is no output {}",
+                n.name,
+                n.output_types.len(),
+                o.index
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Adds a node whose attrs are complete (from a `NodeDef`): fills the
+    /// op's defaults, validates, and checks the inputs' dtypes.
+    pub(crate) fn add_complete(&mut self, name: &str, op: &str, device: &str, mut attrs: AttrMap, inputs: Vec<Output>, control: Vec<NodeId>) -> Result<NodeId> {
+        let reg = self.registry.lookup(op).map_err(|e| {
+            e.append(" (the graph uses an op this binary does not have: load the op library that defines it before importing)")
+        })?;
+        add_defaults(&reg.op_def, &mut attrs);
+        validate_attrs(&reg.op_def, &attrs)?;
+        let (input_types, output_types) = in_out_types(&reg.op_def, &attrs)?;
+        if input_types.len() != inputs.len() {
+            return Err(Status::invalid_argument(format!(
+                "Node '{name}' ({op}) expects {} inputs, but has {}",
+                input_types.len(),
+                inputs.len()
+            )));
+        }
+        for (i, (&o, &want)) in inputs.iter().zip(&input_types).enumerate() {
+            self.check_output(o)?;
+            let got = self.output_type(o);
+            if got.base() != want.base() {
+                return Err(Status::invalid_argument(format!(
+                    "Input {i} of node {name} was passed {got} from {} incompatible with expected {want}.",
+                    self.output_name(o)
+                )));
+            }
+        }
+        let _ = arg_ranges(&reg.op_def, &reg.op_def.input_arg, &attrs)?;
+        self.insert(name.to_string(), op.to_string(), device.to_string(), attrs, inputs, control, input_types, output_types, reg)
+            .map_err(|e| e.prepend(format!("Node '{name}': ")))
+    }
+}
+
+/// Splits `name:index` (a bare name is index 0).
+pub fn parse_output_name(s: &str) -> Result<(&str, usize)> {
+    match s.rsplit_once(':') {
+        Some((n, i)) if !n.is_empty() => {
+            let index = i
+                .parse()
+                .map_err(|_| Status::invalid_argument(format!("'{s}' is not a valid output name (node:index)")))?;
+            Ok((n, index))
+        }
+        Some(_) => Err(Status::invalid_argument(format!("'{s}' is not a valid output name (node:index)"))),
+        None => Ok((s, 0)),
+    }
+}
+
+fn valid_node_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-/>".contains(c))
+}
+
+/// Builds nodes with unique, scoped names (`layer1/MatMul`, `layer1/MatMul_1`),
+/// shared control dependencies and a device, like TensorFlow's `Scope`.
+///
+/// ```
+/// use opforge_core::graph::{Graph, Scope};
+/// # use opforge_core::{register_op, OpDefBuilder, Tensor};
+/// # register_op!(OpDefBuilder::new("DocConst").attr("value: tensor").attr("dtype: type").output("output: dtype"));
+/// let mut g = Graph::new();
+/// let mut root = Scope::new(&mut g);
+/// let mut layer = root.sub("layer1");
+/// let t = Tensor::scalar(1.0f32);
+/// let a = layer.op("DocConst").attr("value", &t).attr("dtype", t.dtype()).build().unwrap();
+/// let b = layer.op("DocConst").attr("value", &t).attr("dtype", t.dtype()).build().unwrap();
+/// assert_eq!(g.node(a).name, "layer1/DocConst");
+/// assert_eq!(g.node(b).name, "layer1/DocConst_1");
+/// ```
+pub struct Scope<'g> {
+    graph: &'g mut Graph,
+    prefix: String,
+    control: Vec<NodeId>,
+    device: String,
+}
+
+impl<'g> Scope<'g> {
+    /// The root scope of a graph.
+    pub fn new(graph: &'g mut Graph) -> Scope<'g> {
+        Scope {
+            graph,
+            prefix: String::new(),
+            control: Vec::new(),
+            device: String::new(),
+        }
+    }
+
+    /// A child scope: names get `name/` in front.
+    pub fn sub(&mut self, name: &str) -> Scope<'_> {
+        Scope {
+            prefix: format!("{}{name}/", self.prefix),
+            control: self.control.clone(),
+            device: self.device.clone(),
+            graph: self.graph,
+        }
+    }
+
+    /// A child scope whose nodes run after `deps`.
+    pub fn with_control_dependencies(&mut self, deps: &[NodeId]) -> Scope<'_> {
+        let mut control = self.control.clone();
+        control.extend_from_slice(deps);
+        Scope {
+            prefix: self.prefix.clone(),
+            control,
+            device: self.device.clone(),
+            graph: self.graph,
+        }
+    }
+
+    /// A child scope whose nodes request `device`.
+    pub fn with_device(&mut self, device: &str) -> Scope<'_> {
+        Scope {
+            prefix: self.prefix.clone(),
+            control: self.control.clone(),
+            device: device.to_string(),
+            graph: self.graph,
+        }
+    }
+
+    /// The graph.
+    pub fn graph(&mut self) -> &mut Graph {
+        self.graph
+    }
+
+    /// A unique name in this scope based on `base`.
+    pub fn unique_name(&self, base: &str) -> String {
+        self.graph.unique_name(&format!("{}{base}", self.prefix))
+    }
+
+    /// Starts a node of `op` (named after the op unless `.name()` is given).
+    pub fn op(&mut self, op: &str) -> ScopedOp<'_, 'g> {
+        ScopedOp {
+            spec: NodeSpec::new(op, ""),
+            scope: self,
+        }
+    }
+}
+
+/// A node being built in a [`Scope`].
+pub struct ScopedOp<'s, 'g> {
+    scope: &'s mut Scope<'g>,
+    spec: NodeSpec,
+}
+
+impl ScopedOp<'_, '_> {
+    /// Names the node (made unique within the scope).
+    pub fn name(mut self, name: &str) -> Self {
+        self.spec.name = name.to_string();
+        self
+    }
+    /// Adds a single-tensor input argument.
+    pub fn input(mut self, o: impl Into<Output>) -> Self {
+        self.spec = self.spec.input(o);
+        self
+    }
+    /// Adds a list input argument.
+    pub fn input_list(mut self, l: Vec<Output>) -> Self {
+        self.spec = self.spec.input_list(l);
+        self
+    }
+    /// Sets an attr.
+    pub fn attr(mut self, name: &str, v: impl IntoAttrValue) -> Self {
+        self.spec = self.spec.attr(name, v);
+        self
+    }
+    /// Adds a control input.
+    pub fn control_input(mut self, n: NodeId) -> Self {
+        self.spec = self.spec.control_input(n);
+        self
+    }
+    /// Adds the node.
+    pub fn build(mut self) -> Result<NodeId> {
+        let base = if self.spec.name.is_empty() { self.spec.op.clone() } else { self.spec.name.clone() };
+        self.spec.name = self.scope.unique_name(&base);
+        self.spec.control_inputs.extend_from_slice(&self.scope.control);
+        if self.spec.device.is_empty() {
+            self.spec.device = self.scope.device.clone();
+        }
+        self.scope.graph.add(self.spec)
+    }
+}
