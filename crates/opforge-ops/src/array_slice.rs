@@ -416,15 +416,30 @@ impl StridedView {
 
     /// The view of the row-major tensor of shape `dims` where dimension `i`
     /// starts at `begin[i]`, has `sizes[i]` elements and steps by `steps[i]`.
-    pub(crate) fn of_slice(dims: &[i64], begin: &[i64], sizes: &[i64], steps: &[i64]) -> StridedView {
+    pub(crate) fn of_slice(
+        dims: &[i64],
+        begin: &[i64],
+        sizes: &[i64],
+        steps: &[i64],
+    ) -> StridedView {
         let mut in_strides = vec![1i64; dims.len()];
         for i in (0..dims.len().saturating_sub(1)).rev() {
             in_strides[i] = in_strides[i + 1] * dims[i + 1];
         }
         let base = (0..dims.len()).map(|i| begin[i] * in_strides[i]).sum();
+        // A step matters only where two or more elements are taken, and is
+        // then smaller than the dimension (a step of i64::MAX on a
+        // one-element slice must not overflow).
         StridedView::new(
             base,
-            (0..dims.len()).map(|i| (sizes[i] as usize, steps[i] * in_strides[i])),
+            (0..dims.len()).map(|i| {
+                let step = if sizes[i] > 1 {
+                    steps[i] * in_strides[i]
+                } else {
+                    0
+                };
+                (sizes[i] as usize, step)
+            }),
         )
     }
 }
@@ -552,7 +567,13 @@ fn tile<T: Elem>(pool: &ThreadPool, src: &[T], dims: &[usize], multiples: &[usiz
 }
 
 /// Pads `src` (dimensions `(size, before, after)`) with `value`.
-fn pad<T: Elem>(pool: &ThreadPool, src: &[T], dims: &[(usize, usize, usize)], value: &T, out: &mut [T]) {
+fn pad<T: Elem>(
+    pool: &ThreadPool,
+    src: &[T],
+    dims: &[(usize, usize, usize)],
+    value: &T,
+    out: &mut [T],
+) {
     // A dimension without padding is contiguous with the one before it and merges into it.
     let mut plan: Vec<(usize, usize, usize)> = Vec::new();
     for &(n, b, a) in dims {
@@ -594,6 +615,14 @@ fn pad<T: Elem>(pool: &ThreadPool, src: &[T], dims: &[(usize, usize, usize)], va
             advance(&mut idx, &out_dims);
         }
     });
+}
+
+/// The first element of a non-empty tensor of `T`'s carrier dtype.
+fn first_element<T: Elem>(t: &Tensor) -> Result<T> {
+    T::view(t)?
+        .first()
+        .cloned()
+        .ok_or_else(|| Status::invalid_argument("Expected a non-empty tensor"))
 }
 
 fn to_usize(dims: &[i64]) -> Vec<usize> {
@@ -660,9 +689,9 @@ impl OpKernel for ConcatV2Op {
                     v.shape()
                 );
             }
-            out_dim = out_dim.checked_add(v.dims()[axis]).ok_or_else(|| {
-                Status::invalid_argument("ConcatOp : the output is too large")
-            })?;
+            out_dim = out_dim
+                .checked_add(v.dims()[axis])
+                .ok_or_else(|| Status::invalid_argument("ConcatOp : the output is too large"))?;
         }
         let mut out_dims = first.dims().to_vec();
         out_dims[axis] = out_dim;
@@ -774,7 +803,13 @@ register_kernel!(
 /// Sets outputs `0..num` to the `num` equal parts of `input` along `axis`
 /// (which must divide evenly), as views when `axis` is 0. `keep_dim` keeps
 /// the axis in the outputs (Split) instead of removing it (Unpack).
-fn split_equal(ctx: &mut OpKernelContext<'_>, input: &Tensor, axis: usize, num: usize, keep_dim: bool) -> Result<()> {
+fn split_equal(
+    ctx: &mut OpKernelContext<'_>,
+    input: &Tensor,
+    axis: usize,
+    num: usize,
+    keep_dim: bool,
+) -> Result<()> {
     let dims = input.dims().to_vec();
     let part = if num == 0 { 0 } else { dims[axis] / num as i64 };
     let mut out_dims = dims.clone();
@@ -1042,7 +1077,11 @@ impl OpKernel for TileOp {
             InvalidArgument,
             "Expected multiples argument to be a vector of length {} but got length {}",
             rank,
-            multiples_t.dims().first().copied().unwrap_or(multiples_t.num_elements() as i64)
+            multiples_t
+                .dims()
+                .first()
+                .copied()
+                .unwrap_or(multiples_t.num_elements() as i64)
         );
         if rank == 0 {
             return ctx.set_output(0, input);
@@ -1163,7 +1202,7 @@ impl OpKernel for PadOp {
             let constant = constant.map(|c| to_carrier(&c, carrier)).transpose()?;
             with_carrier!(carrier, T => {
                 let value = match &constant {
-                    Some(c) => T::view(c)?[0].clone(),
+                    Some(c) => first_element::<T>(c)?,
                     None => T::default(),
                 };
                 pad::<T>(pool, T::view(&src)?, &plan, &value, T::view_mut(out)?);
@@ -1191,7 +1230,7 @@ register_kernel!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{ctx, t};
+    use crate::testutil::{assert_close, ctx, t};
     use opforge_core::half::{bf16, f16};
     use opforge_core::num_complex::Complex;
     use opforge_core::{Code, Element};
@@ -1229,7 +1268,11 @@ mod tests {
     }
 
     fn pack(values: Vec<Tensor>, axis: i64) -> Result<Tensor> {
-        ctx().op("Pack").input_list(values).attr("axis", axis).run1()
+        ctx()
+            .op("Pack")
+            .input_list(values)
+            .attr("axis", axis)
+            .run1()
     }
 
     fn unpack(value: Tensor, num: i64, axis: i64) -> Result<Vec<Tensor>> {
@@ -1312,7 +1355,10 @@ mod tests {
         let q = t(&[2, 2, 2], vec![10i32, 11, 12, 13, 14, 15, 16, 17]);
         let r = concat(vec![p, q], Tensor::scalar(1i32)).unwrap();
         assert_eq!(r.dims(), &[2, 3, 2]);
-        assert_eq!(v::<i32>(&r), vec![0, 1, 10, 11, 12, 13, 2, 3, 14, 15, 16, 17]);
+        assert_eq!(
+            v::<i32>(&r),
+            vec![0, 1, 10, 11, 12, 13, 2, 3, 14, 15, 16, 17]
+        );
     }
 
     #[test]
@@ -1324,13 +1370,20 @@ mod tests {
         let r = concat(vec![b.clone(), e], Tensor::scalar(1i32)).unwrap();
         assert_eq!(v::<i64>(&r), v::<i64>(&b));
         let e0 = Tensor::zeros(DataType::Int64, &[0, 3]).unwrap();
-        let r = concat(vec![e0.clone(), b.clone(), e0.clone()], Tensor::scalar(0i32)).unwrap();
+        let r = concat(
+            vec![e0.clone(), b.clone(), e0.clone()],
+            Tensor::scalar(0i32),
+        )
+        .unwrap();
         assert_eq!((r.dims(), v::<i64>(&r)), (&[2i64, 3][..], v::<i64>(&b)));
         let r = concat(vec![e0.clone(), e0], Tensor::scalar(0i32)).unwrap();
         assert_eq!(r.dims(), &[0, 3]);
         let a = Tensor::zeros(DataType::Float, &[2, 0]).unwrap();
         let c = Tensor::zeros(DataType::Float, &[1, 0]).unwrap();
-        assert_eq!(concat(vec![a, c], Tensor::scalar(0i32)).unwrap().dims(), &[3, 0]);
+        assert_eq!(
+            concat(vec![a, c], Tensor::scalar(0i32)).unwrap().dims(),
+            &[3, 0]
+        );
     }
 
     #[test]
@@ -1367,15 +1420,24 @@ mod tests {
             vec![Complex::new(1.0, 2.0), Complex::new(3.0, 4.0)]
         );
         let h = |x: f32| f16::from_f32(x);
-        let r = concat(vec![t(&[1], vec![h(1.0)]), t(&[1], vec![h(-2.0)])], Tensor::scalar(0i32))
-            .unwrap();
+        let r = concat(
+            vec![t(&[1], vec![h(1.0)]), t(&[1], vec![h(-2.0)])],
+            Tensor::scalar(0i32),
+        )
+        .unwrap();
         assert_eq!(v::<f16>(&r), vec![h(1.0), h(-2.0)]);
         let b = |x: f32| bf16::from_f32(x);
-        let r = concat(vec![t(&[1], vec![b(0.5)]), t(&[1], vec![b(8.0)])], Tensor::scalar(0i32))
-            .unwrap();
+        let r = concat(
+            vec![t(&[1], vec![b(0.5)]), t(&[1], vec![b(8.0)])],
+            Tensor::scalar(0i32),
+        )
+        .unwrap();
         assert_eq!(v::<bf16>(&r), vec![b(0.5), b(8.0)]);
-        let r = concat(vec![t(&[1], vec![-1i8]), t(&[1], vec![7i8])], Tensor::scalar(0i32))
-            .unwrap();
+        let r = concat(
+            vec![t(&[1], vec![-1i8]), t(&[1], vec![7i8])],
+            Tensor::scalar(0i32),
+        )
+        .unwrap();
         assert_eq!(v::<i8>(&r), vec![-1, 7]);
         let r = concat(
             vec![t(&[1], vec![u64::MAX]), t(&[1], vec![1u64])],
@@ -1387,10 +1449,16 @@ mod tests {
         let q = |x: Vec<u8>| t(&[x.len() as i64], x).bitcast(DataType::QInt8).unwrap();
         let r = concat(vec![q(vec![1, 2]), q(vec![200])], Tensor::scalar(0i32)).unwrap();
         assert_eq!(r.dtype(), DataType::QInt8);
-        assert_eq!(v::<u8>(&r.bitcast(DataType::UInt8).unwrap()), vec![1, 2, 200]);
+        assert_eq!(
+            v::<u8>(&r.bitcast(DataType::UInt8).unwrap()),
+            vec![1, 2, 200]
+        );
         // Strings.
         let r = concat(
-            vec![strs(&[2, 1], &["a", "b"]), strs(&[2, 2], &["c", "d", "e", "f"])],
+            vec![
+                strs(&[2, 1], &["a", "b"]),
+                strs(&[2, 2], &["c", "d", "e", "f"]),
+            ],
             Tensor::scalar(-1i32),
         )
         .unwrap();
@@ -1431,7 +1499,10 @@ mod tests {
             "axis tensor should be a scalar integer, but got shape [2]",
         );
         assert_err(
-            concat(vec![Tensor::scalar(1f32), Tensor::scalar(2f32)], Tensor::scalar(0i32)),
+            concat(
+                vec![Tensor::scalar(1f32), Tensor::scalar(2f32)],
+                Tensor::scalar(0i32),
+            ),
             Code::InvalidArgument,
             "in the range [0, 0), but got 0",
         );
@@ -1457,15 +1528,21 @@ mod tests {
             }
         }
         // Along axis 0: one long row per input.
-        let c = t(&[rows, cols], (0..rows * cols).map(|x| x as i32 + 1).collect());
+        let c = t(
+            &[rows, cols],
+            (0..rows * cols).map(|x| x as i32 + 1).collect(),
+        );
         let r = concat(vec![a.clone(), c], Tensor::scalar(0i32)).unwrap();
         let got = v::<i32>(&r);
         let n = (rows * cols) as usize;
         assert_eq!(got.len(), 2 * n);
         assert!((0..n).all(|k| got[k] == k as i32 && got[n + k] == k as i32 + 1));
         // Strings, sharded.
-        let s = Tensor::from_strings(&[40000], (0..40000).map(|k| format!("{k}").into_bytes()).collect())
-            .unwrap();
+        let s = Tensor::from_strings(
+            &[40000],
+            (0..40000).map(|k| format!("{k}").into_bytes()).collect(),
+        )
+        .unwrap();
         let r = concat(vec![s.clone(), s], Tensor::scalar(0i32)).unwrap();
         assert_eq!(r.strings().unwrap()[40001], b"1".to_vec());
     }
@@ -1478,11 +1555,20 @@ mod tests {
         let y = t(&[2], vec![2i32, 5]);
         let z = t(&[2], vec![3i32, 6]);
         let r = pack(vec![x.clone(), y.clone(), z.clone()], 0).unwrap();
-        assert_eq!((r.dims(), v::<i32>(&r)), (&[3i64, 2][..], vec![1, 4, 2, 5, 3, 6]));
+        assert_eq!(
+            (r.dims(), v::<i32>(&r)),
+            (&[3i64, 2][..], vec![1, 4, 2, 5, 3, 6])
+        );
         let r = pack(vec![x.clone(), y.clone(), z.clone()], 1).unwrap();
-        assert_eq!((r.dims(), v::<i32>(&r)), (&[2i64, 3][..], vec![1, 2, 3, 4, 5, 6]));
+        assert_eq!(
+            (r.dims(), v::<i32>(&r)),
+            (&[2i64, 3][..], vec![1, 2, 3, 4, 5, 6])
+        );
         let r = pack(vec![x.clone(), y.clone(), z], -1).unwrap();
-        assert_eq!((r.dims(), v::<i32>(&r)), (&[2i64, 3][..], vec![1, 2, 3, 4, 5, 6]));
+        assert_eq!(
+            (r.dims(), v::<i32>(&r)),
+            (&[2i64, 3][..], vec![1, 2, 3, 4, 5, 6])
+        );
         let r = pack(vec![x.clone(), y], -2).unwrap();
         assert_eq!((r.dims(), v::<i32>(&r)), (&[2i64, 2][..], vec![1, 4, 2, 5]));
         // Rank 2 along the middle axis.
@@ -1501,7 +1587,16 @@ mod tests {
         assert_eq!(pack(vec![e.clone(), e], 2).unwrap().dims(), &[0, 2, 2]);
         // Strings and bools.
         let r = pack(vec![strs(&[2], &["a", "b"]), strs(&[2], &["c", "d"])], 1).unwrap();
-        assert_eq!((r.dims(), sv(&r)), (&[2i64, 2][..], vec!["a", "c", "b", "d"].into_iter().map(String::from).collect()));
+        assert_eq!(
+            (r.dims(), sv(&r)),
+            (
+                &[2i64, 2][..],
+                vec!["a", "c", "b", "d"]
+                    .into_iter()
+                    .map(String::from)
+                    .collect()
+            )
+        );
         let r = pack(vec![t(&[1], vec![true]), t(&[1], vec![false])], 0).unwrap();
         assert_eq!(v::<bool>(&r), vec![true, false]);
     }
@@ -1558,7 +1653,10 @@ mod tests {
         let r = unpack(s, 2, 1).unwrap();
         assert_eq!(sv(&r[0]), ["a", "c"]);
         assert_eq!(sv(&r[1]), ["b", "d"]);
-        let c = t(&[2], vec![Complex::new(1.0f64, 1.0), Complex::new(2.0, 2.0)]);
+        let c = t(
+            &[2],
+            vec![Complex::new(1.0f64, 1.0), Complex::new(2.0, 2.0)],
+        );
         let r = unpack(c, 2, 0).unwrap();
         assert_eq!(r[1].dims(), &[] as &[i64]);
         assert_eq!(v::<Complex<f64>>(&r[1]), vec![Complex::new(2.0, 2.0)]);
@@ -1589,7 +1687,10 @@ mod tests {
     fn split_hand_checked() {
         let x = iota(&[4, 2]);
         let r = split(0, x.clone(), 2).unwrap();
-        assert_eq!((r[0].dims(), v::<i32>(&r[0])), (&[2i64, 2][..], vec![0, 1, 2, 3]));
+        assert_eq!(
+            (r[0].dims(), v::<i32>(&r[0])),
+            (&[2i64, 2][..], vec![0, 1, 2, 3])
+        );
         assert_eq!(v::<i32>(&r[1]), vec![4, 5, 6, 7]);
         assert!(r[1].shares_storage_with(&x));
         let y = iota(&[2, 4]);
@@ -1642,7 +1743,11 @@ mod tests {
             .input(iota(&[2]))
             .attr("num_split", 2i64)
             .run();
-        assert_err(r, Code::InvalidArgument, "split_dim must be a scalar but has rank 1");
+        assert_err(
+            r,
+            Code::InvalidArgument,
+            "split_dim must be a scalar but has rank 1",
+        );
     }
 
     // ---- Slice
@@ -1651,14 +1756,23 @@ mod tests {
     fn slice_hand_checked() {
         let x = iota(&[3, 4]);
         let r = slice(x.clone(), vec![1, 1], vec![2, 2]).unwrap();
-        assert_eq!((r.dims(), v::<i32>(&r)), (&[2i64, 2][..], vec![5, 6, 9, 10]));
+        assert_eq!(
+            (r.dims(), v::<i32>(&r)),
+            (&[2i64, 2][..], vec![5, 6, 9, 10])
+        );
         let r = slice(x.clone(), vec![1, 2], vec![-1, -1]).unwrap();
-        assert_eq!((r.dims(), v::<i32>(&r)), (&[2i64, 2][..], vec![6, 7, 10, 11]));
+        assert_eq!(
+            (r.dims(), v::<i32>(&r)),
+            (&[2i64, 2][..], vec![6, 7, 10, 11])
+        );
         let r = slice(x.clone(), vec![0, 3], vec![3, 1]).unwrap();
         assert_eq!(v::<i32>(&r), vec![3, 7, 11]);
         // Whole rows: a view.
         let r = slice(x.clone(), vec![1, 0], vec![2, -1]).unwrap();
-        assert_eq!((r.dims(), v::<i32>(&r)), (&[2i64, 4][..], (4..12).collect::<Vec<_>>()));
+        assert_eq!(
+            (r.dims(), v::<i32>(&r)),
+            (&[2i64, 4][..], (4..12).collect::<Vec<_>>())
+        );
         assert!(r.shares_storage_with(&x));
         // Everything: the input itself.
         let r = slice(x.clone(), vec![0, 0], vec![-1, 4]).unwrap();
@@ -1677,13 +1791,19 @@ mod tests {
             .input(t(&[3], vec![1i64, 2, 2]))
             .run1()
             .unwrap();
-        assert_eq!((r.dims(), v::<i32>(&r)), (&[1i64, 2, 2][..], vec![13, 14, 17, 18]));
+        assert_eq!(
+            (r.dims(), v::<i32>(&r)),
+            (&[1i64, 2, 2][..], vec![13, 14, 17, 18])
+        );
         // Strings, bools, an empty input.
         let s = strs(&[2, 3], &["a", "b", "c", "d", "e", "f"]);
         let r = slice(s, vec![0, 1], vec![2, 1]).unwrap();
         assert_eq!(sv(&r), ["b", "e"]);
         let b = t(&[4], vec![true, false, false, true]);
-        assert_eq!(v::<bool>(&slice(b, vec![2], vec![2]).unwrap()), vec![false, true]);
+        assert_eq!(
+            v::<bool>(&slice(b, vec![2], vec![2]).unwrap()),
+            vec![false, true]
+        );
         let e = Tensor::zeros(DataType::Float, &[0, 3]).unwrap();
         assert_eq!(slice(e, vec![0, 1], vec![0, 2]).unwrap().dims(), &[0, 2]);
         // A scalar.
@@ -1742,9 +1862,7 @@ mod tests {
         assert_eq!(r.dims(), &[4, 6]);
         assert_eq!(
             v::<i32>(&r),
-            vec![
-                1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6, 1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6
-            ]
+            vec![1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6, 1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6]
         );
         let r = tile(x.clone(), vec![1, 1]).unwrap();
         assert!(r.shares_storage_with(&x));
@@ -1784,7 +1902,11 @@ mod tests {
         let got = v::<f32>(&r);
         for i in [0usize, 1, 2, 3, 59, 119] {
             for j in [0usize, 299, 300, 899] {
-                assert_eq!(got[i * 900 + j], ((i % 3) * 300 + j % 300) as f32, "({i}, {j})");
+                assert_eq!(
+                    got[i * 900 + j],
+                    ((i % 3) * 300 + j % 300) as f32,
+                    "({i}, {j})"
+                );
             }
         }
     }
@@ -1801,8 +1923,16 @@ mod tests {
             Code::InvalidArgument,
             "Expected multiples argument to be a vector of length 2 but got length 3",
         );
-        let r = ctx().op("Tile").input(iota(&[2])).input(Tensor::scalar(2i32)).run1();
-        assert_err(r, Code::InvalidArgument, "Expected multiples argument to be a vector of length 1");
+        let r = ctx()
+            .op("Tile")
+            .input(iota(&[2]))
+            .input(Tensor::scalar(2i32))
+            .run1();
+        assert_err(
+            r,
+            Code::InvalidArgument,
+            "Expected multiples argument to be a vector of length 1",
+        );
         assert_err(
             tile(iota(&[2, 2]), vec![i32::MAX, i32::MAX]).map(|_| ()),
             Code::InvalidArgument,
@@ -1822,11 +1952,15 @@ mod tests {
             vec![0., 0., 0., 0., 0., 1., 2., 3., 0., 0., 4., 5., 6., 0., 0.]
         );
         let r = pad_v2(x.clone(), vec![0, 1, 1, 1], Tensor::scalar(9f32)).unwrap();
-        assert_eq!(r.dims(), &[3, 5]);
-        assert_eq!(
-            v::<f32>(&r),
-            vec![9., 1., 2., 3., 9., 9., 4., 5., 6., 9., 9., 9., 9., 9., 9.]
+        assert_close(
+            &r,
+            &[3, 5],
+            &[9., 1., 2., 3., 9., 9., 4., 5., 6., 9., 9., 9., 9., 9., 9.],
+            0.0,
         );
+        let h = |x: f32| f16::from_f32(x);
+        let r = pad_v2(t(&[1], vec![h(0.5)]), vec![1, 0], Tensor::scalar(h(-1.0))).unwrap();
+        assert_close(&r, &[2], &[-1.0, 0.5], 0.0);
         // int64 paddings.
         let r = ctx()
             .op("Pad")
@@ -1852,7 +1986,12 @@ mod tests {
             .unwrap();
         assert_eq!((r.dims(), v::<u8>(&r)), (&[] as &[i64], vec![3]));
         // Strings, bools, complex.
-        let r = pad_v2(strs(&[1, 2], &["a", "b"]), vec![0, 0, 1, 0], strs(&[], &["x"])).unwrap();
+        let r = pad_v2(
+            strs(&[1, 2], &["a", "b"]),
+            vec![0, 0, 1, 0],
+            strs(&[], &["x"]),
+        )
+        .unwrap();
         assert_eq!(sv(&r), ["x", "a", "b"]);
         let r = pad(strs(&[1], &["a"]), vec![1, 1]).unwrap();
         assert_eq!(sv(&r), ["", "a", ""]);
@@ -1875,7 +2014,10 @@ mod tests {
         let (d0, d1, d2) = (2usize, 3usize, 4usize);
         let pads = [(1usize, 2usize), (0, 1), (2, 0)];
         let x = iota(&[d0 as i64, d1 as i64, d2 as i64]);
-        let flat: Vec<i32> = pads.iter().flat_map(|&(b, a)| [b as i32, a as i32]).collect();
+        let flat: Vec<i32> = pads
+            .iter()
+            .flat_map(|&(b, a)| [b as i32, a as i32])
+            .collect();
         let r = pad_v2(x, flat, Tensor::scalar(-1i32)).unwrap();
         let o = [d0 + 3, d1 + 1, d2 + 2];
         assert_eq!(r.dims(), &[o[0] as i64, o[1] as i64, o[2] as i64]);
@@ -1916,7 +2058,11 @@ mod tests {
             "Paddings must be non-negative: -1 0",
         );
         let r = ctx().op("Pad").input(x.clone()).input(iota(&[2, 3])).run1();
-        assert_err(r, Code::InvalidArgument, "paddings must be a matrix with 2 columns: [2,3]");
+        assert_err(
+            r,
+            Code::InvalidArgument,
+            "paddings must be a matrix with 2 columns: [2,3]",
+        );
         assert_err(
             pad(x.clone(), vec![0, 0]),
             Code::InvalidArgument,
@@ -1935,12 +2081,21 @@ mod tests {
     fn strided_views_merge_contiguous_dims() {
         // A [2, 3, 4] tensor, rows 0..2, all columns: one contiguous run.
         let v = StridedView::of_slice(&[2, 3, 4], &[0, 0, 0], &[2, 3, 4], &[1, 1, 1]);
-        assert_eq!((v.sizes.as_slice(), v.strides.as_slice()), (&[24usize][..], &[1i64][..]));
+        assert_eq!(
+            (v.sizes.as_slice(), v.strides.as_slice()),
+            (&[24usize][..], &[1i64][..])
+        );
         // x[:, 1:3, :] keeps two dims; x[1, :, ::-1] reverses rows of 4.
         let v = StridedView::of_slice(&[2, 3, 4], &[0, 1, 0], &[2, 2, 4], &[1, 1, 1]);
-        assert_eq!((v.base, v.sizes.as_slice(), v.strides.as_slice()), (4, &[2usize, 8][..], &[12i64, 1][..]));
+        assert_eq!(
+            (v.base, v.sizes.as_slice(), v.strides.as_slice()),
+            (4, &[2usize, 8][..], &[12i64, 1][..])
+        );
         let v = StridedView::of_slice(&[2, 3, 4], &[1, 0, 3], &[1, 3, 4], &[1, 1, -1]);
-        assert_eq!((v.base, v.sizes.as_slice(), v.strides.as_slice()), (15, &[3usize, 4][..], &[4i64, -1][..]));
+        assert_eq!(
+            (v.base, v.sizes.as_slice(), v.strides.as_slice()),
+            (15, &[3usize, 4][..], &[4i64, -1][..])
+        );
         let pool = ThreadPool::new(1).unwrap();
         let src: Vec<u32> = (0..24).collect();
         let mut out = vec![0u32; 12];
