@@ -101,6 +101,21 @@ pub struct KernelSignature {
     pub output_ranges: Vec<Range<usize>>,
 }
 
+impl KernelSignature {
+    /// The flat indices of the input (or output) argument named `name`.
+    pub fn arg_range(&self, name: &str, output: bool) -> Result<Range<usize>> {
+        let (args, ranges, kind) = if output {
+            (&self.op_def.output_arg, &self.output_ranges, "output")
+        } else {
+            (&self.op_def.input_arg, &self.input_ranges, "input")
+        };
+        let idx = args.iter().position(|a| a.name == name).ok_or_else(|| {
+            Status::invalid_argument(format!("{} has no {kind} named '{name}'", self.op_def.name))
+        })?;
+        Ok(ranges[idx].clone())
+    }
+}
+
 fn placeholder() -> &'static Tensor {
     static EMPTY: OnceLock<Tensor> = OnceLock::new();
     EMPTY.get_or_init(|| Tensor::zeros(DataType::Float, &[0]).expect("an empty tensor"))
@@ -163,19 +178,8 @@ impl<'a> OpKernelContext<'a> {
 
     /// The tensors of the input argument named `name`.
     pub fn input_list(&self, name: &str) -> Result<&[Tensor]> {
-        let idx = self
-            .sig
-            .op_def
-            .input_arg
-            .iter()
-            .position(|a| a.name == name)
-            .ok_or_else(|| {
-                Status::invalid_argument(format!(
-                    "{} has no input named '{name}'",
-                    self.sig.op_def.name
-                ))
-            })?;
-        Ok(&self.inputs[self.sig.input_ranges[idx].clone()])
+        let range = self.sig.arg_range(name, false)?;
+        Ok(&self.inputs[range])
     }
 
     /// The dtype of flat input `i`.
@@ -201,19 +205,7 @@ impl<'a> OpKernelContext<'a> {
 
     /// The flat output indices of the output argument named `name`.
     pub fn output_range(&self, name: &str) -> Result<Range<usize>> {
-        let idx = self
-            .sig
-            .op_def
-            .output_arg
-            .iter()
-            .position(|a| a.name == name)
-            .ok_or_else(|| {
-                Status::invalid_argument(format!(
-                    "{} has no output named '{name}'",
-                    self.sig.op_def.name
-                ))
-            })?;
-        Ok(self.sig.output_ranges[idx].clone())
+        self.sig.arg_range(name, true)
     }
 
     /// Allocates output `i` with `shape` (its dtype is the signature's) and

@@ -151,6 +151,13 @@ impl Tensor {
     /// (TensorFlow's `AsProtoTensorContent`).
     pub fn to_proto(&self) -> Result<TensorProto> {
         let mut p = self.proto_header();
+        self.fill_proto_non_numeric(&mut p)?;
+        Ok(p)
+    }
+
+    /// Strings and resource handles in their `*_val` fields, anything else
+    /// packed in `tensor_content`.
+    fn fill_proto_non_numeric(&self, p: &mut TensorProto) -> Result<()> {
         match self.dtype {
             DataType::String => p.string_val = self.strings()?.to_vec(),
             DataType::Resource => {
@@ -162,7 +169,7 @@ impl Tensor {
             }
             _ => p.tensor_content = self.bytes()?.to_vec(),
         }
-        Ok(p)
+        Ok(())
     }
 
     /// The tensor as a `TensorProto` using the typed `*_val` fields
@@ -210,15 +217,7 @@ impl Tensor {
                     .flat_map(|c| [c.re, c.im])
                     .collect()
             }
-            String => p.string_val = self.strings()?.to_vec(),
-            Resource => {
-                p.resource_handle_val = self
-                    .resource_handles()?
-                    .iter()
-                    .map(ResourceHandle::to_proto)
-                    .collect()
-            }
-            _ => p.tensor_content = self.bytes()?.to_vec(),
+            _ => self.fill_proto_non_numeric(&mut p)?,
         }
         Ok(p)
     }
