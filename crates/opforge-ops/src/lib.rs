@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod examples;
+pub mod state;
 pub mod util;
 
 #[cfg(test)]
