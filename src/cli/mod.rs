@@ -6,6 +6,7 @@
 //! opforge ops export [--format pbtxt|binary|json]   the whole OpList
 //! opforge opdef build --jsonl FILE                  builder calls -> OpDefs, one JSON line each
 //! opforge opdef check FILE.pbtxt                    validate a text-format OpList
+//! opforge exec --jsonl FILE                         run ops eagerly, one JSON line each
 //! ```
 //!
 //! Output goes to stdout; errors go to stderr as `error: CODE: message`
@@ -14,11 +15,14 @@
 
 use crate::{Code, Status};
 use clap::{Parser, Subcommand, ValueEnum};
+use opforge_core::eager::EagerContext;
+use opforge_core::kernel::KernelRegistry;
 use opforge_core::OpRegistry;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+pub mod exec;
 pub mod opdef;
 pub mod ops;
 
@@ -45,6 +49,18 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         command: OpdefCommand,
+    },
+    /// Run ops eagerly, one JSON call per line.
+    ///
+    /// Each line: {"op": NAME, "node_def": {"attr": {NAME: AttrValue}}, "inputs": [TENSOR, ...]},
+    /// where TENSOR is {"dtype": "DT_FLOAT", "shape": [2, 1], "values": [1, 2]}.
+    /// Prints one JSON line per input line: {"outputs": [TENSOR, ...]} or
+    /// {"error": {"code", "message"}}. All lines share one eager context, so
+    /// variables persist from line to line.
+    Exec {
+        /// The JSON lines file (`-` for stdin).
+        #[arg(long, value_name = "FILE")]
+        jsonl: PathBuf,
     },
 }
 
@@ -153,6 +169,13 @@ pub fn run(cli: &Cli, registry: &OpRegistry, out: &mut dyn Write) -> Result<(), 
                 opdef::check(&text, out)
             }
         },
+        Command::Exec { jsonl } => {
+            // Kernels come from the global registries (those of the linked op libraries).
+            KernelRegistry::global().check_startup(OpRegistry::global())?;
+            let input = open_input(jsonl)?;
+            let ctx = EagerContext::default_cpu();
+            exec::exec_jsonl(io::BufReader::new(input), &ctx, out)
+        }
     }
 }
 

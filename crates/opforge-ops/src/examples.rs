@@ -2,7 +2,14 @@
 //! `StringToNumber` as TensorFlow 2.x defines it, and the guide's examples
 //! of attrs, defaults and polymorphic inputs.
 
-use opforge_core::{register_op, OpDefBuilder};
+use crate::util::fmt_shape;
+use opforge_core::dtype::REAL_NUMBER_TYPES;
+use opforge_core::kernel::{
+    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+};
+use opforge_core::{
+    dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result, Status,
+};
 
 /// The names of the ops this module registers.
 pub const OPS: &[&str] = &[
@@ -106,7 +113,246 @@ pub fn multiple_ins_and_outs() -> OpDefBuilder {
 }
 
 register_op!(zero_out());
+
+/// `ZeroOut`'s kernel: `preserve_index` is checked at construction
+/// (`>= 0`) and against each input's size.
+struct ZeroOutKernel {
+    preserve_index: usize,
+}
+
+impl CreateKernel for ZeroOutKernel {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        let preserve_index: i64 = ctx.get_attr("preserve_index")?;
+        ensure!(
+            preserve_index >= 0,
+            InvalidArgument,
+            "Need preserve_index >= 0, got {}",
+            preserve_index
+        );
+        let preserve_index = usize::try_from(preserve_index).map_err(|_| {
+            Status::invalid_argument(format!(
+                "preserve_index {preserve_index} does not fit in memory indices"
+            ))
+        })?;
+        Ok(ZeroOutKernel { preserve_index })
+    }
+}
+
+/// Zeros `out` except element `keep`, which gets `x[keep]`.
+fn zero_out_into<T: Element>(x: &[T], out: &mut [T], keep: usize) {
+    let kept = x[keep];
+    out.fill(T::default());
+    out[keep] = kept;
+}
+
+/// Zeros `x` in place except element `keep`.
+fn zero_out_in_place<T: Element>(x: &mut [T], keep: usize) {
+    x[..keep].fill(T::default());
+    x[keep + 1..].fill(T::default());
+}
+
+impl OpKernel for ZeroOutKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let n = ctx.input(0).num_elements();
+        let keep = self.preserve_index;
+        ensure!(
+            keep < n,
+            InvalidArgument,
+            "preserve_index out of range: {} is not in [0, {}) for an input of shape {}",
+            keep,
+            n,
+            fmt_shape(ctx.input(0).dims())
+        );
+        let dtype = ctx.input(0).dtype();
+        let shape = ctx.input(0).shape().clone();
+        let forwarded = ctx
+            .forward_input_or_allocate_output(&[0], 0, &shape)?
+            .is_some();
+        dispatch!(
+            dtype,
+            T => if forwarded {
+                zero_out_in_place(ctx.output_mut(0)?.flat_mut::<T>()?, keep);
+                Ok(())
+            } else {
+                let (ins, out) = ctx.inputs_and_output(0)?;
+                zero_out_into(ins[0].flat::<T>()?, out.flat_mut::<T>()?, keep);
+                Ok(())
+            },
+            [Float, Double, Int32, UInt8, Int16, Int8, Int64, BFloat16, UInt16, Half, UInt32, UInt64],
+            Err(Status::unimplemented(format!("ZeroOut does not support {dtype}")))
+        )
+    }
+}
+
+register_kernel!(
+    KernelDefBuilder::new("ZeroOut").type_constraint_list("T", REAL_NUMBER_TYPES),
+    ZeroOutKernel
+);
 register_op!(string_to_number());
+
+/// Whitespace as C's `isspace` sees it, which TensorFlow's parsers skip.
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+fn trim_c_space(s: &[u8]) -> &[u8] {
+    let start = s.iter().position(|&b| !is_c_space(b)).unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|&b| !is_c_space(b))
+        .map_or(start, |e| e + 1);
+    &s[start..end]
+}
+
+/// Strings this long or longer never convert to a float (TensorFlow's
+/// `safe_strtof` / `safe_strtod` reject them: `kFastToBufferSize`).
+const MAX_FLOAT_STRING: usize = 32;
+
+/// Parses a float as TensorFlow's `safe_strtod` does (double-conversion with
+/// leading/trailing spaces, hex integers, and case-insensitive `inf` / `nan`
+/// allowed); `None` if the string is not exactly one number.
+fn parse_float<F: std::str::FromStr>(s: &[u8], from_f64: fn(f64) -> F) -> Option<F> {
+    if s.len() >= MAX_FLOAT_STRING {
+        return None;
+    }
+    let t = std::str::from_utf8(trim_c_space(s)).ok()?;
+    let (neg, body) = match t.as_bytes().first()? {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let sign = |v: f64| if neg { -v } else { v };
+    if body.eq_ignore_ascii_case("inf") {
+        return Some(from_f64(sign(f64::INFINITY)));
+    }
+    if body.eq_ignore_ascii_case("nan") {
+        return Some(from_f64(f64::NAN));
+    }
+    if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        // Hex integers: exact up to 2^53, then rounded as f64 (then F).
+        let v = hex.bytes().fold(0f64, |acc, b| {
+            acc * 16.0 + f64::from(char::from(b).to_digit(16).unwrap_or(0))
+        });
+        return Some(from_f64(sign(v)));
+    }
+    // Rust's parser reads exactly the decimal syntax (digits, optional
+    // point and exponent), rounding correctly to F; reject what it accepts
+    // beyond that ("infinity", "nan" forms were handled above).
+    if !body
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
+        return None;
+    }
+    if !body.as_bytes()[0].is_ascii_digit() && body.as_bytes()[0] != b'.' {
+        return None;
+    }
+    t.parse::<F>().ok()
+}
+
+/// Parses an integer as TensorFlow's `safe_strto32` / `safe_strto64` /
+/// `safe_strtou32` / `safe_strtou64` do: optional spaces, an optional `-`
+/// (signed types only; no `+`), decimal digits, optional spaces, and no overflow.
+fn parse_int<T: TryFrom<i128>>(s: &[u8], signed: bool) -> Option<T> {
+    let t = trim_c_space(s);
+    let (neg, digits) = match t.first() {
+        Some(b'-') if signed => (true, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: i128 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add(i128::from(d - b'0'))?;
+        if v > i128::from(u64::MAX) + 1 {
+            return None;
+        }
+    }
+    T::try_from(if neg { -v } else { v }).ok()
+}
+
+/// `StringToNumber`'s kernel.
+struct StringToNumberKernel;
+
+impl CreateKernel for StringToNumberKernel {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(StringToNumberKernel)
+    }
+}
+
+fn convert_strings<T: Element>(
+    input: &[&[u8]],
+    out: &mut [T],
+    parse: impl Fn(&[u8]) -> Option<T>,
+) -> Result<()> {
+    for (o, s) in out.iter_mut().zip(input) {
+        *o = parse(s).ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "StringToNumberOp could not correctly convert string: {}",
+                String::from_utf8_lossy(s)
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+impl OpKernel for StringToNumberKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let shape = ctx.input(0).shape().clone();
+        let out_type = ctx.output_type(0);
+        ctx.allocate_output(0, shape)?;
+        let (ins, out) = ctx.inputs_and_output(0)?;
+        let input = ins[0].strings()?;
+        // TensorFlow parses (and reports) each string's `c_str()`: up to its first NUL.
+        let input: Vec<&[u8]> = input
+            .iter()
+            .map(|s| s.split(|&b| b == 0).next().unwrap_or(&[]))
+            .collect();
+        let input = input.as_slice();
+        match out_type {
+            DataType::Float => convert_strings(input, out.flat_mut::<f32>()?, |s| {
+                parse_float::<f32>(s, |v| v as f32)
+            }),
+            DataType::Double => convert_strings(input, out.flat_mut::<f64>()?, |s| {
+                parse_float::<f64>(s, |v| v)
+            }),
+            DataType::Int32 => {
+                convert_strings(input, out.flat_mut::<i32>()?, |s| parse_int(s, true))
+            }
+            DataType::Int64 => {
+                convert_strings(input, out.flat_mut::<i64>()?, |s| parse_int(s, true))
+            }
+            DataType::UInt32 => {
+                convert_strings(input, out.flat_mut::<u32>()?, |s| parse_int(s, false))
+            }
+            DataType::UInt64 => {
+                convert_strings(input, out.flat_mut::<u64>()?, |s| parse_int(s, false))
+            }
+            other => Err(Status::unimplemented(format!(
+                "StringToNumber does not support out_type {other}"
+            ))),
+        }
+    }
+}
+
+register_kernel!(
+    KernelDefBuilder::new("StringToNumber").type_constraint_list(
+        "out_type",
+        &[
+            DataType::Float,
+            DataType::Double,
+            DataType::Int32,
+            DataType::Int64,
+            DataType::UInt32,
+            DataType::UInt64,
+        ],
+    ),
+    StringToNumberKernel
+);
 register_op!(attr_default_example_for_all_types());
 register_op!(polymorphic_list_example());
 register_op!(same_list_input_example());
@@ -293,5 +539,215 @@ mod tests {
                 ("b".to_string(), DataType::Int32 as i32)
             ]
         );
+    }
+
+    use crate::testutil::{assert_close, ctx, t};
+    use opforge_core::{Code, Tensor};
+
+    fn zero_out_run(x: Tensor, preserve_index: i64) -> opforge_core::Result<Tensor> {
+        ctx()
+            .op("ZeroOut")
+            .input(x)
+            .attr("preserve_index", preserve_index)
+            .run1()
+    }
+
+    #[test]
+    fn zero_out_keeps_one_element() {
+        let y = zero_out_run(t(&[2, 2], vec![5i32, 6, 7, 8]), 0).unwrap();
+        assert_eq!(y.dims(), &[2, 2]);
+        assert_eq!(y.flat::<i32>().unwrap(), &[5, 0, 0, 0]);
+        let y = zero_out_run(t(&[2, 3], vec![1.5f32, 2.0, 3.0, 4.0, -5.0, 6.0]), 4).unwrap();
+        assert_eq!(y.flat::<f32>().unwrap(), &[0.0, 0.0, 0.0, 0.0, -5.0, 0.0]);
+        // Default attr: index 0.
+        let y = ctx()
+            .op("ZeroOut")
+            .input(t(&[3], vec![9i64, 8, 7]))
+            .run1()
+            .unwrap();
+        assert_eq!(y.flat::<i64>().unwrap(), &[9, 0, 0]);
+        // A scalar has one element.
+        let y = zero_out_run(Tensor::scalar(3.0f64), 0).unwrap();
+        assert_eq!(y.scalar_value::<f64>().unwrap(), 3.0);
+        // The last element; an input the caller keeps is not modified.
+        let x = t(&[4], vec![1u8, 2, 3, 4]);
+        let y = zero_out_run(x.clone(), 3).unwrap();
+        assert_eq!(y.flat::<u8>().unwrap(), &[0, 0, 0, 4]);
+        assert_eq!(x.flat::<u8>().unwrap(), &[1, 2, 3, 4]);
+        assert!(!y.shares_storage_with(&x));
+        // A uniquely owned input is zeroed in place.
+        let x = t(&[3], vec![4i16, 5, 6]);
+        let addr = x.bytes().unwrap().as_ptr();
+        let y = zero_out_run(x, 1).unwrap();
+        assert_eq!(y.bytes().unwrap().as_ptr(), addr);
+        assert_eq!(y.flat::<i16>().unwrap(), &[0, 5, 0]);
+    }
+
+    #[test]
+    fn zero_out_every_real_number_type() {
+        use half::{bf16, f16};
+        let h = |v: f32| f16::from_f32(v);
+        let b = |v: f32| bf16::from_f32(v);
+        macro_rules! check {
+            ($t:ty, $vals:expr) => {{
+                let vals: Vec<$t> = $vals;
+                let y = zero_out_run(t(&[3], vals.clone()), 1).unwrap();
+                assert_eq!(y.dtype(), <$t as Element>::DTYPE);
+                let want = vec![<$t>::default(), vals[1], <$t>::default()];
+                assert_eq!(y.flat::<$t>().unwrap(), want.as_slice());
+            }};
+        }
+        check!(f32, vec![1.0, 2.0, 3.0]);
+        check!(f64, vec![1.0, -2.0, 3.0]);
+        check!(i32, vec![1, -2, 3]);
+        check!(u8, vec![1, 2, 3]);
+        check!(i16, vec![1, -2, 3]);
+        check!(i8, vec![1, -2, 3]);
+        check!(i64, vec![1, i64::MIN, 3]);
+        check!(bf16, vec![b(1.0), b(2.5), b(3.0)]);
+        check!(u16, vec![1, 2, 3]);
+        check!(f16, vec![h(1.0), h(-2.5), h(3.0)]);
+        check!(u32, vec![1, u32::MAX, 3]);
+        check!(u64, vec![1, u64::MAX, 3]);
+        // Not a real number type: rejected by the OpDef.
+        let e = zero_out_run(t(&[1], vec![true]), 0).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
+    }
+
+    #[test]
+    fn zero_out_errors() {
+        let e = zero_out_run(t(&[2], vec![1i32, 2]), -1).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert!(
+            e.message().contains("Need preserve_index >= 0, got -1"),
+            "{e}"
+        );
+        let e = zero_out_run(t(&[2], vec![1i32, 2]), 2).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert!(e.message().contains("preserve_index out of range"), "{e}");
+        assert!(e.message().contains("2 is not in [0, 2)"), "{e}");
+        // An empty input has no element to keep (as in TensorFlow's guide).
+        let e = zero_out_run(Tensor::zeros(DataType::Float, &[0, 4]).unwrap(), 0).unwrap_err();
+        assert!(e.message().contains("preserve_index out of range"), "{e}");
+        let e = zero_out_run(t(&[1], vec![1.0f32]), i64::MAX).unwrap_err();
+        assert!(e.message().contains("preserve_index out of range"), "{e}");
+    }
+
+    fn to_number(strings: &[&str], out_type: DataType) -> opforge_core::Result<Tensor> {
+        let vals = strings.iter().map(|s| s.as_bytes().to_vec()).collect();
+        ctx()
+            .op("StringToNumber")
+            .input(Tensor::from_strings(&[strings.len() as i64], vals).unwrap())
+            .attr("out_type", out_type)
+            .run1()
+    }
+
+    #[test]
+    fn string_to_number_floats() {
+        let y = to_number(
+            &[
+                "1.5", " -2e3 ", "0.1", "+7", ".5", "5.", "0x1A", "-0X10", "1e40",
+            ],
+            DataType::Float,
+        )
+        .unwrap();
+        assert_eq!(
+            y.flat::<f32>().unwrap(),
+            &[1.5, -2000.0, 0.1, 7.0, 0.5, 5.0, 26.0, -16.0, f32::INFINITY]
+        );
+        let y = to_number(&["INF", "-inf", "NaN", "-nan"], DataType::Float).unwrap();
+        let v = y.flat::<f32>().unwrap();
+        assert_eq!(&v[..2], &[f32::INFINITY, f32::NEG_INFINITY]);
+        assert!(v[2].is_nan() && v[3].is_nan());
+        // Default out_type is float.
+        let y = ctx()
+            .op("StringToNumber")
+            .input(Tensor::from_strings(&[], vec![b"3.25".to_vec()]).unwrap())
+            .run1()
+            .unwrap();
+        assert_eq!(y.scalar_value::<f32>().unwrap(), 3.25);
+        let y = to_number(&["0.1", "1e308", "-4.9e-324"], DataType::Double).unwrap();
+        assert_eq!(y.flat::<f64>().unwrap(), &[0.1, 1e308, -4.9e-324]);
+        let y = to_number(&[], DataType::Double).unwrap();
+        assert_eq!(y.dims(), &[0]);
+        let y = ctx()
+            .op("StringToNumber")
+            .input(
+                Tensor::from_strings(&[2, 1], vec![b"1".to_vec(), b"2\x00junk".to_vec()]).unwrap(),
+            )
+            .attr("out_type", DataType::Double)
+            .run1()
+            .unwrap();
+        assert_close(&y, &[2, 1], &[1.0, 2.0], 0.0);
+    }
+
+    #[test]
+    fn string_to_number_integers() {
+        let y = to_number(
+            &["12", " -7 ", "2147483647", "-2147483648", "007"],
+            DataType::Int32,
+        )
+        .unwrap();
+        assert_eq!(y.flat::<i32>().unwrap(), &[12, -7, i32::MAX, i32::MIN, 7]);
+        let y = to_number(
+            &["9223372036854775807", "-9223372036854775808"],
+            DataType::Int64,
+        )
+        .unwrap();
+        assert_eq!(y.flat::<i64>().unwrap(), &[i64::MAX, i64::MIN]);
+        let y = to_number(&["4294967295", "0"], DataType::UInt32).unwrap();
+        assert_eq!(y.flat::<u32>().unwrap(), &[u32::MAX, 0]);
+        let y = to_number(&["18446744073709551615"], DataType::UInt64).unwrap();
+        assert_eq!(y.flat::<u64>().unwrap(), &[u64::MAX]);
+    }
+
+    #[test]
+    fn string_to_number_errors() {
+        let bad: &[(&str, DataType)] = &[
+            ("abc", DataType::Float),
+            ("", DataType::Float),
+            ("  ", DataType::Double),
+            ("1.5abc", DataType::Float),
+            ("infinity", DataType::Float),
+            ("1,5", DataType::Double),
+            ("--1", DataType::Double),
+            ("0x", DataType::Float),
+            // 32 characters: too long for TensorFlow's float parser.
+            ("1.000000000000000000000000000000", DataType::Double),
+            ("1.5", DataType::Int32),
+            ("+1", DataType::Int32),
+            ("2147483648", DataType::Int32),
+            ("-2147483649", DataType::Int32),
+            ("9223372036854775808", DataType::Int64),
+            ("-1", DataType::UInt32),
+            ("4294967296", DataType::UInt32),
+            ("18446744073709551616", DataType::UInt64),
+            (
+                "99999999999999999999999999999999999999999",
+                DataType::UInt64,
+            ),
+            ("1 2", DataType::Int64),
+            ("0x10", DataType::Int32),
+        ];
+        for (s, dt) in bad {
+            let e = to_number(&["1", s], *dt).unwrap_err();
+            assert_eq!(e.code(), Code::InvalidArgument, "{s:?} as {dt}");
+            assert!(
+                e.message().starts_with(&format!(
+                    "StringToNumberOp could not correctly convert string: {s}"
+                )),
+                "{s:?} as {dt}: {e}"
+            );
+        }
+        // 31 characters still parse.
+        let y = to_number(&["1.00000000000000000000000000000"], DataType::Double).unwrap();
+        assert_eq!(y.flat::<f64>().unwrap(), &[1.0]);
+        let e = ctx()
+            .op("StringToNumber")
+            .input(Tensor::from_strings(&[], vec![b"1".to_vec()]).unwrap())
+            .attr("out_type", DataType::Int8)
+            .run1()
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
     }
 }

@@ -12,6 +12,7 @@ pub mod array_slice;
 pub mod array_strided;
 pub mod examples;
 pub mod graph_ops;
+pub mod state;
 pub mod util;
 
 #[cfg(test)]

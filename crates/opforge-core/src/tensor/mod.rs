@@ -4,6 +4,7 @@
 
 mod buffer;
 mod element;
+pub mod json;
 mod proto;
 mod shape;
 

@@ -1,0 +1,998 @@
+//! The tensor JSON codec of `opforge exec` (and of any tool that prints or
+//! reads tensors as JSON): one JSON object per tensor,
+//!
+//! ```json
+//! {"dtype": "DT_FLOAT", "shape": [2, 3], "values": [1, 2.5, "nan", "inf", "-inf", -0.0]}
+//! ```
+//!
+//! - `dtype`: the proto name (`DT_FLOAT`); the spec name (`float`,
+//!   `float32`) is accepted on input. Every dtype with an [`Element`] type
+//!   is supported, plus `DT_STRING` and `DT_RESOURCE`.
+//! - `shape`: the dimension sizes, each `>= 0` (`[]` for a scalar).
+//! - `values`: the elements flattened in row-major order, exactly as many as
+//!   the shape has:
+//!   - floating types (`DT_FLOAT`, `DT_DOUBLE`, `DT_HALF`, `DT_BFLOAT16`):
+//!     JSON numbers, and the strings `"nan"`, `"inf"`, `"-inf"` (which JSON
+//!     cannot write as numbers; `"+inf"`, `"infinity"` and any letter case
+//!     are accepted on input). Printed as the shortest decimal that reads
+//!     back as the same value of the dtype (`0.1` for `0.1f32`, not
+//!     `0.10000000149011612`). A finite number whose magnitude is too large
+//!     for the dtype is an error, not an infinity. NaN payloads and signs
+//!     are not kept. Between a tensor and a [`Value`] every value round-trips
+//!     exactly; through JSON *text*, `f64` values round-trip exactly only
+//!     if serde_json's `float_roundtrip` feature is on (without it,
+//!     serde_json's parser may be one ulp off for 17-digit decimals).
+//!   - integer types: JSON integers (`1e3` and `7.0` are accepted since they
+//!     are integral), or decimal strings (`"18446744073709551615"`, as proto3
+//!     JSON writes 64-bit integers); a value outside the dtype's range or a
+//!     non-integral number is an error.
+//!   - `DT_BOOL`: `true` / `false`.
+//!   - complex types: `[re, im]` pairs (each part as for the float types);
+//!     a plain number means a zero imaginary part.
+//!   - `DT_STRING`: JSON strings for byte strings that are valid UTF-8, and
+//!     `{"base64": "..."}` (standard alphabet, padded) for the others, so
+//!     every byte string round-trips exactly. Both forms are accepted on input.
+//!   - `DT_RESOURCE`: handle objects `{"device", "container", "name",
+//!     "type_name", "dtypes_and_shapes": [{"dtype": "DT_FLOAT", "shape":
+//!     [2]}]}`; a shape there may have `-1` dims or be `null` (unknown
+//!     rank). Every key is optional on input.
+//!
+//! Unknown keys are errors (they are usually typos), and so is anything a
+//! dtype cannot hold; errors are `InvalidArgument` and say which value is wrong.
+//!
+//! ```
+//! use opforge_core::tensor::json::{tensor_from_json, tensor_to_json};
+//! let v = serde_json::json!({"dtype": "DT_INT32", "shape": [2], "values": [1, -2]});
+//! let t = tensor_from_json(&v).unwrap();
+//! assert_eq!(t.flat::<i32>().unwrap(), &[1, -2]);
+//! assert_eq!(tensor_to_json(&t).unwrap(), v);
+//! let bad = serde_json::json!({"dtype": "DT_UINT8", "shape": [1], "values": [300]});
+//! assert!(tensor_from_json(&bad).unwrap_err().message().contains("out of range"));
+//! ```
+
+use super::{Element, Location, Tensor, TensorShape};
+use crate::dtype::DataType;
+use crate::proto::{tensor_shape_proto::Dim, TensorShapeProto};
+use crate::resource::ResourceHandle;
+use crate::{Result, Status};
+use half::{bf16, f16};
+use num_complex::Complex;
+use serde_json::{Map, Number, Value};
+
+fn err(msg: impl Into<String>) -> Status {
+    Status::invalid_argument(msg.into())
+}
+
+/// A short rendering of a JSON value for error messages.
+fn show(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 40 {
+        let cut: String = s.chars().take(37).collect();
+        format!("{cut}...")
+    } else {
+        s
+    }
+}
+
+/// Reads a tensor from its JSON form (see the [module docs](self)).
+pub fn tensor_from_json(v: &Value) -> Result<Tensor> {
+    let obj = v.as_object().ok_or_else(|| {
+        err(format!(
+            "a tensor must be a JSON object {{\"dtype\", \"shape\", \"values\"}}, got {}",
+            show(v)
+        ))
+    })?;
+    if let Some(k) = obj
+        .keys()
+        .find(|k| !matches!(k.as_str(), "dtype" | "shape" | "values"))
+    {
+        return Err(err(format!(
+            "unknown key \"{k}\" in a tensor (expected \"dtype\", \"shape\" and \"values\")"
+        )));
+    }
+    let dtype = match obj.get("dtype") {
+        Some(Value::String(name)) => parse_dtype(name)?,
+        Some(other) => {
+            return Err(err(format!(
+                "a tensor's \"dtype\" must be a string like \"DT_FLOAT\", got {}",
+                show(other)
+            )))
+        }
+        None => return Err(err("a tensor has no \"dtype\" (like \"DT_FLOAT\")")),
+    };
+    let shape = match obj.get("shape") {
+        Some(s) => parse_shape(s)?,
+        None => {
+            return Err(err(
+                "a tensor has no \"shape\" (like [2, 3], or [] for a scalar)",
+            ))
+        }
+    };
+    let values = match obj.get("values") {
+        Some(Value::Array(a)) => a.as_slice(),
+        Some(other) => {
+            return Err(err(format!(
+                "a tensor's \"values\" must be a flat array, got {}",
+                show(other)
+            )))
+        }
+        None => return Err(err("a tensor has no \"values\" array")),
+    };
+    let n = shape.num_elements();
+    if values.len() != n {
+        return Err(err(format!(
+            "a {} tensor of shape {shape} has {n} elements, but {} values were given",
+            dtype.proto_name(),
+            values.len()
+        )));
+    }
+    let dims = shape.dims();
+    match dtype {
+        DataType::Float => from_vec(dims, read_all(values, dtype, read_f32)?),
+        DataType::Double => from_vec(dims, read_all(values, dtype, read_f64)?),
+        DataType::Half => from_vec(dims, read_all(values, dtype, read_f16)?),
+        DataType::BFloat16 => from_vec(dims, read_all(values, dtype, read_bf16)?),
+        DataType::Int8 => from_vec(dims, read_all(values, dtype, read_int::<i8>)?),
+        DataType::Int16 => from_vec(dims, read_all(values, dtype, read_int::<i16>)?),
+        DataType::Int32 => from_vec(dims, read_all(values, dtype, read_int::<i32>)?),
+        DataType::Int64 => from_vec(dims, read_all(values, dtype, read_int::<i64>)?),
+        DataType::UInt8 => from_vec(dims, read_all(values, dtype, read_int::<u8>)?),
+        DataType::UInt16 => from_vec(dims, read_all(values, dtype, read_int::<u16>)?),
+        DataType::UInt32 => from_vec(dims, read_all(values, dtype, read_int::<u32>)?),
+        DataType::UInt64 => from_vec(dims, read_all(values, dtype, read_int::<u64>)?),
+        DataType::Bool => from_vec(dims, read_all(values, dtype, read_bool)?),
+        DataType::Complex64 => from_vec(
+            dims,
+            read_all(values, dtype, |v, dt| {
+                read_complex(v, dt, read_f32).map(|(re, im)| Complex::new(re, im))
+            })?,
+        ),
+        DataType::Complex128 => from_vec(
+            dims,
+            read_all(values, dtype, |v, dt| {
+                read_complex(v, dt, read_f64).map(|(re, im)| Complex::new(re, im))
+            })?,
+        ),
+        DataType::String => Tensor::from_strings(dims, read_all(values, dtype, read_string)?),
+        DataType::Resource => Tensor::from_resource_handles(
+            dims,
+            read_all(values, dtype, |v, _| handle_from_json(v))?,
+        ),
+        other => Err(unsupported(other)),
+    }
+}
+
+fn unsupported(dtype: DataType) -> Status {
+    Status::unimplemented(format!(
+        "the tensor JSON codec does not support {} tensors",
+        dtype.proto_name()
+    ))
+}
+
+fn from_vec<T: Element>(dims: &[i64], v: Vec<T>) -> Result<Tensor> {
+    Tensor::from_vec(dims, v)
+}
+
+fn read_all<T>(
+    values: &[Value],
+    dtype: DataType,
+    read: impl Fn(&Value, DataType) -> Result<T>,
+) -> Result<Vec<T>> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| read(v, dtype).map_err(|e| e.prepend(format!("values[{i}]: "))))
+        .collect()
+}
+
+/// A dtype by proto name (`DT_FLOAT`) or spec name (`float`, `float32`).
+fn parse_dtype(name: &str) -> Result<DataType> {
+    DataType::from_proto_name(name)
+        .or_else(|| DataType::from_spec_name(name))
+        .filter(|d| !d.is_ref() && *d != DataType::Invalid)
+        .ok_or_else(|| {
+            err(format!(
+                "unknown dtype \"{name}\" (expected a name like \"DT_FLOAT\", \"DT_INT32\", \"DT_STRING\")"
+            ))
+        })
+}
+
+fn parse_shape(v: &Value) -> Result<TensorShape> {
+    let Value::Array(dims) = v else {
+        return Err(err(format!(
+            "a tensor's \"shape\" must be an array of dimension sizes like [2, 3], got {}",
+            show(v)
+        )));
+    };
+    let dims: Vec<i64> = dims
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            d.as_i64().filter(|&d| d >= 0).ok_or_else(|| {
+                err(format!(
+                    "shape[{i}] must be a non-negative integer, got {}",
+                    show(d)
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
+    TensorShape::new(&dims)
+}
+
+/// A float given as a number or one of the special strings.
+fn read_float(v: &Value, dtype: DataType) -> Result<f64> {
+    match v {
+        Value::Number(n) => n
+            .as_f64()
+            .ok_or_else(|| err(format!("{n} is not a number"))),
+        Value::String(s) => match s.to_ascii_lowercase().as_str() {
+            "nan" | "+nan" | "-nan" => Ok(f64::NAN),
+            "inf" | "+inf" | "infinity" | "+infinity" => Ok(f64::INFINITY),
+            "-inf" | "-infinity" => Ok(f64::NEG_INFINITY),
+            _ => Err(err(format!(
+                "{} is not a number for {} (write a JSON number, or \"nan\", \"inf\", \"-inf\")",
+                show(v),
+                dtype.proto_name()
+            ))),
+        },
+        _ => Err(err(format!(
+            "{} is not a number for {} (write a JSON number, or \"nan\", \"inf\", \"-inf\")",
+            show(v),
+            dtype.proto_name()
+        ))),
+    }
+}
+
+fn too_large(v: &Value, dtype: DataType) -> Status {
+    err(format!(
+        "{} is out of range for {} (write \"inf\" or \"-inf\" for an infinity)",
+        show(v),
+        dtype.proto_name()
+    ))
+}
+
+fn read_f64(v: &Value, dtype: DataType) -> Result<f64> {
+    read_float(v, dtype)
+}
+
+fn read_f32(v: &Value, dtype: DataType) -> Result<f32> {
+    let d = read_float(v, dtype)?;
+    let x = d as f32;
+    if x.is_infinite() && d.is_finite() {
+        return Err(too_large(v, dtype));
+    }
+    Ok(x)
+}
+
+fn read_f16(v: &Value, dtype: DataType) -> Result<f16> {
+    let d = read_float(v, dtype)?;
+    let x = f16::from_f64(d);
+    if x.is_infinite() && d.is_finite() {
+        return Err(too_large(v, dtype));
+    }
+    Ok(x)
+}
+
+fn read_bf16(v: &Value, dtype: DataType) -> Result<bf16> {
+    let d = read_float(v, dtype)?;
+    let x = bf16::from_f64(d);
+    if x.is_infinite() && d.is_finite() {
+        return Err(too_large(v, dtype));
+    }
+    Ok(x)
+}
+
+fn read_complex<F>(
+    v: &Value,
+    dtype: DataType,
+    part: impl Fn(&Value, DataType) -> Result<F>,
+) -> Result<(F, F)>
+where
+    F: Default,
+{
+    match v {
+        Value::Array(pair) if pair.len() == 2 => {
+            Ok((part(&pair[0], dtype)?, part(&pair[1], dtype)?))
+        }
+        Value::Number(_) => Ok((part(v, dtype)?, F::default())),
+        _ => Err(err(format!(
+            "{} is not a complex number for {} (write [re, im])",
+            show(v),
+            dtype.proto_name()
+        ))),
+    }
+}
+
+/// Integer element types, with their range.
+trait JsonInt: Element {
+    const MIN: i128;
+    const MAX: i128;
+    fn from_i128(v: i128) -> Self;
+    fn to_json(self) -> Value;
+}
+
+macro_rules! json_ints {
+    ($($t:ty),*) => {
+        $(
+            impl JsonInt for $t {
+                const MIN: i128 = <$t>::MIN as i128;
+                const MAX: i128 = <$t>::MAX as i128;
+                fn from_i128(v: i128) -> Self {
+                    // In range: checked by the caller against MIN and MAX.
+                    v as $t
+                }
+                fn to_json(self) -> Value {
+                    Value::from(self)
+                }
+            }
+        )*
+    };
+}
+
+json_ints!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+fn read_int<T: JsonInt>(v: &Value, dtype: DataType) -> Result<T> {
+    let wide: i128 = match v {
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i128::from(i)
+            } else if let Some(u) = n.as_u64() {
+                i128::from(u)
+            } else {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                if !f.is_finite() || f.fract() != 0.0 {
+                    return Err(err(format!(
+                        "{n} is not an integer, as {} needs",
+                        dtype.proto_name()
+                    )));
+                }
+                // |f| < 2^127 converts exactly; larger saturates and is out of range below.
+                f as i128
+            }
+        }
+        Value::String(s) => s.parse::<i128>().map_err(|_| {
+            err(format!(
+                "{} is not an integer, as {} needs",
+                show(v),
+                dtype.proto_name()
+            ))
+        })?,
+        _ => {
+            return Err(err(format!(
+                "{} is not an integer, as {} needs",
+                show(v),
+                dtype.proto_name()
+            )))
+        }
+    };
+    if wide < T::MIN || wide > T::MAX {
+        return Err(err(format!(
+            "{} is out of range for {} [{}, {}]",
+            show(v),
+            dtype.proto_name(),
+            T::MIN,
+            T::MAX
+        )));
+    }
+    Ok(T::from_i128(wide))
+}
+
+fn read_bool(v: &Value, dtype: DataType) -> Result<bool> {
+    v.as_bool().ok_or_else(|| {
+        err(format!(
+            "{} is not true or false, as {} needs",
+            show(v),
+            dtype.proto_name()
+        ))
+    })
+}
+
+fn read_string(v: &Value, _: DataType) -> Result<Vec<u8>> {
+    match v {
+        Value::String(s) => Ok(s.as_bytes().to_vec()),
+        Value::Object(o) => match (o.len(), o.get("base64")) {
+            (1, Some(Value::String(b))) => base64_decode(b),
+            _ => Err(err(format!(
+                "{} is not a string or {{\"base64\": \"...\"}}",
+                show(v)
+            ))),
+        },
+        _ => Err(err(format!(
+            "{} is not a string or {{\"base64\": \"...\"}}, as DT_STRING needs",
+            show(v)
+        ))),
+    }
+}
+
+/// Prints a tensor in its JSON form (see the [module docs](self)).
+/// `FailedPrecondition` for a tensor whose data is not in host memory,
+/// `Unimplemented` for a dtype the codec does not support (quantized types).
+pub fn tensor_to_json(t: &Tensor) -> Result<Value> {
+    if t.location() != Location::Host {
+        return Err(Status::failed_precondition(format!(
+            "a tensor on {:?} cannot be printed as JSON; copy it to the host first",
+            t.location()
+        )));
+    }
+    let values: Vec<Value> = match t.dtype() {
+        DataType::Float => t.flat::<f32>()?.iter().map(|&x| f32_to_json(x)).collect(),
+        DataType::Double => t.flat::<f64>()?.iter().map(|&x| f64_to_json(x)).collect(),
+        DataType::Half => t
+            .flat::<f16>()?
+            .iter()
+            .map(|&x| short_json(x.to_f32(), |d| f16::from_f64(d) == x))
+            .collect(),
+        DataType::BFloat16 => t
+            .flat::<bf16>()?
+            .iter()
+            .map(|&x| short_json(x.to_f32(), |d| bf16::from_f64(d) == x))
+            .collect(),
+        DataType::Int8 => ints(t.flat::<i8>()?),
+        DataType::Int16 => ints(t.flat::<i16>()?),
+        DataType::Int32 => ints(t.flat::<i32>()?),
+        DataType::Int64 => ints(t.flat::<i64>()?),
+        DataType::UInt8 => ints(t.flat::<u8>()?),
+        DataType::UInt16 => ints(t.flat::<u16>()?),
+        DataType::UInt32 => ints(t.flat::<u32>()?),
+        DataType::UInt64 => ints(t.flat::<u64>()?),
+        DataType::Bool => t.flat::<bool>()?.iter().map(|&b| Value::Bool(b)).collect(),
+        DataType::Complex64 => t
+            .flat::<Complex<f32>>()?
+            .iter()
+            .map(|c| Value::Array(vec![f32_to_json(c.re), f32_to_json(c.im)]))
+            .collect(),
+        DataType::Complex128 => t
+            .flat::<Complex<f64>>()?
+            .iter()
+            .map(|c| Value::Array(vec![f64_to_json(c.re), f64_to_json(c.im)]))
+            .collect(),
+        DataType::String => t.strings()?.iter().map(|s| string_to_json(s)).collect(),
+        DataType::Resource => t.resource_handles()?.iter().map(handle_to_json).collect(),
+        other => return Err(unsupported(other)),
+    };
+    let mut obj = Map::new();
+    obj.insert("dtype".into(), Value::from(t.dtype().proto_name()));
+    obj.insert(
+        "shape".into(),
+        Value::Array(t.dims().iter().map(|&d| Value::from(d)).collect()),
+    );
+    obj.insert("values".into(), Value::Array(values));
+    Ok(Value::Object(obj))
+}
+
+fn ints<T: JsonInt>(v: &[T]) -> Vec<Value> {
+    v.iter().map(|&x| x.to_json()).collect()
+}
+
+fn special(x: f64) -> Option<Value> {
+    if x.is_nan() {
+        Some(Value::from("nan"))
+    } else if x == f64::INFINITY {
+        Some(Value::from("inf"))
+    } else if x == f64::NEG_INFINITY {
+        Some(Value::from("-inf"))
+    } else {
+        None
+    }
+}
+
+/// A JSON number for an f64 (`"nan"`, `"inf"`, `"-inf"` for the non-finite values).
+fn f64_to_json(x: f64) -> Value {
+    special(x).unwrap_or_else(|| Number::from_f64(x).map_or(Value::Null, Value::Number))
+}
+
+/// A JSON number for an f32: the shortest decimal that reads back as `x`,
+/// as an f64 (`0.1`, not `0.10000000149011612`).
+fn f32_to_json(x: f32) -> Value {
+    if let Some(s) = special(f64::from(x)) {
+        return s;
+    }
+    let short = format!("{x}").parse::<f64>().ok();
+    // The shortest decimal, parsed as an f64, rounds back to x except in
+    // pathological double-rounding cases; then print x's exact value.
+    let d = match short {
+        Some(d) if d as f32 == x => d,
+        _ => f64::from(x),
+    };
+    f64_to_json(d)
+}
+
+/// A JSON number for a half or bfloat16 value `x` (given as its exact f32):
+/// the decimal with the fewest significant digits that `reads_back`.
+fn short_json(x: f32, reads_back: impl Fn(f64) -> bool) -> Value {
+    if let Some(s) = special(f64::from(x)) {
+        return s;
+    }
+    (0..9)
+        .filter_map(|digits| format!("{x:.digits$e}").parse::<f64>().ok())
+        .find(|&d| reads_back(d))
+        .map_or_else(|| f32_to_json(x), f64_to_json)
+}
+
+fn string_to_json(s: &[u8]) -> Value {
+    match std::str::from_utf8(s) {
+        Ok(s) => Value::from(s),
+        Err(_) => {
+            let mut o = Map::new();
+            o.insert("base64".into(), Value::from(base64_encode(s)));
+            Value::Object(o)
+        }
+    }
+}
+
+/// A resource handle as a JSON object.
+pub fn handle_to_json(h: &ResourceHandle) -> Value {
+    let mut o = Map::new();
+    o.insert("device".into(), Value::from(h.device.as_str()));
+    o.insert("container".into(), Value::from(h.container.as_str()));
+    o.insert("name".into(), Value::from(h.name.as_str()));
+    o.insert("type_name".into(), Value::from(h.type_name.as_str()));
+    let ds: Vec<Value> = h
+        .dtypes_and_shapes
+        .iter()
+        .map(|(dt, shape)| {
+            let mut e = Map::new();
+            e.insert("dtype".into(), Value::from(dt.proto_name()));
+            let shape = if shape.unknown_rank {
+                Value::Null
+            } else {
+                Value::Array(shape.dim.iter().map(|d| Value::from(d.size)).collect())
+            };
+            e.insert("shape".into(), shape);
+            Value::Object(e)
+        })
+        .collect();
+    o.insert("dtypes_and_shapes".into(), Value::Array(ds));
+    Value::Object(o)
+}
+
+/// A resource handle from its JSON object (every key optional).
+pub fn handle_from_json(v: &Value) -> Result<ResourceHandle> {
+    let o = v.as_object().ok_or_else(|| {
+        err(format!(
+            "{} is not a resource handle object {{\"container\", \"name\", ...}}",
+            show(v)
+        ))
+    })?;
+    let mut h = ResourceHandle::default();
+    for (k, val) in o {
+        let text = || {
+            val.as_str().map(str::to_string).ok_or_else(|| {
+                err(format!(
+                    "the handle's \"{k}\" must be a string, got {}",
+                    show(val)
+                ))
+            })
+        };
+        match k.as_str() {
+            "device" => h.device = text()?,
+            "container" => h.container = text()?,
+            "name" => h.name = text()?,
+            "type_name" => h.type_name = text()?,
+            "dtypes_and_shapes" => {
+                let items = val.as_array().ok_or_else(|| {
+                    err(format!(
+                        "the handle's \"dtypes_and_shapes\" must be an array, got {}",
+                        show(val)
+                    ))
+                })?;
+                for item in items {
+                    h.dtypes_and_shapes.push(dtype_and_shape_from_json(item)?);
+                }
+            }
+            other => {
+                return Err(err(format!(
+                    "unknown key \"{other}\" in a resource handle (expected \"device\", \
+                     \"container\", \"name\", \"type_name\", \"dtypes_and_shapes\")"
+                )))
+            }
+        }
+    }
+    Ok(h)
+}
+
+fn dtype_and_shape_from_json(v: &Value) -> Result<(DataType, TensorShapeProto)> {
+    let bad = || {
+        err(format!(
+            "{} is not a {{\"dtype\": \"DT_FLOAT\", \"shape\": [2]}} object",
+            show(v)
+        ))
+    };
+    let o = v.as_object().ok_or_else(bad)?;
+    if o.keys().any(|k| k != "dtype" && k != "shape") {
+        return Err(bad());
+    }
+    let dtype = match o.get("dtype") {
+        Some(Value::String(s)) => parse_dtype(s)?,
+        None => DataType::Invalid,
+        Some(_) => return Err(bad()),
+    };
+    let shape = match o.get("shape") {
+        None | Some(Value::Null) => TensorShapeProto {
+            dim: Vec::new(),
+            unknown_rank: true,
+        },
+        Some(Value::Array(dims)) => TensorShapeProto {
+            dim: dims
+                .iter()
+                .map(|d| {
+                    d.as_i64().filter(|&d| d >= -1).map(|size| Dim {
+                        size,
+                        name: String::new(),
+                    })
+                })
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?,
+            unknown_rank: false,
+        },
+        Some(_) => return Err(bad()),
+    };
+    Ok((dtype, shape))
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with padding.
+fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(char::from(B64[((n >> shift) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Standard base64; padding optional.
+fn base64_decode(s: &str) -> Result<Vec<u8>> {
+    let bad = || err(format!("\"{s}\" is not valid base64"));
+    let trimmed = s.trim_end_matches('=');
+    if s.len() - trimmed.len() > 2 || trimmed.len() % 4 == 1 {
+        return Err(bad());
+    }
+    let mut out = Vec::with_capacity(trimmed.len() * 3 / 4);
+    let mut acc: u32 = 0;
+    let mut bits = 0u32;
+    for c in trimmed.bytes() {
+        let v = B64.iter().position(|&b| b == c).ok_or_else(bad)? as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // Leftover bits must be zero (canonical encoding).
+    if acc != 0 {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn round_trip(t: &Tensor) -> Tensor {
+        let v = tensor_to_json(t).unwrap();
+        // Through the text form too, as `opforge exec` prints and reads it.
+        let text = v.to_string();
+        let back: Value = serde_json::from_str(&text).unwrap();
+        tensor_from_json(&back).unwrap()
+    }
+
+    fn msg(v: Value) -> String {
+        tensor_from_json(&v).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn every_element_dtype_round_trips() {
+        let cases = vec![
+            Tensor::from_vec(&[2], vec![1.5f32, -0.0]).unwrap(),
+            Tensor::from_vec(&[2], vec![0.1f64, 1e300]).unwrap(),
+            Tensor::from_vec(&[1], vec![f16::from_f32(0.1)]).unwrap(),
+            Tensor::from_vec(&[1], vec![bf16::from_f32(-3.25)]).unwrap(),
+            Tensor::from_vec(&[2], vec![i8::MIN, i8::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![i16::MIN, i16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![i32::MIN, i32::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![i64::MIN, i64::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u8, u8::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u16, u16::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u32, u32::MAX]).unwrap(),
+            Tensor::from_vec(&[2], vec![0u64, u64::MAX]).unwrap(),
+            Tensor::from_vec(&[2, 1], vec![true, false]).unwrap(),
+            Tensor::from_vec(&[1], vec![Complex::new(1.5f32, f32::NAN)]).unwrap(),
+            Tensor::from_vec(&[1], vec![Complex::new(-2.0f64, 0.25)]).unwrap(),
+            Tensor::from_strings(&[3], vec![b"abc".to_vec(), vec![0xff, 0], Vec::new()]).unwrap(),
+            Tensor::zeros(DataType::Float, &[0, 3]).unwrap(),
+        ];
+        for t in cases {
+            let back = round_trip(&t);
+            assert_eq!(back.dtype(), t.dtype());
+            assert_eq!(back.dims(), t.dims());
+            // Compare bitwise-ish: NaN != NaN under PartialEq, so compare the JSON.
+            assert_eq!(tensor_to_json(&back).unwrap(), tensor_to_json(&t).unwrap());
+        }
+    }
+
+    #[test]
+    fn printed_forms() {
+        let t = Tensor::from_vec(
+            &[2, 3],
+            vec![
+                0.1f32,
+                f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                -0.0,
+                3.0,
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            tensor_to_json(&t).unwrap().to_string(),
+            r#"{"dtype":"DT_FLOAT","shape":[2,3],"values":[0.1,"nan","inf","-inf",-0.0,3.0]}"#
+        );
+        let h = Tensor::from_vec(
+            &[3],
+            vec![
+                f16::from_f32(0.1),
+                f16::from_f32(65504.0),
+                f16::from_f32(-1e-7),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            tensor_to_json(&h).unwrap()["values"],
+            json!([0.1, 65500.0, -1e-7])
+        );
+        let b = Tensor::from_vec(&[2], vec![bf16::from_f32(0.1), bf16::from_f32(3.0e38)]).unwrap();
+        assert_eq!(tensor_to_json(&b).unwrap()["values"], json!([0.1, 3.0e38]));
+        let c = Tensor::from_vec(&[], vec![Complex::new(1.0f64, -2.5)]).unwrap();
+        assert_eq!(
+            tensor_to_json(&c).unwrap(),
+            json!({"dtype": "DT_COMPLEX128", "shape": [], "values": [[1.0, -2.5]]})
+        );
+        let s = Tensor::from_strings(&[2], vec![b"h\xc3\xa9".to_vec(), vec![0xff, 0xfe, 0x41]])
+            .unwrap();
+        assert_eq!(
+            tensor_to_json(&s).unwrap(),
+            json!({"dtype": "DT_STRING", "shape": [2], "values": ["hé", {"base64": "//5B"}]})
+        );
+        let h = ResourceHandle {
+            device: "/device:CPU:0".into(),
+            container: "localhost".into(),
+            name: "v".into(),
+            type_name: "Var".into(),
+            dtypes_and_shapes: vec![(
+                DataType::Float,
+                TensorShapeProto {
+                    dim: vec![Dim {
+                        size: -1,
+                        name: String::new(),
+                    }],
+                    unknown_rank: false,
+                },
+            )],
+        };
+        let r = Tensor::from_resource_handles(&[], vec![h.clone()]).unwrap();
+        let j = tensor_to_json(&r).unwrap();
+        assert_eq!(
+            j,
+            json!({"dtype": "DT_RESOURCE", "shape": [], "values": [{
+                "device": "/device:CPU:0", "container": "localhost", "name": "v", "type_name": "Var",
+                "dtypes_and_shapes": [{"dtype": "DT_FLOAT", "shape": [-1]}]}]})
+        );
+        assert_eq!(
+            tensor_from_json(&j).unwrap().resource_handles().unwrap(),
+            &[h]
+        );
+        let minimal = tensor_from_json(
+            &json!({"dtype": "DT_RESOURCE", "shape": [], "values": [{"name": "w"}]}),
+        )
+        .unwrap();
+        assert_eq!(minimal.resource_handles().unwrap()[0].name, "w");
+    }
+
+    #[test]
+    fn lenient_inputs() {
+        let t = tensor_from_json(&json!({"dtype": "float32", "shape": [4],
+            "values": [1, "NaN", "+Infinity", "-INF"]}))
+        .unwrap();
+        let v = t.flat::<f32>().unwrap();
+        assert_eq!(v[0], 1.0);
+        assert!(v[1].is_nan());
+        assert_eq!(&v[2..], &[f32::INFINITY, f32::NEG_INFINITY]);
+        let i = tensor_from_json(&json!({"dtype": "DT_INT64", "shape": [3],
+            "values": [1e3, 7.0, "-9223372036854775808"]}))
+        .unwrap();
+        assert_eq!(i.flat::<i64>().unwrap(), &[1000, 7, i64::MIN]);
+        let u = tensor_from_json(&json!({"dtype": "DT_UINT64", "shape": [1],
+            "values": ["18446744073709551615"]}))
+        .unwrap();
+        assert_eq!(u.flat::<u64>().unwrap(), &[u64::MAX]);
+        let c = tensor_from_json(&json!({"dtype": "DT_COMPLEX64", "shape": [2],
+            "values": [2, [0, "-inf"]]}))
+        .unwrap();
+        assert_eq!(
+            c.flat::<Complex<f32>>().unwrap(),
+            &[Complex::new(2.0, 0.0), Complex::new(0.0, f32::NEG_INFINITY)]
+        );
+        let s = tensor_from_json(&json!({"dtype": "DT_STRING", "shape": [2],
+            "values": [{"base64": "AP8"}, {"base64": "aGk="}]}))
+        .unwrap();
+        assert_eq!(s.strings().unwrap(), &[vec![0, 0xff], b"hi".to_vec()]);
+        // The largest finite values still read (rounding down to MAX).
+        let m = tensor_from_json(&json!({"dtype": "DT_FLOAT", "shape": [1],
+            "values": [3.4028235e38]}))
+        .unwrap();
+        assert_eq!(m.flat::<f32>().unwrap(), &[f32::MAX]);
+    }
+
+    #[test]
+    fn errors() {
+        let m = msg(json!({"dtype": "DT_FLOAT", "shape": [2, 3], "values": [1, 2]}));
+        assert!(
+            m.contains("a DT_FLOAT tensor of shape [2,3] has 6 elements, but 2 values were given"),
+            "{m}"
+        );
+        let m = msg(json!({"dtype": "DT_UINT8", "shape": [2], "values": [1, 300]}));
+        assert!(
+            m.contains("values[1]: 300 is out of range for DT_UINT8 [0, 255]"),
+            "{m}"
+        );
+        assert!(m.starts_with("INVALID_ARGUMENT"), "{m}");
+        let m = msg(json!({"dtype": "DT_INT8", "shape": [1], "values": [-129]}));
+        assert!(m.contains("out of range for DT_INT8 [-128, 127]"), "{m}");
+        let m = msg(json!({"dtype": "DT_UINT64", "shape": [1], "values": [-1]}));
+        assert!(m.contains("out of range"), "{m}");
+        let m = msg(json!({"dtype": "DT_INT32", "shape": [1], "values": [1.5]}));
+        assert!(
+            m.contains("values[0]: 1.5 is not an integer, as DT_INT32 needs"),
+            "{m}"
+        );
+        let m = msg(json!({"dtype": "DT_INT32", "shape": [1], "values": ["12a"]}));
+        assert!(m.contains("is not an integer"), "{m}");
+        let m = msg(json!({"dtype": "DT_INT32", "shape": [1], "values": [true]}));
+        assert!(m.contains("is not an integer"), "{m}");
+        let m = msg(json!({"dtype": "DT_FOO", "shape": [], "values": [1]}));
+        assert!(m.contains("unknown dtype \"DT_FOO\""), "{m}");
+        let m = msg(json!({"dtype": "DT_FLOAT_REF", "shape": [], "values": [1]}));
+        assert!(m.contains("unknown dtype"), "{m}");
+        let m = msg(json!({"dtype": "DT_FLOAT", "shape": [1], "values": [1e39]}));
+        assert!(m.contains("out of range for DT_FLOAT"), "{m}");
+        let m = msg(json!({"dtype": "DT_HALF", "shape": [1], "values": [70000]}));
+        assert!(m.contains("out of range for DT_HALF"), "{m}");
+        let m = msg(json!({"dtype": "DT_FLOAT", "shape": [1], "values": ["one"]}));
+        assert!(m.contains("\"one\" is not a number for DT_FLOAT"), "{m}");
+        let m = msg(json!({"dtype": "DT_BOOL", "shape": [1], "values": [1]}));
+        assert!(m.contains("1 is not true or false"), "{m}");
+        let m = msg(json!({"dtype": "DT_STRING", "shape": [1], "values": [5]}));
+        assert!(m.contains("not a string"), "{m}");
+        let m = msg(json!({"dtype": "DT_STRING", "shape": [1], "values": [{"base64": "a"}]}));
+        assert!(m.contains("not valid base64"), "{m}");
+        let m = msg(json!({"dtype": "DT_COMPLEX64", "shape": [1], "values": [[1, 2, 3]]}));
+        assert!(m.contains("not a complex number"), "{m}");
+        let m = msg(json!({"dtype": "DT_FLOAT", "shape": [-1], "values": []}));
+        assert!(m.contains("shape[0] must be a non-negative integer"), "{m}");
+        let m = msg(json!({"dtype": "DT_FLOAT", "shape": 3, "values": []}));
+        assert!(m.contains("\"shape\" must be an array"), "{m}");
+        let m = msg(json!({"dtype": "DT_FLOAT", "shape": [], "values": 3}));
+        assert!(m.contains("\"values\" must be a flat array"), "{m}");
+        let m = msg(json!({"dtype": "DT_FLOAT", "shape": [], "valeus": [3]}));
+        assert!(m.contains("unknown key \"valeus\""), "{m}");
+        let m = msg(json!({"shape": [], "values": [3]}));
+        assert!(m.contains("no \"dtype\""), "{m}");
+        let m = msg(json!([1, 2]));
+        assert!(m.contains("must be a JSON object"), "{m}");
+        let m = msg(json!({"dtype": "DT_QINT8", "shape": [], "values": [3]}));
+        assert!(m.starts_with("UNIMPLEMENTED"), "{m}");
+        let m = msg(json!({"dtype": "DT_RESOURCE", "shape": [], "values": [{"nme": "v"}]}));
+        assert!(
+            m.contains("unknown key \"nme\" in a resource handle"),
+            "{m}"
+        );
+        // A huge shape with too few values fails before allocating.
+        let m = msg(json!({"dtype": "DT_FLOAT", "shape": [1_000_000_000_000i64], "values": []}));
+        assert!(m.contains("but 0 values were given"), "{m}");
+    }
+
+    #[test]
+    fn base64() {
+        for (raw, enc) in [
+            (&b""[..], ""),
+            (b"f", "Zg=="),
+            (b"fo", "Zm8="),
+            (b"foo", "Zm9v"),
+            (b"foob", "Zm9vYg=="),
+            (b"\xff\xfe\xfd", "//79"),
+        ] {
+            assert_eq!(base64_encode(raw), enc);
+            assert_eq!(base64_decode(enc).unwrap(), raw);
+        }
+        assert!(base64_decode("Zh==").is_err()); // non-zero leftover bits
+        assert!(base64_decode("Z===").is_err());
+        assert!(base64_decode("Zm9v!").is_err());
+    }
+
+    fn same_f32(a: f32, b: f32) -> bool {
+        (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+    }
+
+    fn same_f64(a: f64, b: f64) -> bool {
+        (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+    }
+
+    proptest! {
+        #[test]
+        fn f32_round_trips(v in prop::collection::vec(
+            prop_oneof![any::<f32>(), Just(f32::NAN), Just(f32::INFINITY), Just(f32::NEG_INFINITY),
+                        any::<u32>().prop_map(f32::from_bits)], 0..20)) {
+            let t = Tensor::from_vec(&[v.len() as i64], v.clone()).unwrap();
+            let back = round_trip(&t);
+            let got = back.flat::<f32>().unwrap();
+            prop_assert!(v.iter().zip(got).all(|(a, b)| same_f32(*a, *b)), "{:?} vs {:?}", v, got);
+        }
+
+        #[test]
+        fn f64_round_trips(v in prop::collection::vec(
+            prop_oneof![any::<f64>(), Just(f64::NAN), Just(f64::INFINITY), Just(f64::NEG_INFINITY),
+                        any::<u64>().prop_map(f64::from_bits)], 0..20)) {
+            let t = Tensor::from_vec(&[v.len() as i64], v.clone()).unwrap();
+            // In memory (the JSON value) the round trip is exact.
+            let back = tensor_from_json(&tensor_to_json(&t).unwrap()).unwrap();
+            let got = back.flat::<f64>().unwrap();
+            prop_assert!(v.iter().zip(got).all(|(a, b)| same_f64(*a, *b)), "{:?} vs {:?}", v, got);
+        }
+
+        #[test]
+        fn half_and_bfloat16_round_trip(bits in prop::collection::vec(any::<u16>(), 0..20)) {
+            let h: Vec<f16> = bits.iter().map(|&b| f16::from_bits(b)).collect();
+            let t = Tensor::from_vec(&[h.len() as i64], h.clone()).unwrap();
+            let back = round_trip(&t);
+            let got = back.flat::<f16>().unwrap();
+            prop_assert!(h.iter().zip(got).all(|(a, b)| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()), "{:?} vs {:?}", h, got);
+            let b: Vec<bf16> = bits.iter().map(|&b| bf16::from_bits(b)).collect();
+            let t = Tensor::from_vec(&[b.len() as i64], b.clone()).unwrap();
+            let back = round_trip(&t);
+            let got = back.flat::<bf16>().unwrap();
+            prop_assert!(b.iter().zip(got).all(|(a, b)| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()), "{:?} vs {:?}", b, got);
+        }
+
+        #[test]
+        fn i64_round_trips(v in prop::collection::vec(any::<i64>(), 0..20), rows in 1i64..3) {
+            let n = v.len() as i64 * rows;
+            let data: Vec<i64> = (0..rows).flat_map(|_| v.clone()).collect();
+            let t = Tensor::from_vec(&[rows, n / rows], data).unwrap();
+            let back = round_trip(&t);
+            prop_assert_eq!(back, t);
+        }
+
+        #[test]
+        fn bool_round_trips(v in prop::collection::vec(any::<bool>(), 0..20)) {
+            let t = Tensor::from_vec(&[v.len() as i64], v).unwrap();
+            prop_assert_eq!(round_trip(&t), t);
+        }
+
+        #[test]
+        fn string_round_trips(v in prop::collection::vec(
+            prop_oneof![any::<String>().prop_map(String::into_bytes),
+                        prop::collection::vec(any::<u8>(), 0..12)], 0..10)) {
+            let t = Tensor::from_strings(&[v.len() as i64], v).unwrap();
+            prop_assert_eq!(round_trip(&t), t);
+        }
+    }
+}
