@@ -7,12 +7,24 @@ use opforge::proto::{self, GraphDef};
 use opforge::{Code, DataType, Tensor};
 
 fn konst(g: &mut Graph, name: &str, t: &Tensor) -> Output {
-    let id = g.add(NodeSpec::new("Const", name).attr("value", t).attr("dtype", t.dtype())).unwrap();
+    let id = g
+        .add(
+            NodeSpec::new("Const", name)
+                .attr("value", t)
+                .attr("dtype", t.dtype()),
+        )
+        .unwrap();
     Output::new(id, 0)
 }
 
 fn m(rows: i64, cols: i64, start: f32) -> Tensor {
-    Tensor::from_vec(&[rows, cols], (0..rows * cols).map(|i| start + i as f32 * 0.5 - 1.0).collect()).unwrap()
+    Tensor::from_vec(
+        &[rows, cols],
+        (0..rows * cols)
+            .map(|i| start + i as f32 * 0.5 - 1.0)
+            .collect(),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -20,18 +32,42 @@ fn build_run_and_match_eager() {
     opforge::opforge_ops::link();
     let mut g = Graph::new();
     let a = konst(&mut g, "a", &m(2, 3, 0.0));
-    let x = g.add(NodeSpec::new("Placeholder", "x").attr("dtype", DataType::Float)).unwrap();
-    let mm = g.add(NodeSpec::new("MatMul", "mm").input(a).input(x)).unwrap();
+    let x = g
+        .add(NodeSpec::new("Placeholder", "x").attr("dtype", DataType::Float))
+        .unwrap();
+    let mm = g
+        .add(NodeSpec::new("MatMul", "mm").input(a).input(x))
+        .unwrap();
     let r = g.add(NodeSpec::new("Relu", "r").input(mm)).unwrap();
-    assert_eq!(g.node(mm).attrs["T"].value, Some(proto::attr_value::Value::Type(DataType::Float as i32)));
+    assert_eq!(
+        g.node(mm).attrs["T"].value,
+        Some(proto::attr_value::Value::Type(DataType::Float as i32))
+    );
     // The shape function ran at construction: [2,3] x [?] -> [2,?]... the
     // placeholder's shape is unknown, so only the rows are known.
     assert_eq!(g.output_shape(Output::new(mm, 0)), Some(&[2, -1][..]));
     let feed = m(3, 4, 1.0);
     let sess = Session::new(g).unwrap();
-    let out = sess.run(vec![(Output::new(x, 0), feed.clone())], &[Output::new(r, 0)], &[]).unwrap();
+    let out = sess
+        .run(
+            vec![(Output::new(x, 0), feed.clone())],
+            &[Output::new(r, 0)],
+            &[],
+        )
+        .unwrap();
     let eager = EagerContext::new(1).unwrap();
-    let want = eager.op("Relu").input(eager.op("MatMul").input(m(2, 3, 0.0)).input(feed).run1().unwrap()).run1().unwrap();
+    let want = eager
+        .op("Relu")
+        .input(
+            eager
+                .op("MatMul")
+                .input(m(2, 3, 0.0))
+                .input(feed)
+                .run1()
+                .unwrap(),
+        )
+        .run1()
+        .unwrap();
     assert_eq!(out[0], want);
 }
 
@@ -41,10 +77,19 @@ fn shape_errors_are_reported_at_construction_with_the_node_name() {
     let mut g = Graph::new();
     let a = konst(&mut g, "a", &m(2, 3, 0.0));
     let b = konst(&mut g, "b", &m(4, 5, 0.0));
-    let e = g.add(NodeSpec::new("MatMul", "bad_mm").input(a).input(b)).unwrap_err();
+    let e = g
+        .add(NodeSpec::new("MatMul", "bad_mm").input(a).input(b))
+        .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
-    assert!(e.message().starts_with("Node 'bad_mm': Dimensions must be equal, but are 3 and 4"), "{e}");
-    assert!(e.message().contains("with input shapes: [2,3], [4,5]"), "{e}");
+    assert!(
+        e.message()
+            .starts_with("Node 'bad_mm': Dimensions must be equal, but are 3 and 4"),
+        "{e}"
+    );
+    assert!(
+        e.message().contains("with input shapes: [2,3], [4,5]"),
+        "{e}"
+    );
     let e = g.add(NodeSpec::new("NoSuchOp", "n")).unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
 }
@@ -55,11 +100,26 @@ fn scopes_name_uniquely_and_add_control_dependencies() {
     let mut g = Graph::new();
     let mut root = Scope::new(&mut g);
     let t = Tensor::scalar(1.0f32);
-    let a = root.op("Const").attr("value", &t).attr("dtype", DataType::Float).build().unwrap();
+    let a = root
+        .op("Const")
+        .attr("value", &t)
+        .attr("dtype", DataType::Float)
+        .build()
+        .unwrap();
     let mut deps = root.with_control_dependencies(&[a]);
     let mut layer = deps.sub("layer");
-    let b = layer.op("Const").attr("value", &t).attr("dtype", DataType::Float).build().unwrap();
-    let c = layer.op("Const").attr("value", &t).attr("dtype", DataType::Float).build().unwrap();
+    let b = layer
+        .op("Const")
+        .attr("value", &t)
+        .attr("dtype", DataType::Float)
+        .build()
+        .unwrap();
+    let c = layer
+        .op("Const")
+        .attr("value", &t)
+        .attr("dtype", DataType::Float)
+        .build()
+        .unwrap();
     assert_eq!(g.node(b).name, "layer/Const");
     assert_eq!(g.node(c).name, "layer/Const_1");
     assert_eq!(g.node(c).control_inputs, vec![a]);
@@ -71,16 +131,30 @@ fn graph_def_round_trip_binary_and_text() {
     let mut g = Graph::new();
     let a = konst(&mut g, "a", &m(2, 2, 0.0));
     let b = konst(&mut g, "b", &m(2, 2, 3.0));
-    let s = g.add(NodeSpec::new("AddV2", "s").input(a).input(b)).unwrap();
-    let n = g.add(NodeSpec::new("Neg", "n").input(s).control_input(a.node)).unwrap();
+    let s = g
+        .add(NodeSpec::new("AddV2", "s").input(a).input(b))
+        .unwrap();
+    let n = g
+        .add(NodeSpec::new("Neg", "n").input(s).control_input(a.node))
+        .unwrap();
     let def = g.to_graph_def();
     assert_eq!(def.node[3].input, vec!["s", "^a"]);
-    let want = Session::new(g).unwrap().run_by_name(&[], &["n:0"], &[]).unwrap();
-    let from_bin = Graph::from_graph_def(&proto::from_binary::<GraphDef>(&proto::to_binary(&def)).unwrap()).unwrap();
-    let from_text = Graph::from_graph_def(&proto::from_text::<GraphDef>(&proto::to_text(&def)).unwrap()).unwrap();
+    let want = Session::new(g)
+        .unwrap()
+        .run_by_name(&[], &["n:0"], &[])
+        .unwrap();
+    let from_bin =
+        Graph::from_graph_def(&proto::from_binary::<GraphDef>(&proto::to_binary(&def)).unwrap())
+            .unwrap();
+    let from_text =
+        Graph::from_graph_def(&proto::from_text::<GraphDef>(&proto::to_text(&def)).unwrap())
+            .unwrap();
     for g2 in [from_bin, from_text] {
         assert_eq!(g2.to_graph_def(), def);
-        let got = Session::new(g2).unwrap().run_by_name(&[], &["n"], &[]).unwrap();
+        let got = Session::new(g2)
+            .unwrap()
+            .run_by_name(&[], &["n"], &[])
+            .unwrap();
         assert_eq!(got, want);
     }
     let _ = n;
@@ -108,7 +182,10 @@ fn tensorflow_written_graph_def_with_control_inputs_and_omitted_default_attrs() 
     let g = Graph::from_graph_def(&def).unwrap();
     assert_eq!(g.versions.producer, 1994);
     assert!(g.node(g.find("parts").unwrap()).attrs.contains_key("axis"));
-    let out = Session::new(g).unwrap().run_by_name(&[], &["sum:0"], &[]).unwrap();
+    let out = Session::new(g)
+        .unwrap()
+        .run_by_name(&[], &["sum:0"], &[])
+        .unwrap();
     assert_eq!(out[0].flat::<f32>().unwrap(), &[4.0, 6.0]);
     let bad: GraphDef = proto::from_text(r#"node { name: "q" op: "TotallyUnknownOp" }"#).unwrap();
     let e = Graph::from_graph_def(&bad).err().unwrap();
@@ -122,21 +199,35 @@ fn pruning_runs_only_what_fetches_need() {
     let mut g = Graph::new();
     let a = konst(&mut g, "a", &Tensor::scalar(2.0f32));
     // An unfed placeholder fails if run; nothing fetched depends on it.
-    let p = g.add(NodeSpec::new("Placeholder", "p").attr("dtype", DataType::Float)).unwrap();
+    let p = g
+        .add(NodeSpec::new("Placeholder", "p").attr("dtype", DataType::Float))
+        .unwrap();
     let _bad = g.add(NodeSpec::new("Neg", "bad").input(p)).unwrap();
     let good = g.add(NodeSpec::new("Neg", "good").input(a)).unwrap();
     let sess = Session::new(g).unwrap();
     let out = sess.run(vec![], &[Output::new(good, 0)], &[]).unwrap();
     assert_eq!(out[0].scalar_value::<f32>().unwrap(), -2.0);
     let e = sess.run_by_name(&[], &["bad"], &[]).unwrap_err();
-    assert!(e.message().contains("You must feed a value for placeholder tensor 'p'"), "{e}");
+    assert!(
+        e.message()
+            .contains("You must feed a value for placeholder tensor 'p'"),
+        "{e}"
+    );
     assert!(e.message().contains("{{node p}}"), "{e}");
     // Feeding the placeholder fixes it; a fed output is returned as is.
-    let out = sess.run_by_name(&[("p", Tensor::scalar(5.0f32))], &["bad", "p"], &[]).unwrap();
+    let out = sess
+        .run_by_name(&[("p", Tensor::scalar(5.0f32))], &["bad", "p"], &[])
+        .unwrap();
     assert_eq!(out[0].scalar_value::<f32>().unwrap(), -5.0);
     assert_eq!(out[1].scalar_value::<f32>().unwrap(), 5.0);
-    let e = sess.run_by_name(&[("p", Tensor::scalar(5i32))], &["bad"], &[]).unwrap_err();
-    assert!(e.message().contains("has dtype int32, but the graph expects float"), "{e}");
+    let e = sess
+        .run_by_name(&[("p", Tensor::scalar(5i32))], &["bad"], &[])
+        .unwrap_err();
+    assert!(
+        e.message()
+            .contains("has dtype int32, but the graph expects float"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -147,14 +238,34 @@ fn long_chains_and_wide_graphs_in_both_modes() {
         let one = konst(&mut g, "one", &Tensor::scalar(1.0f32));
         let mut x = one;
         for i in 0..1000 {
-            x = Output::new(g.add(NodeSpec::new("AddV2", &format!("add{i}")).input(x).input(one)).unwrap(), 0);
+            x = Output::new(
+                g.add(
+                    NodeSpec::new("AddV2", &format!("add{i}"))
+                        .input(x)
+                        .input(one),
+                )
+                .unwrap(),
+                0,
+            );
         }
         // A wide part with large tensors, so the parallel path runs too.
-        let big = konst(&mut g, "big", &Tensor::from_vec(&[100_000], vec![1.0f32; 100_000]).unwrap());
+        let big = konst(
+            &mut g,
+            "big",
+            &Tensor::from_vec(&[100_000], vec![1.0f32; 100_000]).unwrap(),
+        );
         let branches: Vec<Output> = (0..8)
-            .map(|i| Output::new(g.add(NodeSpec::new("Neg", &format!("neg{i}")).input(big)).unwrap(), 0))
+            .map(|i| {
+                Output::new(
+                    g.add(NodeSpec::new("Neg", &format!("neg{i}")).input(big))
+                        .unwrap(),
+                    0,
+                )
+            })
             .collect();
-        let sum = g.add(NodeSpec::new("AddN", "sum").input_list(branches)).unwrap();
+        let sum = g
+            .add(NodeSpec::new("AddN", "sum").input_list(branches))
+            .unwrap();
         let options = SessionOptions {
             inter_op_threads: inter_op,
             intra_op_threads: 1,
@@ -170,7 +281,9 @@ fn long_chains_and_wide_graphs_in_both_modes() {
 fn concurrent_runs_on_one_session() {
     opforge::opforge_ops::link();
     let mut g = Graph::new();
-    let x = g.add(NodeSpec::new("Placeholder", "x").attr("dtype", DataType::Float)).unwrap();
+    let x = g
+        .add(NodeSpec::new("Placeholder", "x").attr("dtype", DataType::Float))
+        .unwrap();
     let y = g.add(NodeSpec::new("Square", "y").input(x)).unwrap();
     let sess = std::sync::Arc::new(Session::new(g).unwrap());
     let threads: Vec<_> = (0..8)
@@ -179,7 +292,13 @@ fn concurrent_runs_on_one_session() {
             std::thread::spawn(move || {
                 for i in 0..100 {
                     let v = (t * 100 + i) as f32;
-                    let out = sess.run(vec![(Output::new(x, 0), Tensor::scalar(v))], &[Output::new(y, 0)], &[]).unwrap();
+                    let out = sess
+                        .run(
+                            vec![(Output::new(x, 0), Tensor::scalar(v))],
+                            &[Output::new(y, 0)],
+                            &[],
+                        )
+                        .unwrap();
                     assert_eq!(out[0].scalar_value::<f32>().unwrap(), v * v);
                 }
             })

@@ -197,36 +197,11 @@ pub fn exec_line(ctx: &EagerContext, line: &str) -> Option<String> {
 
 /// `opforge exec`: one output line per non-blank input line, flushed as it
 /// is written (so a program can drive the command line by line).
-pub fn exec_jsonl(
-    mut input: impl BufRead,
-    ctx: &EagerContext,
-    out: &mut dyn Write,
-) -> std::result::Result<(), CliError> {
-    let mut raw = Vec::new();
-    let mut number = 0usize;
-    loop {
-        raw.clear();
-        let read = input
-            .read_until(b'\n', &mut raw)
-            .map_err(|e| Status::unknown(format!("cannot read line {}: {e}", number + 1)))?;
-        if read == 0 {
-            return Ok(());
-        }
-        number += 1;
-        let line = match std::str::from_utf8(&raw) {
-            Ok(line) => exec_line(ctx, line),
-            Err(e) => Some(
-                error_json(&Status::invalid_argument(format!(
-                    "line {number} is not valid UTF-8: {e}"
-                )))
-                .to_string(),
-            ),
-        };
-        if let Some(line) = line {
-            writeln!(out, "{line}")?;
-            out.flush()?;
-        }
-    }
+pub fn exec_jsonl(input: impl BufRead, ctx: &EagerContext, out: &mut dyn Write) -> std::result::Result<(), CliError> {
+    super::for_each_line(input, out, |line| match line {
+        Ok(line) => exec_line(ctx, line),
+        Err(e) => Some(error_json(&e).to_string()),
+    })
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! opforge ops export [--format pbtxt|binary|json]   the whole OpList
 //! opforge opdef build --jsonl FILE                  builder calls -> OpDefs, one JSON line each
 //! opforge opdef check FILE.pbtxt                    validate a text-format OpList
+//! opforge shape infer --jsonl FILE                 shape functions on corpus-style cases
 //! opforge exec --jsonl FILE                         run ops eagerly, one JSON line each
 //! ```
 //!
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub mod exec;
+pub mod shape;
 pub mod opdef;
 pub mod ops;
 
@@ -58,6 +60,25 @@ pub enum Command {
     /// {"error": {"code", "message"}}. All lines share one eager context, so
     /// variables persist from line to line.
     Exec {
+        /// The JSON lines file (`-` for stdin).
+        #[arg(long, value_name = "FILE")]
+        jsonl: PathBuf,
+    },
+    /// Shape inference.
+    Shape {
+        /// What to do.
+        #[command(subcommand)]
+        command: ShapeCommand,
+    },
+}
+
+/// `opforge shape ...`.
+#[derive(Debug, Subcommand)]
+pub enum ShapeCommand {
+    /// Run shape functions on cases in the format of TensorFlow's shape
+    /// inference corpus ({"op", "node_def", "ins", "input_tensors"} per
+    /// line). Prints {"outputs": "<shapes>"} or {"error": "<message>"} per line.
+    Infer {
         /// The JSON lines file (`-` for stdin).
         #[arg(long, value_name = "FILE")]
         jsonl: PathBuf,
@@ -169,12 +190,44 @@ pub fn run(cli: &Cli, registry: &OpRegistry, out: &mut dyn Write) -> Result<(), 
                 opdef::check(&text, out)
             }
         },
+        Command::Shape {
+            command: ShapeCommand::Infer { jsonl },
+        } => shape::infer_jsonl(io::BufReader::new(open_input(jsonl)?), out),
         Command::Exec { jsonl } => {
             // Kernels come from the global registries (those of the linked op libraries).
             KernelRegistry::global().check_startup(OpRegistry::global())?;
             let input = open_input(jsonl)?;
             let ctx = EagerContext::default_cpu();
             exec::exec_jsonl(io::BufReader::new(input), &ctx, out)
+        }
+    }
+}
+
+/// Runs `f` on every line of a JSON-lines input and prints what it returns,
+/// one line each, flushed as it goes (`None` prints nothing, for blank
+/// lines). A line that is not UTF-8 reaches `f` as an error. Only an I/O
+/// error stops the loop.
+pub fn for_each_line(
+    mut input: impl io::BufRead,
+    out: &mut dyn Write,
+    mut f: impl FnMut(Result<&str, Status>) -> Option<String>,
+) -> Result<(), CliError> {
+    let mut raw = Vec::new();
+    let mut number = 0usize;
+    loop {
+        raw.clear();
+        let read = input
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| Status::unknown(format!("cannot read line {}: {e}", number + 1)))?;
+        if read == 0 {
+            return Ok(());
+        }
+        number += 1;
+        let line = std::str::from_utf8(&raw)
+            .map_err(|e| Status::invalid_argument(format!("line {number} is not valid UTF-8: {e}")));
+        if let Some(text) = f(line) {
+            writeln!(out, "{text}")?;
+            out.flush()?;
         }
     }
 }

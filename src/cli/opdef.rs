@@ -162,31 +162,11 @@ fn result_line(name: Option<&str>, result: Result<OpDef>) -> String {
 
 /// `opforge opdef build`: one output line per non-blank input line; a bad
 /// line gives an error line and the next line is read.
-pub fn build_jsonl(mut input: impl BufRead, out: &mut dyn Write) -> Result<(), CliError> {
-    let mut raw = Vec::new();
-    let mut number = 0usize;
-    loop {
-        raw.clear();
-        let read = input
-            .read_until(b'\n', &mut raw)
-            .map_err(|e| Status::unknown(format!("cannot read line {}: {e}", number + 1)))?;
-        if read == 0 {
-            return Ok(());
-        }
-        number += 1;
-        let line = match std::str::from_utf8(&raw) {
-            Ok(line) => build_line(line),
-            Err(e) => Some(result_line(
-                None,
-                Err(Status::invalid_argument(format!(
-                    "line {number} is not valid UTF-8: {e}"
-                ))),
-            )),
-        };
-        if let Some(line) = line {
-            writeln!(out, "{line}")?;
-        }
-    }
+pub fn build_jsonl(input: impl BufRead, out: &mut dyn Write) -> Result<(), CliError> {
+    super::for_each_line(input, out, |line| match line {
+        Ok(line) => build_line(line),
+        Err(e) => Some(result_line(None, Err(e))),
+    })
 }
 
 /// The result of validating every op of an OpList.
