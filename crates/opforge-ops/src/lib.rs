@@ -9,6 +9,8 @@
 #![warn(missing_docs)]
 
 pub mod examples;
+pub mod math_binary;
+pub mod math_unary;
 pub mod util;
 
 #[cfg(test)]
