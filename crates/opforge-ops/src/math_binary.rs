@@ -12,7 +12,7 @@
 //! with a negative exponent is `InvalidArgument: Integers to negative integer
 //! powers are not allowed`. `Maximum`/`Minimum` propagate NaN.
 //!
-//! [`Broadcast3`] (three-way broadcasting, used by `SelectV2`) is
+//! `Broadcast3` (three-way broadcasting, used by `SelectV2`) is
 //! `pub(crate)` for other kernels of the crate.
 
 use crate::math_unary::{

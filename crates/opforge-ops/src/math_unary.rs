@@ -10,12 +10,15 @@
 //! - `half` and `bfloat16` math is computed in `f32` and rounded to the
 //!   element type once per op (arithmetic ops round after each operation);
 //! - `Cast` follows C++ `static_cast` where it is defined; float-to-integer
-//!   casts that C++ leaves undefined (NaN, out of range) saturate, NaN giving 0.
+//!   casts that C++ leaves undefined (NaN, out of range) saturate, NaN giving 0;
+//! - `Reciprocal` also runs on integers (TensorFlow has no CPU kernel for
+//!   them): truncating `1 / x`, with `InvalidArgument: Integer division by
+//!   zero` for a zero; `Round` on complex has no CPU kernel, as in TensorFlow.
 //!
 //! This module also holds the element traits the math kernels share
-//! ([`Arith`], [`Signed`], [`FloatOps`], [`RealFloat`], [`IntOps`], [`MinMax`]),
+//! (`Arith`, `Signed`, `FloatOps`, `RealFloat`, `IntOps`, `MinMax`),
 //! the `*_types!` dispatch macros over dtype families, and
-//! [`chunk_len`], used by `math_binary`.
+//! `chunk_len`, used by `math_binary` (all `pub(crate)`).
 
 use crate::util::{binary_same, par_zip, unary_map, unary_same, PARALLEL_THRESHOLD};
 use half::{bf16, f16};
