@@ -12,6 +12,8 @@ pub mod array_slice;
 pub mod array_strided;
 pub mod examples;
 pub mod graph_ops;
+pub mod math_binary;
+pub mod math_unary;
 pub mod state;
 pub mod util;
 

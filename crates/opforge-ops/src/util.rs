@@ -14,7 +14,8 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 /// Cost per element (in rough cycles) assumed for cheap elementwise work.
 pub const CHEAP_COST: usize = 1;
 
-fn chunk_len(pool: &ThreadPool, n: usize, cost: usize) -> usize {
+/// How many elements each shard of elementwise work over `n` elements gets.
+pub(crate) fn chunk_len(pool: &ThreadPool, n: usize, cost: usize) -> usize {
     if n < PARALLEL_THRESHOLD {
         return n.max(1);
     }

@@ -1,0 +1,1804 @@
+//! Elementwise binary math ops with NumPy broadcasting (`Add`, `AddV2`,
+//! `Sub`, `Mul`, `Div`, `RealDiv`, `FloorDiv`, `FloorMod`, `Maximum`,
+//! `Minimum`, `Pow`, `SquaredDifference`), comparisons (`Equal`, `NotEqual`,
+//! `Less`, `LessEqual`, `Greater`, `GreaterEqual`), `LogicalAnd`/`LogicalOr`,
+//! `AddN`, and the selects `Select` and `SelectV2`, with TensorFlow 2.21's
+//! OpDefs and CPU semantics.
+//!
+//! Integer `Div`/`RealDiv` truncate toward zero, `FloorDiv` floors and
+//! `FloorMod` takes the sign of the divisor; a zero divisor anywhere in `y`
+//! (when the output is not empty) is `InvalidArgument: Integer division by
+//! zero`, and `MIN / -1` wraps to `MIN` as TensorFlow does. Integer `Pow`
+//! with a negative exponent is `InvalidArgument: Integers to negative integer
+//! powers are not allowed`. `Maximum`/`Minimum` propagate NaN.
+//!
+//! `Broadcast3` (three-way broadcasting, used by `SelectV2`) is
+//! `pub(crate)` for other kernels of the crate.
+
+use crate::math_unary::{
+    float_complex_types, float_types, int_types, numeric_types, real_types,
+    signed_int_types, unsupported, Arith, FloatOps, IntOps, MinMax, RealFloat, COST_CHEAP,
+    COST_DIV, COST_TRANSCENDENTAL,
+};
+use crate::util::{binary_map, binary_same, broadcast_shapes, broadcast_zip, chunk_len, BroadcastPlan};
+use opforge_core::kernel::{KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext};
+use opforge_core::{
+    dispatch, ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
+    TensorShape,
+};
+use rayon::prelude::*;
+
+/// The names of the ops this module registers.
+pub const OPS: &[&str] = &[
+    "Add",
+    "AddV2",
+    "Sub",
+    "Mul",
+    "Div",
+    "RealDiv",
+    "FloorDiv",
+    "FloorMod",
+    "Maximum",
+    "Minimum",
+    "Pow",
+    "SquaredDifference",
+    "AddN",
+    "Equal",
+    "NotEqual",
+    "Less",
+    "LessEqual",
+    "Greater",
+    "GreaterEqual",
+    "LogicalAnd",
+    "LogicalOr",
+    "Select",
+    "SelectV2",
+];
+
+// ---------------------------------------------------------------------------
+// Elementwise functions
+// ---------------------------------------------------------------------------
+
+/// Integer floor division (`y != 0`): truncate, then step down when the
+/// signs differ and there is a remainder.
+#[inline(always)]
+fn int_floor_div<T: IntOps>(x: T, y: T) -> T {
+    let z = x.trunc_div(y);
+    if z.mul(y) != x && (x.is_negative() != y.is_negative()) {
+        z.sub(T::ONE)
+    } else {
+        z
+    }
+}
+
+/// Integer floor modulo (`y != 0`): the result has the sign of `y`.
+#[inline(always)]
+fn int_floor_mod<T: IntOps>(x: T, y: T) -> T {
+    let r = x.trunc_rem(y);
+    if r != T::ZERO && (y.is_negative() != r.is_negative()) {
+        r.add(y)
+    } else {
+        r
+    }
+}
+
+/// Float floor modulo: `fmod`, moved to the sign of `y`.
+#[inline(always)]
+fn float_floor_mod<T: RealFloat>(x: T, y: T) -> T {
+    let r = x.fmod(y);
+    if r != T::ZERO && ((y < T::ZERO) != (r < T::ZERO)) {
+        r.add(y)
+    } else {
+        r
+    }
+}
+
+#[inline(always)]
+fn float_floor_div<T: RealFloat>(x: T, y: T) -> T {
+    x.div(y).floor()
+}
+
+/// `max(x, y)`, NaN if either is NaN (Eigen's `PropagateNaN`).
+#[inline(always)]
+fn max_nan<T: MinMax>(x: T, y: T) -> T {
+    if x.is_nan() {
+        x
+    } else if y.is_nan() || x < y {
+        y
+    } else {
+        x
+    }
+}
+
+/// `min(x, y)`, NaN if either is NaN.
+#[inline(always)]
+fn min_nan<T: MinMax>(x: T, y: T) -> T {
+    if x.is_nan() {
+        x
+    } else if y.is_nan() || y < x {
+        y
+    } else {
+        x
+    }
+}
+
+/// `(x - y) * conj(x - y)`.
+#[inline(always)]
+fn squared_difference<T: Arith>(x: T, y: T) -> T {
+    let d = x.sub(y);
+    d.mul(d.conj())
+}
+
+/// Whether a binary op on inputs 0 and 1 has a non-empty output (false when
+/// the shapes do not broadcast: the op reports that itself).
+fn output_nonempty(ctx: &OpKernelContext<'_>) -> bool {
+    broadcast_shapes(ctx.input(0).dims(), ctx.input(1).dims())
+        .map(|s| s.iter().all(|&d| d != 0))
+        .unwrap_or(false)
+}
+
+/// An integer division-like op: `Integer division by zero` if `y` holds a
+/// zero that the output uses.
+fn int_div_op<T: IntOps>(ctx: &mut OpKernelContext<'_>, f: fn(T, T) -> T) -> Result<()> {
+    if output_nonempty(ctx) {
+        ensure!(
+            !ctx.input(1).flat::<T>()?.contains(&T::ZERO),
+            InvalidArgument,
+            "Integer division by zero"
+        );
+    }
+    binary_same::<T>(ctx, COST_DIV, f)
+}
+
+/// Integer `Pow`: an error for a negative exponent.
+fn int_pow_op<T: IntOps>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+    if output_nonempty(ctx) {
+        ensure!(
+            !ctx.input(1).flat::<T>()?.iter().any(|y| y.is_negative()),
+            InvalidArgument,
+            "Integers to negative integer powers are not allowed"
+        );
+    }
+    binary_same::<T>(ctx, 5, T::int_pow)
+}
+
+/// `Add` on strings: concatenation, with broadcasting.
+fn string_concat(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+    let plan = BroadcastPlan::new(ctx.input(0).dims(), ctx.input(1).dims())?;
+    ctx.allocate_output(0, TensorShape::new(&plan.out_shape)?)?;
+    let pool = ctx.thread_pool();
+    let (ins, out) = ctx.inputs_and_output(0)?;
+    let a: Vec<&Vec<u8>> = ins[0].strings()?.iter().collect();
+    let b: Vec<&Vec<u8>> = ins[1].strings()?.iter().collect();
+    broadcast_zip(pool, &plan, &a, &b, out.strings_mut()?, 8, |x, y| {
+        let mut s = Vec::with_capacity(x.len() + y.len());
+        s.extend_from_slice(x);
+        s.extend_from_slice(y);
+        s
+    });
+    Ok(())
+}
+
+/// `Equal`/`NotEqual` on strings, with broadcasting.
+fn string_equality(ctx: &mut OpKernelContext<'_>, equal: bool) -> Result<()> {
+    let plan = BroadcastPlan::new(ctx.input(0).dims(), ctx.input(1).dims())?;
+    ctx.allocate_output(0, TensorShape::new(&plan.out_shape)?)?;
+    let pool = ctx.thread_pool();
+    let (ins, out) = ctx.inputs_and_output(0)?;
+    let a: Vec<&Vec<u8>> = ins[0].strings()?.iter().collect();
+    let b: Vec<&Vec<u8>> = ins[1].strings()?.iter().collect();
+    broadcast_zip(pool, &plan, &a, &b, out.flat_mut::<bool>()?, 4, |x, y| {
+        (x == y) == equal
+    });
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The binary kernel
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    FloorMod,
+    Maximum,
+    Minimum,
+    Pow,
+    SquaredDifference,
+    Equal,
+    NotEqual,
+    Less,
+    LessEqual,
+    Greater,
+    GreaterEqual,
+    LogicalAnd,
+    LogicalOr,
+}
+
+/// The kernel of every broadcasting binary op.
+struct BinaryKernel {
+    op: BinOp,
+    /// `Equal`/`NotEqual` only: when false, inputs whose shapes do not
+    /// broadcast give a scalar `false` (`Equal`) or `true` (`NotEqual`).
+    incompatible_shape_error: bool,
+}
+
+impl BinaryKernel {
+    fn factory(
+        op: BinOp,
+    ) -> impl Fn(&OpKernelConstruction<'_>) -> Result<Box<dyn OpKernel>> + Send + Sync + 'static
+    {
+        move |ctx| {
+            let incompatible_shape_error = match op {
+                BinOp::Equal | BinOp::NotEqual => ctx.get_attr("incompatible_shape_error")?,
+                _ => true,
+            };
+            Ok(Box::new(BinaryKernel {
+                op,
+                incompatible_shape_error,
+            }) as Box<dyn OpKernel>)
+        }
+    }
+
+    fn equality(&self, ctx: &mut OpKernelContext<'_>, dt: DataType) -> Result<()> {
+        let equal = self.op == BinOp::Equal;
+        if !self.incompatible_shape_error
+            && broadcast_shapes(ctx.input(0).dims(), ctx.input(1).dims()).is_err()
+        {
+            let out = ctx.allocate_output(0, TensorShape::scalar())?;
+            out.flat_mut::<bool>()?[0] = !equal;
+            return Ok(());
+        }
+        if dt == DataType::String {
+            return string_equality(ctx, equal);
+        }
+        dispatch!(dt, T => if equal {
+                binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x == y)
+            } else {
+                binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x != y)
+            },
+            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32,
+             UInt64, Complex64, Complex128, Bool],
+            Err(unsupported(ctx, dt)))
+    }
+}
+
+impl OpKernel for BinaryKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        use BinOp::*;
+        let dt = ctx.input_dtype(0);
+        let bad = |ctx: &OpKernelContext<'_>| Err(unsupported(ctx, dt));
+        match self.op {
+            Add if dt == DataType::String => string_concat(ctx),
+            Add => numeric_types!(dt, T => binary_same::<T>(ctx, COST_CHEAP, T::add), bad(ctx)),
+            Sub => numeric_types!(dt, T => binary_same::<T>(ctx, COST_CHEAP, T::sub), bad(ctx)),
+            Mul => numeric_types!(dt, T => binary_same::<T>(ctx, COST_CHEAP, T::mul), bad(ctx)),
+            Div => float_complex_types!(dt, T => binary_same::<T>(ctx, COST_DIV, T::div),
+                int_types!(dt, T => int_div_op::<T>(ctx, T::trunc_div), bad(ctx))),
+            FloorDiv => {
+                float_types!(dt, T => binary_same::<T>(ctx, COST_DIV, float_floor_div::<T>),
+                int_types!(dt, T => int_div_op::<T>(ctx, int_floor_div::<T>), bad(ctx)))
+            }
+            FloorMod => {
+                float_types!(dt, T => binary_same::<T>(ctx, COST_DIV, float_floor_mod::<T>),
+                int_types!(dt, T => int_div_op::<T>(ctx, int_floor_mod::<T>), bad(ctx)))
+            }
+            Maximum => {
+                real_types!(dt, T => binary_same::<T>(ctx, COST_CHEAP, max_nan::<T>), bad(ctx))
+            }
+            Minimum => {
+                real_types!(dt, T => binary_same::<T>(ctx, COST_CHEAP, min_nan::<T>), bad(ctx))
+            }
+            Pow => {
+                float_complex_types!(dt, T => binary_same::<T>(ctx, COST_TRANSCENDENTAL, T::pow),
+                signed_int_types!(dt, T => int_pow_op::<T>(ctx), bad(ctx)))
+            }
+            SquaredDifference => numeric_types!(dt,
+                T => binary_same::<T>(ctx, 2, squared_difference::<T>), bad(ctx)),
+            Equal | NotEqual => self.equality(ctx, dt),
+            Less => {
+                real_types!(dt, T => binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x < y), bad(ctx))
+            }
+            LessEqual => {
+                real_types!(dt, T => binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x <= y), bad(ctx))
+            }
+            Greater => {
+                real_types!(dt, T => binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x > y), bad(ctx))
+            }
+            GreaterEqual => {
+                real_types!(dt, T => binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x >= y), bad(ctx))
+            }
+            LogicalAnd => binary_same::<bool>(ctx, COST_CHEAP, |x, y| x && y),
+            LogicalOr => binary_same::<bool>(ctx, COST_CHEAP, |x, y| x || y),
+        }
+    }
+}
+
+/// Registers `x: T, y: T -> z: T` with TensorFlow's allowed types
+/// `$types` (and op flags), and the kernel for the dtypes `[$k]`.
+macro_rules! binary_op {
+    ($name:literal, $op:ident, $types:literal, [$($k:ident),* $(,)?] $(, $flag:ident)* ; $doc:literal) => {
+        register_op!(OpDefBuilder::new($name)
+            .input("x: T")
+            .input("y: T")
+            .output("z: T")
+            .attr(concat!("T: {", $types, "}"))
+            $(.$flag())*
+            .doc($doc));
+        register_kernel!(
+            KernelDefBuilder::new($name).type_constraint_list("T", &[$(DataType::$k),*]),
+            fn = BinaryKernel::factory(BinOp::$op)
+        );
+    };
+}
+
+binary_op!(
+    "Add",
+    Add,
+    "bfloat16, half, float, double, uint8, int8, int16, int32, int64, complex64, complex128, string",
+    [BFloat16, Half, Float, Double, UInt8, Int8, Int16, Int32, Int64, Complex64, Complex128, String];
+    "Returns x + y element-wise.\n\n*NOTE*: `Add` supports broadcasting. `AddN` does not. Strings are concatenated."
+);
+binary_op!(
+    "AddV2",
+    Add,
+    "bfloat16, half, float, double, uint8, uint16, uint32, uint64, int8, int16, int32, int64, complex64, complex128",
+    [BFloat16, Half, Float, Double, UInt8, UInt16, UInt32, UInt64, Int8, Int16, Int32, Int64, Complex64, Complex128],
+    aggregate, commutative;
+    "Returns x + y element-wise.\n\n*NOTE*: `Add` supports broadcasting. `AddN` does not."
+);
+binary_op!(
+    "Sub",
+    Sub,
+    "bfloat16, half, float, double, uint8, int8, uint16, int16, int32, int64, complex64, complex128, uint32, uint64",
+    [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, Int64, Complex64, Complex128, UInt32, UInt64];
+    "Returns x - y element-wise.\n\n*NOTE*: `Sub` supports broadcasting."
+);
+binary_op!(
+    "Mul",
+    Mul,
+    "bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, int64, complex64, complex128",
+    [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64, Complex64, Complex128],
+    commutative;
+    "Returns x * y element-wise.\n\n*NOTE*: `Mul` supports broadcasting."
+);
+binary_op!(
+    "Div",
+    Div,
+    "bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, int64, complex64, complex128",
+    [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64, Complex64, Complex128];
+    "Returns x / y element-wise.\n\n*NOTE*: `Div` supports broadcasting. Integer division truncates toward zero."
+);
+binary_op!(
+    "RealDiv",
+    Div,
+    "bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, int64, complex64, complex128",
+    [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64, Complex64, Complex128];
+    "Returns x / y element-wise for real types.\n\nIf `x` and `y` are reals, this will return the floating-point division.\n\n*NOTE*: `Div` supports broadcasting."
+);
+binary_op!(
+    "FloorDiv",
+    FloorDiv,
+    "bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, int64, complex64, complex128",
+    [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64];
+    "Returns x // y element-wise.\n\n*NOTE*: `FloorDiv` supports broadcasting."
+);
+binary_op!(
+    "FloorMod",
+    FloorMod,
+    "int8, int16, int32, int64, uint8, uint16, uint32, uint64, bfloat16, half, float, double",
+    [Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, BFloat16, Half, Float, Double];
+    "Returns element-wise remainder of division.\n\nThis follows Python semantics in that the result here is consistent with a\nflooring divide. E.g. `floor(x / y) * y + floormod(x, y) = x`, regardless\nof the signs of x and y.\n\n*NOTE*: `FloorMod` supports broadcasting."
+);
+binary_op!(
+    "Maximum",
+    Maximum,
+    "bfloat16, half, float, double, int8, uint8, int16, uint16, int32, uint32, int64, uint64",
+    [BFloat16, Half, Float, Double, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64];
+    "Returns the max of x and y (i.e. x > y ? x : y) element-wise.\n\n*NOTE*: `Maximum` supports broadcasting. NaN propagates."
+);
+binary_op!(
+    "Minimum",
+    Minimum,
+    "bfloat16, half, float, double, int8, uint8, int16, uint16, int32, uint32, int64, uint64",
+    [BFloat16, Half, Float, Double, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64];
+    "Returns the min of x and y (i.e. x < y ? x : y) element-wise.\n\n*NOTE*: `Minimum` supports broadcasting. NaN propagates."
+);
+binary_op!(
+    "Pow",
+    Pow,
+    "bfloat16, float, half, double, int8, int16, int32, int64, complex64, complex128",
+    [BFloat16, Float, Half, Double, Int8, Int16, Int32, Int64, Complex64, Complex128];
+    "Computes the power of one value to another.\n\nGiven a tensor `x` and a tensor `y`, this operation computes \\(x^y\\) for\ncorresponding elements in `x` and `y`."
+);
+binary_op!(
+    "SquaredDifference",
+    SquaredDifference,
+    "bfloat16, half, float, double, int32, int64, complex64, complex128",
+    [BFloat16, Half, Float, Double, Int32, Int64, Complex64, Complex128],
+    commutative;
+    "Returns conj(x - y)(x - y) element-wise.\n\n*NOTE*: `SquaredDifference` supports broadcasting."
+);
+
+/// Registers a comparison `x: T, y: T -> z: bool` of the real number types.
+macro_rules! comparison_op {
+    ($name:literal, $op:ident, $doc:literal) => {
+        register_op!(OpDefBuilder::new($name)
+            .input("x: T")
+            .input("y: T")
+            .output("z: bool")
+            .attr("T: realnumbertype")
+            .doc($doc));
+        register_kernel!(
+            KernelDefBuilder::new($name).type_constraint_list("T", opforge_core::dtype::REAL_NUMBER_TYPES),
+            fn = BinaryKernel::factory(BinOp::$op)
+        );
+    };
+}
+
+comparison_op!(
+    "Less",
+    Less,
+    "Returns the truth value of (x < y) element-wise.\n\n*NOTE*: `Less` supports broadcasting."
+);
+comparison_op!(
+    "LessEqual",
+    LessEqual,
+    "Returns the truth value of (x <= y) element-wise.\n\n*NOTE*: `LessEqual` supports broadcasting."
+);
+comparison_op!(
+    "Greater",
+    Greater,
+    "Returns the truth value of (x > y) element-wise.\n\n*NOTE*: `Greater` supports broadcasting."
+);
+comparison_op!(
+    "GreaterEqual",
+    GreaterEqual,
+    "Returns the truth value of (x >= y) element-wise.\n\n*NOTE*: `GreaterEqual` supports broadcasting."
+);
+
+/// The dtypes `Equal`/`NotEqual` have CPU kernels for.
+const EQUALITY_TYPES: &[DataType] = &[
+    DataType::Float,
+    DataType::Double,
+    DataType::Half,
+    DataType::BFloat16,
+    DataType::Int8,
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::UInt8,
+    DataType::UInt16,
+    DataType::UInt32,
+    DataType::UInt64,
+    DataType::Complex64,
+    DataType::Complex128,
+    DataType::Bool,
+    DataType::String,
+];
+
+macro_rules! equality_op {
+    ($name:literal, $op:ident, $doc:literal) => {
+        register_op!(OpDefBuilder::new($name)
+            .input("x: T")
+            .input("y: T")
+            .output("z: bool")
+            .attr("T: type")
+            .attr("incompatible_shape_error: bool = true")
+            .commutative()
+            .doc($doc));
+        register_kernel!(
+            KernelDefBuilder::new($name).type_constraint_list("T", EQUALITY_TYPES),
+            fn = BinaryKernel::factory(BinOp::$op)
+        );
+    };
+}
+
+equality_op!(
+    "Equal",
+    Equal,
+    "Returns the truth value of (x == y) element-wise.\n\n*NOTE*: `Equal` supports broadcasting. With `incompatible_shape_error=false`,\ninputs whose shapes do not broadcast give a scalar `false`."
+);
+equality_op!(
+    "NotEqual",
+    NotEqual,
+    "Returns the truth value of (x != y) element-wise.\n\n*NOTE*: `NotEqual` supports broadcasting. With `incompatible_shape_error=false`,\ninputs whose shapes do not broadcast give a scalar `true`."
+);
+
+macro_rules! logical_op {
+    ($name:literal, $op:ident, $doc:literal) => {
+        register_op!(OpDefBuilder::new($name)
+            .input("x: bool")
+            .input("y: bool")
+            .output("z: bool")
+            .commutative()
+            .doc($doc));
+        register_kernel!(
+            KernelDefBuilder::new($name),
+            fn = BinaryKernel::factory(BinOp::$op)
+        );
+    };
+}
+
+logical_op!(
+    "LogicalAnd",
+    LogicalAnd,
+    "Returns the truth value of x AND y element-wise.\n\n*NOTE*: `LogicalAnd` supports broadcasting."
+);
+logical_op!(
+    "LogicalOr",
+    LogicalOr,
+    "Returns the truth value of x OR y element-wise.\n\n*NOTE*: `LogicalOr` supports broadcasting."
+);
+
+// ---------------------------------------------------------------------------
+// AddN
+// ---------------------------------------------------------------------------
+
+/// `AddN`: the sum of `N` tensors of one shape (no broadcasting), computed
+/// in place in an input's buffer when one may be reused.
+struct AddNKernel;
+
+fn add_n<T: Arith>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+    let n = ctx.num_inputs();
+    let shape = ctx.input(0).shape().clone();
+    for i in 1..n {
+        let s = ctx.input(i).shape();
+        ensure!(
+            *s == shape,
+            InvalidArgument,
+            "Inputs to operation {} of type {} must have the same size and shape.  Input 0: {} != input {}: {}",
+            ctx.node_name(),
+            ctx.op_def().name,
+            shape,
+            i,
+            s
+        );
+    }
+    if n == 1 {
+        let t = ctx.take_input(0);
+        return ctx.set_output(0, t);
+    }
+    let candidates: Vec<usize> = (0..n).collect();
+    let forwarded = ctx.forward_input_or_allocate_output(&candidates, 0, &shape)?;
+    let pool = ctx.thread_pool();
+    let (ins, out) = ctx.inputs_and_output(0)?;
+    let srcs = ins
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| Some(i) != forwarded)
+        .map(|(_, t)| t.flat::<T>())
+        .collect::<Result<Vec<&[T]>>>()?;
+    let out = out.flat_mut::<T>()?;
+    // The output starts as the forwarded input, or as a copy of the first one.
+    let (first, rest) = match (forwarded, srcs.split_first()) {
+        (None, Some((first, rest))) => (Some(*first), rest),
+        _ => (None, &srcs[..]),
+    };
+    let run = |start: usize, o: &mut [T]| {
+        let range = start..start + o.len();
+        if let Some(f) = first {
+            o.copy_from_slice(&f[range.clone()]);
+        }
+        for r in rest {
+            for (o, &x) in o.iter_mut().zip(&r[range.clone()]) {
+                *o = (*o).add(x);
+            }
+        }
+    };
+    let chunk = chunk_len(pool, out.len(), n);
+    if chunk >= out.len() {
+        run(0, out);
+    } else {
+        pool.install(|| {
+            out.par_chunks_mut(chunk)
+                .enumerate()
+                .for_each(|(c, o)| run(c * chunk, o))
+        });
+    }
+    Ok(())
+}
+
+impl OpKernel for AddNKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let dt = ctx.input_dtype(0);
+        numeric_types!(dt, T => add_n::<T>(ctx), Err(unsupported(ctx, dt)))
+    }
+}
+
+register_op!(OpDefBuilder::new("AddN")
+    .input("inputs: N * T")
+    .output("sum: T")
+    .attr("N: int >= 1")
+    .attr("T: {numbertype, variant}")
+    .commutative()
+    .aggregate()
+    .doc("Add all input tensors element wise.\n\nInputs must be of same size and shape."));
+register_kernel!(
+    KernelDefBuilder::new("AddN").type_constraint_list(
+        "T",
+        &[
+            DataType::Float,
+            DataType::Double,
+            DataType::Half,
+            DataType::BFloat16,
+            DataType::Int8,
+            DataType::Int16,
+            DataType::Int32,
+            DataType::Int64,
+            DataType::UInt8,
+            DataType::UInt16,
+            DataType::UInt32,
+            DataType::UInt64,
+            DataType::Complex64,
+            DataType::Complex128,
+        ]
+    ),
+    fn = |_| Ok(Box::new(AddNKernel) as Box<dyn OpKernel>)
+);
+
+// ---------------------------------------------------------------------------
+// Three-way broadcasting and the selects
+// ---------------------------------------------------------------------------
+
+/// A broadcasting plan for three inputs (NumPy rules): the output shape,
+/// and the output dims collapsed so that each dim is either broadcast or not
+/// for each input, with each input's stride per collapsed dim (0 where broadcast).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Broadcast3 {
+    /// The (uncollapsed) output shape.
+    pub(crate) out_shape: Vec<i64>,
+    dims: Vec<usize>,
+    strides: [Vec<usize>; 3],
+}
+
+impl Broadcast3 {
+    /// The plan for inputs of shapes `shapes`, or `None` if they do not broadcast.
+    pub(crate) fn new(shapes: [&[i64]; 3]) -> Option<Broadcast3> {
+        let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+        let padded: Vec<Vec<i64>> = shapes
+            .iter()
+            .map(|s| {
+                let mut v = vec![1; rank - s.len()];
+                v.extend_from_slice(s);
+                v
+            })
+            .collect();
+        let mut out_shape = vec![1i64; rank];
+        for (i, o) in out_shape.iter_mut().enumerate() {
+            for p in &padded {
+                if p[i] != 1 {
+                    if *o != 1 && *o != p[i] {
+                        return None;
+                    }
+                    *o = p[i];
+                }
+            }
+        }
+        // Collapse adjacent dims with the same broadcast pattern; drop size-1 output dims.
+        let mut dims: Vec<usize> = Vec::new();
+        let mut patterns: Vec<[bool; 3]> = Vec::new();
+        for (i, &d) in out_shape.iter().enumerate() {
+            if d == 1 {
+                continue;
+            }
+            let p = [padded[0][i] == 1, padded[1][i] == 1, padded[2][i] == 1];
+            match (patterns.last(), dims.last_mut()) {
+                (Some(q), Some(last)) if *q == p => *last *= d as usize,
+                _ => {
+                    dims.push(d as usize);
+                    patterns.push(p);
+                }
+            }
+        }
+        let strides = std::array::from_fn(|k| {
+            let mut s = vec![0; dims.len()];
+            let mut acc = 1;
+            for i in (0..dims.len()).rev() {
+                if !patterns[i][k] {
+                    s[i] = acc;
+                    acc *= dims[i];
+                }
+            }
+            s
+        });
+        Some(Broadcast3 {
+            out_shape,
+            dims,
+            strides,
+        })
+    }
+
+    /// The length of an innermost row and each input's step along it.
+    fn inner(&self) -> (usize, [usize; 3]) {
+        match self.dims.last() {
+            Some(&d) => (
+                d,
+                std::array::from_fn(|k| self.strides[k][self.dims.len() - 1]),
+            ),
+            None => (1, [0; 3]),
+        }
+    }
+
+    /// The number of innermost rows.
+    fn rows(&self) -> usize {
+        match self.dims.split_last() {
+            Some((_, outer)) => outer.iter().product(),
+            None => 1,
+        }
+    }
+
+    /// Each input's offset at the start of row `r`.
+    fn row_offsets(&self, r: usize) -> [usize; 3] {
+        let mut rem = r;
+        let mut off = [0; 3];
+        for d in (0..self.dims.len().saturating_sub(1)).rev() {
+            let i = rem % self.dims[d];
+            rem /= self.dims[d];
+            for (k, o) in off.iter_mut().enumerate() {
+                *o += i * self.strides[k][d];
+            }
+        }
+        off
+    }
+}
+
+/// The element types `Select`/`SelectV2` pick from: dense elements and strings.
+trait SelectElem: Clone + Send + Sync + 'static {
+    fn view(t: &Tensor) -> Result<&[Self]>;
+    fn view_mut(t: &mut Tensor) -> Result<&mut [Self]>;
+}
+
+macro_rules! select_elems {
+    ($($t:ty),*) => {$(
+        impl SelectElem for $t {
+            fn view(t: &Tensor) -> Result<&[Self]> { t.flat::<$t>() }
+            fn view_mut(t: &mut Tensor) -> Result<&mut [Self]> { t.flat_mut::<$t>() }
+        }
+    )*};
+}
+select_elems!(
+    f32,
+    f64,
+    half::f16,
+    half::bf16,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    bool,
+    num_complex::Complex<f32>,
+    num_complex::Complex<f64>
+);
+
+impl SelectElem for Vec<u8> {
+    fn view(t: &Tensor) -> Result<&[Self]> {
+        t.strings()
+    }
+    fn view_mut(t: &mut Tensor) -> Result<&mut [Self]> {
+        Ok(t.strings_mut()?.as_mut_slice())
+    }
+}
+
+/// `output[i] = condition[i] ? t[i] : e[i]` under `plan` (inputs 0, 1, 2),
+/// computed in place in `t`'s or `e`'s buffer when one has the output's
+/// shape and may be reused.
+fn select_with_plan<T: SelectElem>(
+    ctx: &mut OpKernelContext<'_>,
+    plan: &Broadcast3,
+    out_shape: &TensorShape,
+) -> Result<()> {
+    let forwarded = ctx.forward_input_or_allocate_output(&[1, 2], 0, out_shape)?;
+    if out_shape.num_elements() == 0 {
+        return Ok(());
+    }
+    let pool = ctx.thread_pool();
+    let (ins, out) = ctx.inputs_and_output(0)?;
+    let cond = ins[0].flat::<bool>()?;
+    // `None`: that input is the output's own buffer.
+    let then = match forwarded {
+        Some(1) => None,
+        _ => Some(T::view(&ins[1])?),
+    };
+    let els = match forwarded {
+        Some(2) => None,
+        _ => Some(T::view(&ins[2])?),
+    };
+    let out = T::view_mut(out)?;
+    let (inner, step) = plan.inner();
+    let rows = plan.rows();
+    let run = |r0: usize, r1: usize, o: &mut [T]| {
+        for (r, orow) in (r0..r1).zip(o.chunks_mut(inner)) {
+            let off = plan.row_offsets(r);
+            for (j, slot) in orow.iter_mut().enumerate() {
+                if cond[off[0] + j * step[0]] {
+                    if let Some(t) = then {
+                        *slot = t[off[1] + j * step[1]].clone();
+                    }
+                } else if let Some(e) = els {
+                    *slot = e[off[2] + j * step[2]].clone();
+                }
+            }
+        }
+    };
+    let rows_per_chunk = chunk_len(pool, out.len(), COST_CHEAP)
+        .div_ceil(inner)
+        .max(1);
+    if rows_per_chunk >= rows {
+        run(0, rows, out);
+    } else {
+        pool.install(|| {
+            out.par_chunks_mut(rows_per_chunk * inner)
+                .enumerate()
+                .for_each(|(c, o)| {
+                    let r0 = c * rows_per_chunk;
+                    run(r0, (r0 + rows_per_chunk).min(rows), o)
+                })
+        });
+    }
+    Ok(())
+}
+
+/// TensorFlow's original `Select`: `condition` is a scalar (picks `t` or
+/// `e` whole), a vector matching the first dimension of `t` (picks rows),
+/// or has the shape of `t`; `t` and `e` have the same shape.
+fn select_v1<T: SelectElem>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+    let cond = ctx.input(0).shape().clone();
+    let then = ctx.input(1).shape().clone();
+    let els = ctx.input(2).shape().clone();
+    let same_size = |then: &TensorShape, els: &TensorShape| -> Result<()> {
+        ensure!(
+            then == els,
+            InvalidArgument,
+            "'then' and 'else' must have the same size.  but received: {then} vs. {els}"
+        );
+        Ok(())
+    };
+    if cond.rank() == 0 {
+        same_size(&then, &els)?;
+        let pick = ctx.input(0).scalar_value::<bool>()?;
+        let out = ctx.take_input(if pick { 1 } else { 2 });
+        return ctx.set_output(0, out);
+    }
+    let cond_dims: Vec<i64> = if cond.rank() == 1 && then.rank() != 1 {
+        ensure!(
+            then.rank() >= 1,
+            InvalidArgument,
+            "'then' must be at least a vector, but saw shape: {then}"
+        );
+        ensure!(
+            then.dim(0) == cond.dim(0),
+            InvalidArgument,
+            "Number of batches of 'then' must match size of 'cond', but saw: {} vs. {}",
+            then.dim(0),
+            cond.dim(0)
+        );
+        same_size(&then, &els)?;
+        let mut d = vec![1; then.rank()];
+        d[0] = cond.dim(0);
+        d
+    } else {
+        for (i, s) in [(1, &then), (2, &els)] {
+            ensure!(
+                *s == cond,
+                InvalidArgument,
+                "Inputs to operation {} of type {} must have the same size and shape.  Input 0: {} != input {}: {}",
+                ctx.node_name(),
+                ctx.op_def().name,
+                cond,
+                i,
+                s
+            );
+        }
+        cond.dims().to_vec()
+    };
+    let plan = Broadcast3::new([&cond_dims, then.dims(), els.dims()])
+        .ok_or_else(|| Status::internal("Select: shapes checked to broadcast do not"))?;
+    select_with_plan::<T>(ctx, &plan, &then)
+}
+
+/// `SelectV2`: `condition`, `t` and `e` broadcast against each other.
+fn select_v2<T: SelectElem>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+    let (c, t, e) = (
+        ctx.input(0).shape(),
+        ctx.input(1).shape(),
+        ctx.input(2).shape(),
+    );
+    let plan = Broadcast3::new([c.dims(), t.dims(), e.dims()]).ok_or_else(|| {
+        Status::invalid_argument(format!(
+            "condition {c}, then {t}, and else {e} must be broadcastable"
+        ))
+    })?;
+    let out_shape = TensorShape::new(&plan.out_shape)?;
+    select_with_plan::<T>(ctx, &plan, &out_shape)
+}
+
+/// `Select` (`v2 == false`) and `SelectV2`.
+struct SelectKernel {
+    v2: bool,
+}
+
+impl OpKernel for SelectKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let dt = ctx.input_dtype(1);
+        let v2 = self.v2;
+        let run = |ctx: &mut OpKernelContext<'_>| -> Result<()> {
+            dispatch!(dt, T => if v2 { select_v2::<T>(ctx) } else { select_v1::<T>(ctx) },
+                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32,
+                 UInt64, Complex64, Complex128, Bool],
+                Err(unsupported(ctx, dt)))
+        };
+        if dt == DataType::String {
+            if v2 {
+                select_v2::<Vec<u8>>(ctx)
+            } else {
+                select_v1::<Vec<u8>>(ctx)
+            }
+        } else {
+            run(ctx)
+        }
+    }
+}
+
+/// The dtypes `Select`/`SelectV2` have CPU kernels for.
+const SELECT_TYPES: &[DataType] = &[
+    DataType::Float,
+    DataType::Double,
+    DataType::Half,
+    DataType::BFloat16,
+    DataType::Int8,
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::UInt8,
+    DataType::UInt16,
+    DataType::UInt32,
+    DataType::UInt64,
+    DataType::Complex64,
+    DataType::Complex128,
+    DataType::Bool,
+    DataType::String,
+];
+
+register_op!(OpDefBuilder::new("Select")
+    .input("condition: bool")
+    .input("t: T")
+    .input("e: T")
+    .output("output: T")
+    .attr("T: type")
+    .doc(
+        "Selects elements from `t` or `e`, depending on `condition`.\n\n\
+         The `t`, and `e` tensors must all have the same shape, and the output will\n\
+         also have that shape. The `condition` tensor must be a scalar if `t` and\n\
+         `e` are scalars. If `t` and `e` are vectors or higher rank, then `condition`\n\
+         must be either a scalar, a vector with size matching the first dimension of\n\
+         `t`, or must have the same shape as `t`."
+    ));
+register_kernel!(
+    KernelDefBuilder::new("Select").type_constraint_list("T", SELECT_TYPES),
+    fn = |_| Ok(Box::new(SelectKernel { v2: false }) as Box<dyn OpKernel>)
+);
+register_op!(OpDefBuilder::new("SelectV2")
+    .input("condition: bool")
+    .input("t: T")
+    .input("e: T")
+    .output("output: T")
+    .attr("T: type")
+    .doc(
+        "Selects elements from `t` or `e`, depending on `condition`.\n\n\
+         `condition`, `t` and `e` are broadcast against each other (NumPy rules)."
+    ));
+register_kernel!(
+    KernelDefBuilder::new("SelectV2").type_constraint_list("T", SELECT_TYPES),
+    fn = |_| Ok(Box::new(SelectKernel { v2: true }) as Box<dyn OpKernel>)
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{assert_close, ctx, t};
+    use half::{bf16, f16};
+    use num_complex::Complex;
+    use opforge_core::Code;
+
+    fn bin(op: &str, x: Tensor, y: Tensor) -> Result<Tensor> {
+        ctx().op(op).input(x).input(y).run1()
+    }
+
+    fn strs(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn ops_are_registered_with_kernels() {
+        crate::link();
+        let reg = opforge_core::OpRegistry::global();
+        let kernels = opforge_core::kernel::KernelRegistry::global();
+        for op in OPS {
+            assert!(reg.lookup(op).is_ok(), "{op}");
+            assert!(!kernels.kernels_for(op).is_empty(), "{op} has a kernel");
+        }
+    }
+
+    #[test]
+    fn broadcasting_shapes() {
+        // [2,3] + [3]
+        let got = bin(
+            "AddV2",
+            t(&[2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]),
+            t(&[3], vec![10.0f32, 20.0, 30.0]),
+        )
+        .unwrap();
+        assert_close(&got, &[2, 3], &[11.0, 22.0, 33.0, 14.0, 25.0, 36.0], 0.0);
+        // [2,1] * [1,3]
+        let got = bin(
+            "Mul",
+            t(&[2, 1], vec![2i32, 3]),
+            t(&[1, 3], vec![1i32, 10, 100]),
+        )
+        .unwrap();
+        assert_eq!(got.dims(), &[2, 3]);
+        assert_eq!(got.flat::<i32>().unwrap(), &[2, 20, 200, 3, 30, 300]);
+        // scalar - tensor, tensor - scalar
+        let got = bin("Sub", Tensor::scalar(10i64), t(&[3], vec![1i64, 2, 3])).unwrap();
+        assert_eq!(got.flat::<i64>().unwrap(), &[9, 8, 7]);
+        let got = bin(
+            "Sub",
+            t(&[3], vec![1.0f64, 2.0, 3.0]),
+            Tensor::scalar(0.5f64),
+        )
+        .unwrap();
+        assert_close(&got, &[3], &[0.5, 1.5, 2.5], 0.0);
+        // [3,1,2] + [4,1]
+        let a: Vec<f64> = (0..6).map(f64::from).collect();
+        let got = bin(
+            "Add",
+            t(&[3, 1, 2], a),
+            t(&[4, 1], vec![0.0, 10.0, 20.0, 30.0]),
+        )
+        .unwrap();
+        assert_eq!(got.dims(), &[3, 4, 2]);
+        let v = got.flat::<f64>().unwrap();
+        // out[i,j,k] = a[i,0,k] + b[j,0] = (2i + k) + 10j
+        for i in 0..3 {
+            for j in 0..4 {
+                for k in 0..2 {
+                    assert_eq!(v[i * 8 + j * 2 + k], (2 * i + k) as f64 + 10.0 * j as f64);
+                }
+            }
+        }
+        let err = bin("Add", t(&[2, 3], vec![0f32; 6]), t(&[4], vec![0f32; 4])).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(
+            err.message().contains("Incompatible shapes: [2,3] vs. [4]"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn empty_tensors() {
+        let got = bin(
+            "AddV2",
+            t(&[0, 3], Vec::<f32>::new()),
+            t(&[3], vec![1f32, 2.0, 3.0]),
+        )
+        .unwrap();
+        assert_eq!(got.dims(), &[0, 3]);
+        let got = bin("Mul", t(&[0], Vec::<i32>::new()), Tensor::scalar(2i32)).unwrap();
+        assert_eq!(got.dims(), &[0]);
+        // No element is computed, so a zero divisor is no error.
+        let got = bin("Div", t(&[0], Vec::<i32>::new()), Tensor::scalar(0i32)).unwrap();
+        assert_eq!(got.dims(), &[0]);
+        let got = bin("Less", t(&[2, 0], Vec::<f64>::new()), t(&[1], vec![1.0f64])).unwrap();
+        assert_eq!(got.dims(), &[2, 0]);
+        assert_eq!(got.dtype(), DataType::Bool);
+        let got = bin("Pow", t(&[0], Vec::<i64>::new()), Tensor::scalar(-1i64)).unwrap();
+        assert_eq!(got.dims(), &[0]);
+    }
+
+    #[test]
+    fn dtype_families_for_add_sub_mul() {
+        let h = |v: &[f32]| {
+            t(
+                &[v.len() as i64],
+                v.iter().map(|&x| f16::from_f32(x)).collect(),
+            )
+        };
+        assert_close(
+            &bin("AddV2", h(&[1.5, -2.0]), h(&[0.25, 4.0])).unwrap(),
+            &[2],
+            &[1.75, 2.0],
+            0.0,
+        );
+        let b = |v: &[f32]| {
+            t(
+                &[v.len() as i64],
+                v.iter().map(|&x| bf16::from_f32(x)).collect(),
+            )
+        };
+        assert_close(
+            &bin("Mul", b(&[3.0, -0.5]), b(&[2.0, 8.0])).unwrap(),
+            &[2],
+            &[6.0, -4.0],
+            0.0,
+        );
+        // Unsigned and signed integers wrap.
+        let got = bin("Sub", t(&[2], vec![1u8, 200]), t(&[2], vec![2u8, 100])).unwrap();
+        assert_eq!(got.flat::<u8>().unwrap(), &[255, 100]);
+        let got = bin("AddV2", t(&[1], vec![i32::MAX]), t(&[1], vec![1i32])).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[i32::MIN]);
+        let got = bin("Mul", t(&[1], vec![u64::MAX]), t(&[1], vec![2u64])).unwrap();
+        assert_eq!(got.flat::<u64>().unwrap(), &[u64::MAX - 1]);
+        // Complex: (1+2i)(3-i) = 5+5i.
+        let got = bin(
+            "Mul",
+            t(&[1], vec![Complex::new(1.0f64, 2.0)]),
+            t(&[1], vec![Complex::new(3.0f64, -1.0)]),
+        )
+        .unwrap();
+        assert_eq!(
+            got.flat::<Complex<f64>>().unwrap(),
+            &[Complex::new(5.0, 5.0)]
+        );
+        let got = bin(
+            "Add",
+            t(&[1], vec![Complex::new(1.0f32, 2.0)]),
+            Tensor::scalar(Complex::new(0.5f32, -2.0)),
+        )
+        .unwrap();
+        assert_eq!(
+            got.flat::<Complex<f32>>().unwrap(),
+            &[Complex::new(1.5, 0.0)]
+        );
+    }
+
+    #[test]
+    fn string_add_concatenates_with_broadcasting() {
+        let a = Tensor::from_strings(&[2, 1], strs(&["a", "bc"])).unwrap();
+        let b = Tensor::from_strings(&[3], strs(&["x", "", "yz"])).unwrap();
+        let got = bin("Add", a, b).unwrap();
+        assert_eq!(got.dims(), &[2, 3]);
+        assert_eq!(
+            got.strings().unwrap(),
+            &strs(&["ax", "a", "ayz", "bcx", "bc", "bcyz"])[..]
+        );
+        let got = bin(
+            "Add",
+            Tensor::from_strings(&[], strs(&["pre-"])).unwrap(),
+            Tensor::from_strings(&[0], vec![]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(got.dims(), &[0]);
+        // AddV2 has no string kernel (TensorFlow's OpDef excludes strings).
+        let s = Tensor::from_strings(&[1], strs(&["a"])).unwrap();
+        assert!(bin("AddV2", s.clone(), s).is_err());
+    }
+
+    #[test]
+    fn division_semantics() {
+        let x = t(&[4], vec![7i32, -7, 7, -7]);
+        let y = t(&[4], vec![2i32, 2, -2, -2]);
+        let got = bin("Div", x.clone(), y.clone()).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[3, -3, -3, 3]);
+        let got = bin("RealDiv", x.clone(), y.clone()).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[3, -3, -3, 3]);
+        let got = bin("FloorDiv", x.clone(), y.clone()).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[3, -4, -4, 3]);
+        let got = bin("FloorDiv", t(&[2], vec![6i64, -6]), Tensor::scalar(3i64)).unwrap();
+        assert_eq!(got.flat::<i64>().unwrap(), &[2, -2]);
+        let got = bin("FloorDiv", t(&[1], vec![7u8]), t(&[1], vec![2u8])).unwrap();
+        assert_eq!(got.flat::<u8>().unwrap(), &[3]);
+        // MIN / -1 wraps to MIN (TensorFlow avoids the trap the same way).
+        let got = bin("Div", t(&[1], vec![i32::MIN]), t(&[1], vec![-1i32])).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[i32::MIN]);
+        let got = bin("FloorMod", t(&[1], vec![i64::MIN]), t(&[1], vec![-1i64])).unwrap();
+        assert_eq!(got.flat::<i64>().unwrap(), &[0]);
+        // Floats.
+        let got = bin(
+            "Div",
+            t(&[3], vec![1.0f32, -3.0, 1.0]),
+            t(&[3], vec![4.0f32, 2.0, 0.0]),
+        )
+        .unwrap();
+        assert_eq!(got.flat::<f32>().unwrap(), &[0.25, -1.5, f32::INFINITY]);
+        let got = bin("RealDiv", t(&[1], vec![1.0f64]), t(&[1], vec![3.0f64])).unwrap();
+        assert_eq!(got.flat::<f64>().unwrap(), &[1.0 / 3.0]);
+        let got = bin(
+            "FloorDiv",
+            t(&[2], vec![7.0f64, -7.0]),
+            t(&[2], vec![2.0f64, 2.0]),
+        )
+        .unwrap();
+        assert_eq!(got.flat::<f64>().unwrap(), &[3.0, -4.0]);
+        // Complex: (1+i) / (1-i) = i.
+        let got = bin(
+            "Div",
+            t(&[1], vec![Complex::new(1.0f64, 1.0)]),
+            t(&[1], vec![Complex::new(1.0f64, -1.0)]),
+        )
+        .unwrap();
+        assert_eq!(
+            got.flat::<Complex<f64>>().unwrap(),
+            &[Complex::new(0.0, 1.0)]
+        );
+    }
+
+    #[test]
+    fn integer_division_by_zero_is_an_error() {
+        for op in ["Div", "RealDiv", "FloorDiv", "FloorMod"] {
+            let err = bin(op, t(&[3], vec![1i32, 2, 3]), t(&[3], vec![1i32, 0, 1])).unwrap_err();
+            assert_eq!(err.code(), Code::InvalidArgument, "{op}");
+            assert!(
+                err.message().contains("Integer division by zero"),
+                "{op}: {err}"
+            );
+        }
+        let err = bin("Div", t(&[2], vec![1u16, 2]), Tensor::scalar(0u16)).unwrap_err();
+        assert!(err.message().contains("Integer division by zero"), "{err}");
+    }
+
+    #[test]
+    fn floor_mod_takes_the_sign_of_the_divisor() {
+        let x = t(&[6], vec![7i32, -7, 7, -7, 6, -6]);
+        let y = t(&[6], vec![3i32, 3, -3, -3, 3, -3]);
+        let got = bin("FloorMod", x, y).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[1, 2, -2, -1, 0, 0]);
+        let got = bin("FloorMod", t(&[1], vec![7u32]), t(&[1], vec![3u32])).unwrap();
+        assert_eq!(got.flat::<u32>().unwrap(), &[1]);
+        let x = t(&[5], vec![7.5f64, -7.5, 7.5, -7.5, 1.0]);
+        let y = t(&[5], vec![2.0f64, 2.0, -2.0, -2.0, 0.0]);
+        let got = bin("FloorMod", x, y).unwrap();
+        let v = got.flat::<f64>().unwrap();
+        assert_eq!(v[..4], [1.5, 0.5, -0.5, -1.5]);
+        assert!(v[4].is_nan());
+        let got = bin(
+            "FloorMod",
+            t(&[1], vec![f16::from_f32(-1.0)]),
+            t(&[1], vec![f16::from_f32(3.0)]),
+        )
+        .unwrap();
+        assert_close(&got, &[1], &[2.0], 0.0);
+    }
+
+    #[test]
+    fn maximum_minimum_propagate_nan() {
+        let nan = f32::NAN;
+        let x = t(&[4], vec![1.0f32, nan, 3.0, -1.0]);
+        let y = t(&[4], vec![2.0f32, 0.0, nan, -2.0]);
+        let got = bin("Maximum", x.clone(), y.clone()).unwrap();
+        let v = got.flat::<f32>().unwrap();
+        assert_eq!((v[0], v[3]), (2.0, -1.0));
+        assert!(v[1].is_nan() && v[2].is_nan());
+        let got = bin("Minimum", x, y).unwrap();
+        let v = got.flat::<f32>().unwrap();
+        assert_eq!((v[0], v[3]), (1.0, -2.0));
+        assert!(v[1].is_nan() && v[2].is_nan());
+        let got = bin("Maximum", t(&[3], vec![1i64, -5, 9]), Tensor::scalar(0i64)).unwrap();
+        assert_eq!(got.flat::<i64>().unwrap(), &[1, 0, 9]);
+        let got = bin("Minimum", t(&[2], vec![1u8, 200]), t(&[2], vec![5u8, 100])).unwrap();
+        assert_eq!(got.flat::<u8>().unwrap(), &[1, 100]);
+    }
+
+    #[test]
+    fn pow_semantics() {
+        let got = bin(
+            "Pow",
+            t(&[3], vec![2.0f64, 4.0, 0.0]),
+            t(&[3], vec![10.0f64, 0.5, 0.0]),
+        )
+        .unwrap();
+        assert_eq!(got.flat::<f64>().unwrap(), &[1024.0, 2.0, 1.0]);
+        let got = bin(
+            "Pow",
+            t(&[4], vec![3i32, -2, 0, 5]),
+            t(&[4], vec![4i32, 3, 0, 1]),
+        )
+        .unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[81, -8, 1, 5]);
+        let got = bin("Pow", t(&[1], vec![2i64]), t(&[1], vec![62i64])).unwrap();
+        assert_eq!(got.flat::<i64>().unwrap(), &[1 << 62]);
+        let err = bin("Pow", t(&[2], vec![2i32, 2]), t(&[2], vec![1i32, -1])).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(
+            err.message()
+                .contains("Integers to negative integer powers are not allowed"),
+            "{err}"
+        );
+        // Complex: i^2 = -1.
+        let got = bin(
+            "Pow",
+            t(&[1], vec![Complex::new(0.0f64, 1.0)]),
+            t(&[1], vec![Complex::new(2.0f64, 0.0)]),
+        )
+        .unwrap();
+        let v = got.flat::<Complex<f64>>().unwrap()[0];
+        assert!((v.re + 1.0).abs() < 1e-15 && v.im.abs() < 1e-15, "{v}");
+        let got = bin(
+            "Pow",
+            t(&[1], vec![f16::from_f32(3.0)]),
+            Tensor::scalar(f16::from_f32(2.0)),
+        )
+        .unwrap();
+        assert_close(&got, &[1], &[9.0], 0.0);
+    }
+
+    #[test]
+    fn squared_difference() {
+        let got = bin(
+            "SquaredDifference",
+            t(&[2], vec![3.0f32, -1.0]),
+            Tensor::scalar(5.0f32),
+        )
+        .unwrap();
+        assert_close(&got, &[2], &[4.0, 36.0], 0.0);
+        let got = bin(
+            "SquaredDifference",
+            t(&[1], vec![2i32]),
+            t(&[1], vec![7i32]),
+        )
+        .unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[25]);
+        // Complex: |(1+2i) - 0|^2 = 5.
+        let got = bin(
+            "SquaredDifference",
+            t(&[1], vec![Complex::new(1.0f32, 2.0)]),
+            t(&[1], vec![Complex::new(0.0f32, 0.0)]),
+        )
+        .unwrap();
+        assert_eq!(
+            got.flat::<Complex<f32>>().unwrap(),
+            &[Complex::new(5.0, 0.0)]
+        );
+    }
+
+    #[test]
+    fn comparisons() {
+        let x = t(&[2, 2], vec![1.0f32, 2.0, 3.0, f32::NAN]);
+        let y = t(&[2], vec![2.0f32, 2.0]);
+        let b = |op: &str| {
+            bin(op, x.clone(), y.clone())
+                .unwrap()
+                .flat::<bool>()
+                .unwrap()
+                .to_vec()
+        };
+        assert_eq!(b("Less"), [true, false, false, false]);
+        assert_eq!(b("LessEqual"), [true, true, false, false]);
+        assert_eq!(b("Greater"), [false, false, true, false]);
+        assert_eq!(b("GreaterEqual"), [false, true, true, false]);
+        assert_eq!(b("Equal"), [false, true, false, false]);
+        assert_eq!(b("NotEqual"), [true, false, true, true]);
+        let got = bin(
+            "Less",
+            t(&[3], vec![0u64, 5, u64::MAX]),
+            Tensor::scalar(5u64),
+        )
+        .unwrap();
+        assert_eq!(got.flat::<bool>().unwrap(), &[true, false, false]);
+        let got = bin("Equal", t(&[2], vec![true, false]), Tensor::scalar(true)).unwrap();
+        assert_eq!(got.flat::<bool>().unwrap(), &[true, false]);
+        let got = bin(
+            "Equal",
+            t(
+                &[2],
+                vec![Complex::new(1.0f64, 2.0), Complex::new(1.0, 0.0)],
+            ),
+            Tensor::scalar(Complex::new(1.0f64, 2.0)),
+        )
+        .unwrap();
+        assert_eq!(got.flat::<bool>().unwrap(), &[true, false]);
+        let s = |v: &[&str]| Tensor::from_strings(&[v.len() as i64], strs(v)).unwrap();
+        let got = bin("NotEqual", s(&["a", "b", "c"]), s(&["a", "x", "c"])).unwrap();
+        assert_eq!(got.flat::<bool>().unwrap(), &[false, true, false]);
+        let got = bin(
+            "Equal",
+            s(&["a", "b"]),
+            Tensor::from_strings(&[], strs(&["b"])).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(got.flat::<bool>().unwrap(), &[false, true]);
+    }
+
+    #[test]
+    fn equal_with_incompatible_shapes() {
+        let x = t(&[2], vec![1i32, 2]);
+        let y = t(&[3], vec![1i32, 2, 3]);
+        for (op, want) in [("Equal", false), ("NotEqual", true)] {
+            let got = ctx()
+                .op(op)
+                .input(x.clone())
+                .input(y.clone())
+                .attr("incompatible_shape_error", false)
+                .run1()
+                .unwrap();
+            assert_eq!(got.dims(), &[] as &[i64], "{op}");
+            assert_eq!(got.scalar_value::<bool>().unwrap(), want, "{op}");
+            let err = bin(op, x.clone(), y.clone()).unwrap_err();
+            assert_eq!(err.code(), Code::InvalidArgument);
+            assert!(
+                err.message().contains("Incompatible shapes: [2] vs. [3]"),
+                "{err}"
+            );
+        }
+        // Compatible shapes still compare elementwise with the attr false.
+        let got = ctx()
+            .op("Equal")
+            .input(x)
+            .input(Tensor::scalar(2i32))
+            .attr("incompatible_shape_error", false)
+            .run1()
+            .unwrap();
+        assert_eq!(got.flat::<bool>().unwrap(), &[false, true]);
+    }
+
+    #[test]
+    fn logical_and_or() {
+        let x = t(&[2, 1], vec![true, false]);
+        let y = t(&[2], vec![true, false]);
+        let got = bin("LogicalAnd", x.clone(), y.clone()).unwrap();
+        assert_eq!(got.dims(), &[2, 2]);
+        assert_eq!(got.flat::<bool>().unwrap(), &[true, false, false, false]);
+        let got = bin("LogicalOr", x, y).unwrap();
+        assert_eq!(got.flat::<bool>().unwrap(), &[true, true, true, false]);
+    }
+
+    #[test]
+    fn addv2_forwards_a_uniquely_owned_input() {
+        let a = t(&[2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let ptr = a.bytes().unwrap().as_ptr();
+        let got = bin("AddV2", a, t(&[3], vec![1.0f32, 1.0, 1.0])).unwrap();
+        assert_eq!(
+            got.bytes().unwrap().as_ptr(),
+            ptr,
+            "the output reuses x's buffer"
+        );
+        assert_close(&got, &[2, 3], &[2.0, 3.0, 4.0, 5.0, 6.0, 7.0], 0.0);
+        // The second input may be forwarded too (order kept: x - y).
+        let b = t(&[2], vec![1i32, 2]);
+        let ptr = b.bytes().unwrap().as_ptr();
+        let got = bin("Sub", Tensor::scalar(10i32), b).unwrap();
+        assert_eq!(got.bytes().unwrap().as_ptr(), ptr);
+        assert_eq!(got.flat::<i32>().unwrap(), &[9, 8]);
+        // A shared input is left alone.
+        let a = t(&[2], vec![1.0f64, 2.0]);
+        let got = bin("AddV2", a.clone(), a.clone()).unwrap();
+        assert_eq!(a.flat::<f64>().unwrap(), &[1.0, 2.0]);
+        assert_eq!(got.flat::<f64>().unwrap(), &[2.0, 4.0]);
+    }
+
+    #[test]
+    fn large_broadcasts_are_sharded_correctly() {
+        let (rows, cols) = (400usize, 301usize);
+        let a: Vec<i64> = (0..(rows * cols) as i64).collect();
+        let b: Vec<i64> = (0..rows as i64).map(|r| r * 1000).collect();
+        let got = bin(
+            "AddV2",
+            t(&[rows as i64, cols as i64], a),
+            t(&[rows as i64, 1], b),
+        )
+        .unwrap();
+        let v = got.flat::<i64>().unwrap();
+        for (r, c) in [(0, 0), (1, 300), (200, 7), (399, 300)] {
+            assert_eq!(v[r * cols + c], (r * cols + c) as i64 + r as i64 * 1000);
+        }
+        let cond: Vec<bool> = (0..rows).map(|r| r % 3 == 0).collect();
+        let then: Vec<i32> = (0..(rows * cols) as i32).collect();
+        let got = ctx()
+            .op("SelectV2")
+            .input(t(&[rows as i64, 1], cond))
+            .input(t(&[rows as i64, cols as i64], then))
+            .input(Tensor::scalar(-1i32))
+            .run1()
+            .unwrap();
+        let v = got.flat::<i32>().unwrap();
+        for (r, c) in [(0, 0), (1, 5), (3, 300), (398, 2), (399, 299)] {
+            let want = if r % 3 == 0 {
+                (r * cols + c) as i32
+            } else {
+                -1
+            };
+            assert_eq!(v[r * cols + c], want, "({r}, {c})");
+        }
+    }
+
+    fn add_n(inputs: Vec<Tensor>) -> Result<Tensor> {
+        ctx().op("AddN").input_list(inputs).run1()
+    }
+
+    #[test]
+    fn add_n_sums_same_shape_inputs() {
+        let a = t(&[2, 2], vec![1.0f32, 2.0, 3.0, 4.0]);
+        let b = t(&[2, 2], vec![10.0f32, 20.0, 30.0, 40.0]);
+        let c = t(&[2, 2], vec![100.0f32, 200.0, 300.0, 400.0]);
+        let got = add_n(vec![a.clone(), b.clone(), c.clone()]).unwrap();
+        assert_close(&got, &[2, 2], &[111.0, 222.0, 333.0, 444.0], 0.0);
+        // The inputs are not changed when shared.
+        assert_eq!(a.flat::<f32>().unwrap(), &[1.0, 2.0, 3.0, 4.0]);
+        // A uniquely owned input is summed into in place.
+        let owned = t(&[2, 2], vec![1.0f32, 1.0, 1.0, 1.0]);
+        let ptr = owned.bytes().unwrap().as_ptr();
+        let got = add_n(vec![a.clone(), owned, b.clone()]).unwrap();
+        assert_eq!(got.bytes().unwrap().as_ptr(), ptr);
+        assert_close(&got, &[2, 2], &[12.0, 23.0, 34.0, 45.0], 0.0);
+        let got = add_n(vec![
+            t(&[3], vec![i32::MAX, 1, -1]),
+            t(&[3], vec![1i32, 2, -2]),
+        ])
+        .unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[i32::MIN, 3, -3]);
+        let got = add_n(vec![
+            t(&[1], vec![Complex::new(1.0f64, 1.0)]),
+            t(&[1], vec![Complex::new(2.0f64, -3.0)]),
+        ])
+        .unwrap();
+        assert_eq!(
+            got.flat::<Complex<f64>>().unwrap(),
+            &[Complex::new(3.0, -2.0)]
+        );
+        // One input passes through; empty inputs give an empty sum.
+        let one = t(&[2], vec![5u8, 6]);
+        let got = add_n(vec![one.clone()]).unwrap();
+        assert!(got.shares_storage_with(&one));
+        let got = add_n(vec![
+            t(&[0, 2], Vec::<f64>::new()),
+            t(&[0, 2], Vec::<f64>::new()),
+        ])
+        .unwrap();
+        assert_eq!(got.dims(), &[0, 2]);
+    }
+
+    #[test]
+    fn add_n_of_many_large_inputs() {
+        let n = 50_000;
+        let inputs: Vec<Tensor> = (0..5)
+            .map(|k| t(&[n as i64], (0..n).map(|i| (i * k) as f64).collect()))
+            .collect();
+        let got = add_n(inputs).unwrap();
+        let v = got.flat::<f64>().unwrap();
+        for i in [0, 1, 25_000, n - 1] {
+            assert_eq!(v[i], (i * 10) as f64);
+        }
+    }
+
+    #[test]
+    fn add_n_shape_mismatch_is_an_error() {
+        let err = add_n(vec![
+            t(&[2], vec![1.0f32, 2.0]),
+            t(&[2], vec![1.0f32, 2.0]),
+            t(&[3], vec![1.0f32, 2.0, 3.0]),
+        ])
+        .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(
+            err.message().contains(
+                "Inputs to operation AddN of type AddN must have the same size and shape.  Input 0: [2] != input 2: [3]"
+            ),
+            "{err}"
+        );
+        // [2,1] and [2] do not broadcast in AddN.
+        let err = add_n(vec![t(&[2, 1], vec![1i64, 2]), t(&[2], vec![1i64, 2])]).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+    }
+
+    fn select(op: &str, c: Tensor, x: Tensor, y: Tensor) -> Result<Tensor> {
+        ctx().op(op).input(c).input(x).input(y).run1()
+    }
+
+    #[test]
+    fn select_scalar_vector_and_elementwise_conditions() {
+        let x = t(&[3, 2], vec![1i32, 2, 3, 4, 5, 6]);
+        let y = t(&[3, 2], vec![-1i32, -2, -3, -4, -5, -6]);
+        // Vector condition picks rows.
+        let got = select(
+            "Select",
+            t(&[3], vec![true, false, true]),
+            x.clone(),
+            y.clone(),
+        )
+        .unwrap();
+        assert_eq!(got.dims(), &[3, 2]);
+        assert_eq!(got.flat::<i32>().unwrap(), &[1, 2, -3, -4, 5, 6]);
+        // Scalar condition picks a whole input.
+        let got = select("Select", Tensor::scalar(false), x.clone(), y.clone()).unwrap();
+        assert!(got.shares_storage_with(&y));
+        // Same-shape condition picks elements.
+        let c = t(&[3, 2], vec![true, false, false, true, true, false]);
+        let got = select("Select", c, x.clone(), y.clone()).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[1, -2, -3, 4, 5, -6]);
+        // Vector then/else with a vector condition: elementwise.
+        let got = select(
+            "Select",
+            t(&[2], vec![false, true]),
+            t(&[2], vec![1.0f64, 2.0]),
+            t(&[2], vec![3.0f64, 4.0]),
+        )
+        .unwrap();
+        assert_eq!(got.flat::<f64>().unwrap(), &[3.0, 2.0]);
+        // Strings and a rank-3 then with a vector condition.
+        let s = |v: &[&str]| Tensor::from_strings(&[2, 1, 1], strs(v)).unwrap();
+        let got = select(
+            "Select",
+            t(&[2], vec![false, true]),
+            s(&["a", "b"]),
+            s(&["c", "d"]),
+        )
+        .unwrap();
+        assert_eq!(got.strings().unwrap(), &strs(&["c", "b"])[..]);
+        let got = select(
+            "Select",
+            t(&[0], Vec::<bool>::new()),
+            t(&[0, 2], Vec::<f32>::new()),
+            t(&[0, 2], Vec::<f32>::new()),
+        )
+        .unwrap();
+        assert_eq!(got.dims(), &[0, 2]);
+    }
+
+    #[test]
+    fn select_errors() {
+        let x = t(&[3, 2], vec![0i32; 6]);
+        let err = select("Select", t(&[2], vec![true, false]), x.clone(), x.clone()).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(
+            err.message().contains(
+                "Number of batches of 'then' must match size of 'cond', but saw: 3 vs. 2"
+            ),
+            "{err}"
+        );
+        let err = select(
+            "Select",
+            Tensor::scalar(true),
+            x.clone(),
+            t(&[2, 3], vec![0i32; 6]),
+        )
+        .unwrap_err();
+        assert!(
+            err.message().contains(
+                "'then' and 'else' must have the same size.  but received: [3,2] vs. [2,3]"
+            ),
+            "{err}"
+        );
+        let err = select(
+            "Select",
+            t(&[3], vec![true; 3]),
+            x.clone(),
+            t(&[3, 1], vec![0i32; 3]),
+        )
+        .unwrap_err();
+        assert!(
+            err.message()
+                .contains("'then' and 'else' must have the same size"),
+            "{err}"
+        );
+        let err = select(
+            "Select",
+            t(&[2], vec![true; 2]),
+            Tensor::scalar(1i32),
+            Tensor::scalar(2i32),
+        )
+        .unwrap_err();
+        assert!(
+            err.message()
+                .contains("'then' must be at least a vector, but saw shape: []"),
+            "{err}"
+        );
+        let err = select("Select", t(&[3, 1], vec![true; 3]), x.clone(), x).unwrap_err();
+        assert!(
+            err.message().contains(
+                "Inputs to operation Select of type Select must have the same size and shape.  Input 0: [3,1] != input 1: [3,2]"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn select_v2_broadcasts_three_ways() {
+        // condition [2,1,1], then [1,3,1], else [2] -> [2,3,2]
+        let c = t(&[2, 1, 1], vec![true, false]);
+        let x = t(&[1, 3, 1], vec![1.0f32, 2.0, 3.0]);
+        let y = t(&[2], vec![-1.0f32, -2.0]);
+        let got = select("SelectV2", c, x, y).unwrap();
+        assert_eq!(got.dims(), &[2, 3, 2]);
+        assert_close(
+            &got,
+            &[2, 3, 2],
+            &[
+                1.0, 1.0, 2.0, 2.0, 3.0, 3.0, -1.0, -2.0, -1.0, -2.0, -1.0, -2.0,
+            ],
+            0.0,
+        );
+        // Scalar condition with broadcasting then/else.
+        let got = select(
+            "SelectV2",
+            Tensor::scalar(true),
+            t(&[2, 1], vec![1i64, 2]),
+            t(&[3], vec![7i64, 8, 9]),
+        )
+        .unwrap();
+        assert_eq!(got.dims(), &[2, 3]);
+        assert_eq!(got.flat::<i64>().unwrap(), &[1, 1, 1, 2, 2, 2]);
+        // The condition alone has the output shape.
+        let got = select(
+            "SelectV2",
+            t(&[2, 2], vec![true, false, false, true]),
+            Tensor::scalar(1u8),
+            Tensor::scalar(0u8),
+        )
+        .unwrap();
+        assert_eq!(got.flat::<u8>().unwrap(), &[1, 0, 0, 1]);
+        let s = Tensor::from_strings(&[2], strs(&["t0", "t1"])).unwrap();
+        let e = Tensor::from_strings(&[], strs(&["e"])).unwrap();
+        let got = select("SelectV2", t(&[2, 1], vec![false, true]), s, e).unwrap();
+        assert_eq!(got.strings().unwrap(), &strs(&["e", "e", "t0", "t1"])[..]);
+        let got = select(
+            "SelectV2",
+            t(&[0, 1], Vec::<bool>::new()),
+            t(&[3], vec![1i32; 3]),
+            Tensor::scalar(0i32),
+        )
+        .unwrap();
+        assert_eq!(got.dims(), &[0, 3]);
+        let err = select(
+            "SelectV2",
+            t(&[2], vec![true; 2]),
+            t(&[3], vec![0i32; 3]),
+            Tensor::scalar(0i32),
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(
+            err.message()
+                .contains("condition [2], then [3], and else [] must be broadcastable"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn select_v2_forwards_then_or_else() {
+        let e = t(&[3], vec![10i32, 20, 30]);
+        let ptr = e.bytes().unwrap().as_ptr();
+        let got = select(
+            "SelectV2",
+            t(&[3], vec![true, false, true]),
+            Tensor::scalar(0i32),
+            e,
+        )
+        .unwrap();
+        assert_eq!(got.bytes().unwrap().as_ptr(), ptr);
+        assert_eq!(got.flat::<i32>().unwrap(), &[0, 20, 0]);
+        let x = t(&[3], vec![1.0f64, 2.0, 3.0]);
+        let ptr = x.bytes().unwrap().as_ptr();
+        let got = select(
+            "SelectV2",
+            t(&[3], vec![true, false, true]),
+            x,
+            t(&[1], vec![-1.0f64]),
+        )
+        .unwrap();
+        assert_eq!(got.bytes().unwrap().as_ptr(), ptr);
+        assert_eq!(got.flat::<f64>().unwrap(), &[1.0, -1.0, 3.0]);
+    }
+
+    #[test]
+    fn broadcast3_plan() {
+        assert!(Broadcast3::new([&[2], &[3], &[]]).is_none());
+        let p = Broadcast3::new([&[4, 1], &[1, 5], &[4, 5]]).unwrap();
+        assert_eq!(p.out_shape, vec![4, 5]);
+        assert_eq!(p.rows(), 4);
+        assert_eq!(p.inner(), (5, [0, 1, 1]));
+        assert_eq!(p.row_offsets(2), [2, 0, 10]);
+        let p = Broadcast3::new([&[], &[], &[]]).unwrap();
+        assert_eq!((p.rows(), p.inner()), (1, (1, [0; 3])));
+        // Same-pattern dims collapse.
+        let p = Broadcast3::new([&[2, 3, 4], &[2, 3, 4], &[1, 1, 1]]).unwrap();
+        assert_eq!(p.inner(), (24, [1, 1, 0]));
+    }
+}

@@ -1,0 +1,1740 @@
+//! Elementwise unary math ops (`Neg`, `Abs`, `Sign`, `Reciprocal`, `Square`,
+//! `Sqrt`, `Rsqrt`, `Exp`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Sin`, `Cos`,
+//! `Floor`, `Ceil`, `Round`, `LogicalNot`), `Cast`, and the gradient helpers
+//! of the unary ops (`TanhGrad`, `SigmoidGrad`, `SqrtGrad`, `RsqrtGrad`,
+//! `ReciprocalGrad`), with TensorFlow 2.21's OpDefs and CPU semantics.
+//!
+//! Numeric conventions, as TensorFlow's CPU kernels compute:
+//! - integer arithmetic wraps on overflow (two's complement), where C++ would
+//!   be undefined;
+//! - `half` and `bfloat16` math is computed in `f32` and rounded to the
+//!   element type once per op (arithmetic ops round after each operation);
+//! - `Cast` follows C++ `static_cast` where it is defined; float-to-integer
+//!   casts that C++ leaves undefined (NaN, out of range) saturate, NaN giving 0;
+//! - `Reciprocal` also runs on integers (TensorFlow has no CPU kernel for
+//!   them): truncating `1 / x`, with `InvalidArgument: Integer division by
+//!   zero` for a zero; `Round` on complex has no CPU kernel, as in TensorFlow.
+//!
+//! This module also holds the element traits the math kernels share
+//! (`Arith`, `Signed`, `FloatOps`, `RealFloat`, `IntOps`, `MinMax`),
+//! the `*_types!` dispatch macros over dtype families, and
+//! used by `math_binary` (all `pub(crate)`).
+
+use crate::util::{binary_same, par_zip, unary_map, unary_same};
+use half::{bf16, f16};
+use num_complex::Complex;
+use opforge_core::kernel::{
+    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+};
+use opforge_core::{
+    dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result, Status,
+};
+
+/// The names of the ops this module registers.
+pub const OPS: &[&str] = &[
+    "Neg",
+    "Abs",
+    "Sign",
+    "Reciprocal",
+    "Square",
+    "Sqrt",
+    "Rsqrt",
+    "Exp",
+    "Log",
+    "Log1p",
+    "Tanh",
+    "Sigmoid",
+    "Sin",
+    "Cos",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Cast",
+    "LogicalNot",
+    "TanhGrad",
+    "SigmoidGrad",
+    "SqrtGrad",
+    "RsqrtGrad",
+    "ReciprocalGrad",
+];
+
+/// Per-element cost of cheap arithmetic (add, mul, compare).
+pub(crate) const COST_CHEAP: usize = 1;
+/// Per-element cost of a division or a remainder.
+pub(crate) const COST_DIV: usize = 4;
+/// Per-element cost of a transcendental function (exp, log, tanh, pow, ...).
+pub(crate) const COST_TRANSCENDENTAL: usize = 15;
+
+// ---------------------------------------------------------------------------
+// Element traits
+// ---------------------------------------------------------------------------
+
+/// Arithmetic of every numeric element type as TensorFlow's CPU kernels do
+/// it: integers wrap, `half`/`bfloat16` compute in `f32` and round each
+/// result, complex numbers follow the usual formulas.
+pub(crate) trait Arith: Element {
+    /// Zero.
+    const ZERO: Self;
+    /// One.
+    const ONE: Self;
+    /// `self + o`.
+    fn add(self, o: Self) -> Self;
+    /// `self - o`.
+    fn sub(self, o: Self) -> Self;
+    /// `self * o`.
+    fn mul(self, o: Self) -> Self;
+    /// The complex conjugate (the value itself for real types).
+    #[inline(always)]
+    fn conj(self) -> Self {
+        self
+    }
+}
+
+/// Types with a negation (signed integers, floats, complex).
+pub(crate) trait Signed: Arith {
+    /// `-self` (wrapping for integers: `-MIN == MIN`).
+    fn neg(self) -> Self;
+    /// `-1`, `0` or `1` by sign (NaN stays NaN; `z / |z|` for complex).
+    fn sign(self) -> Self;
+}
+
+/// Floating-point math of the float and complex types.
+pub(crate) trait FloatOps: Arith {
+    /// The value `v` converted to this type.
+    fn from_f64(v: f64) -> Self;
+    /// `self / o`.
+    fn div(self, o: Self) -> Self;
+    /// `1 / self`.
+    fn recip(self) -> Self;
+    /// The square root.
+    fn sqrt(self) -> Self;
+    /// `1 / sqrt(self)`.
+    fn rsqrt(self) -> Self;
+    /// `e^self`.
+    fn exp(self) -> Self;
+    /// The natural logarithm.
+    fn ln(self) -> Self;
+    /// `ln(1 + self)`, accurate near 0.
+    fn ln_1p(self) -> Self;
+    /// The hyperbolic tangent.
+    fn tanh(self) -> Self;
+    /// `1 / (1 + e^-self)`.
+    fn sigmoid(self) -> Self;
+    /// The sine.
+    fn sin(self) -> Self;
+    /// The cosine.
+    fn cos(self) -> Self;
+    /// `self^o`.
+    fn pow(self, o: Self) -> Self;
+}
+
+/// Real floating-point types (`float`, `double`, `half`, `bfloat16`).
+pub(crate) trait RealFloat: FloatOps + Signed + MinMax {
+    /// Rounds toward -inf.
+    fn floor(self) -> Self;
+    /// Rounds toward +inf.
+    fn ceil(self) -> Self;
+    /// Rounds to the nearest integer, ties to even (banker's rounding).
+    fn round_half_even(self) -> Self;
+    /// The absolute value.
+    fn abs(self) -> Self;
+    /// The C `fmod`: the remainder with the sign of `self`.
+    fn fmod(self, o: Self) -> Self;
+}
+
+/// Types that `Maximum`/`Minimum` and the ordered comparisons accept.
+pub(crate) trait MinMax: Element + PartialOrd {
+    /// Whether the value is NaN (never for integers).
+    fn is_nan(self) -> bool;
+}
+
+/// Integer types.
+pub(crate) trait IntOps: Arith + Ord + MinMax {
+    /// Whether the type is signed.
+    const SIGNED: bool;
+    /// Truncating division (`MIN / -1 == MIN`); `0` for a zero divisor
+    /// (callers report division by zero before computing).
+    fn trunc_div(self, o: Self) -> Self;
+    /// Truncating remainder (`MIN % -1 == 0`); `0` for a zero divisor.
+    fn trunc_rem(self, o: Self) -> Self;
+    /// `self^e` by squaring, wrapping; `0` for a negative exponent
+    /// (callers report negative exponents before computing).
+    fn int_pow(self, e: Self) -> Self;
+    /// Whether the value is negative.
+    #[inline(always)]
+    fn is_negative(self) -> bool {
+        Self::SIGNED && self < Self::ZERO
+    }
+    /// The absolute value (wrapping: `|MIN| == MIN`).
+    fn abs_wrapping(self) -> Self;
+}
+
+macro_rules! int_impls {
+    ($signed:expr => $($t:ty),*) => {$(
+        impl Arith for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            #[inline(always)]
+            fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+        }
+        impl MinMax for $t {
+            #[inline(always)]
+            fn is_nan(self) -> bool { false }
+        }
+        impl IntOps for $t {
+            const SIGNED: bool = $signed;
+            #[inline(always)]
+            fn trunc_div(self, o: Self) -> Self {
+                if o == 0 { 0 } else { self.wrapping_div(o) }
+            }
+            #[inline(always)]
+            fn trunc_rem(self, o: Self) -> Self {
+                if o == 0 { 0 } else { self.wrapping_rem(o) }
+            }
+            #[inline]
+            fn int_pow(self, e: Self) -> Self {
+                if e.is_negative() {
+                    return 0;
+                }
+                // Exponentiation by squaring, as Eigen's integer pow.
+                let (mut base, mut e, mut acc) = (self, e, 1 as $t);
+                while e != 0 {
+                    if e & 1 == 1 {
+                        acc = acc.wrapping_mul(base);
+                    }
+                    e >>= 1;
+                    if e != 0 {
+                        base = base.wrapping_mul(base);
+                    }
+                }
+                acc
+            }
+            #[allow(unused_comparisons)]
+            #[inline(always)]
+            fn abs_wrapping(self) -> Self {
+                if self < 0 { (0 as $t).wrapping_sub(self) } else { self }
+            }
+        }
+    )*};
+}
+int_impls!(true => i8, i16, i32, i64);
+int_impls!(false => u8, u16, u32, u64);
+
+macro_rules! signed_int_impls {
+    ($($t:ty),*) => {$(
+        impl Signed for $t {
+            #[inline(always)]
+            fn neg(self) -> Self { self.wrapping_neg() }
+            #[inline(always)]
+            fn sign(self) -> Self { self.signum() }
+        }
+    )*};
+}
+signed_int_impls!(i8, i16, i32, i64);
+
+macro_rules! prim_float_impls {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            #[inline(always)]
+            fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self { self - o }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self { self * o }
+        }
+        impl Signed for $t {
+            #[inline(always)]
+            fn neg(self) -> Self { -self }
+            #[inline(always)]
+            fn sign(self) -> Self {
+                if self > 0.0 { 1.0 } else if self < 0.0 { -1.0 } else if self.is_nan() { self } else { 0.0 }
+            }
+        }
+        impl MinMax for $t {
+            #[inline(always)]
+            fn is_nan(self) -> bool { <$t>::is_nan(self) }
+        }
+        impl FloatOps for $t {
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self { v as $t }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self { self / o }
+            #[inline(always)]
+            fn recip(self) -> Self { 1.0 / self }
+            #[inline(always)]
+            fn sqrt(self) -> Self { <$t>::sqrt(self) }
+            #[inline(always)]
+            fn rsqrt(self) -> Self { 1.0 / <$t>::sqrt(self) }
+            #[inline(always)]
+            fn exp(self) -> Self { <$t>::exp(self) }
+            #[inline(always)]
+            fn ln(self) -> Self { <$t>::ln(self) }
+            #[inline(always)]
+            fn ln_1p(self) -> Self { <$t>::ln_1p(self) }
+            #[inline(always)]
+            fn tanh(self) -> Self { <$t>::tanh(self) }
+            #[inline(always)]
+            fn sigmoid(self) -> Self { 1.0 / (1.0 + <$t>::exp(-self)) }
+            #[inline(always)]
+            fn sin(self) -> Self { <$t>::sin(self) }
+            #[inline(always)]
+            fn cos(self) -> Self { <$t>::cos(self) }
+            #[inline(always)]
+            fn pow(self, o: Self) -> Self { <$t>::powf(self, o) }
+        }
+        impl RealFloat for $t {
+            #[inline(always)]
+            fn floor(self) -> Self { <$t>::floor(self) }
+            #[inline(always)]
+            fn ceil(self) -> Self { <$t>::ceil(self) }
+            #[inline(always)]
+            fn round_half_even(self) -> Self { <$t>::round_ties_even(self) }
+            #[inline(always)]
+            fn abs(self) -> Self { <$t>::abs(self) }
+            #[inline(always)]
+            fn fmod(self, o: Self) -> Self { self % o }
+        }
+    )*};
+}
+prim_float_impls!(f32, f64);
+
+/// `half` and `bfloat16`: every function computes in `f32` and rounds once.
+macro_rules! half_impls {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            const ZERO: Self = <$t>::ZERO;
+            const ONE: Self = <$t>::ONE;
+            #[inline(always)]
+            fn add(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() + o.to_f32()) }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() - o.to_f32()) }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() * o.to_f32()) }
+        }
+        impl Signed for $t {
+            #[inline(always)]
+            fn neg(self) -> Self { -self }
+            #[inline(always)]
+            fn sign(self) -> Self { <$t>::from_f32(Signed::sign(self.to_f32())) }
+        }
+        impl MinMax for $t {
+            #[inline(always)]
+            fn is_nan(self) -> bool { <$t>::is_nan(self) }
+        }
+        impl FloatOps for $t {
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self { <$t>::from_f32(v as f32) }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() / o.to_f32()) }
+            #[inline(always)]
+            fn recip(self) -> Self { <$t>::from_f32(1.0 / self.to_f32()) }
+            #[inline(always)]
+            fn sqrt(self) -> Self { <$t>::from_f32(self.to_f32().sqrt()) }
+            #[inline(always)]
+            fn rsqrt(self) -> Self { <$t>::from_f32(FloatOps::rsqrt(self.to_f32())) }
+            #[inline(always)]
+            fn exp(self) -> Self { <$t>::from_f32(self.to_f32().exp()) }
+            #[inline(always)]
+            fn ln(self) -> Self { <$t>::from_f32(self.to_f32().ln()) }
+            #[inline(always)]
+            fn ln_1p(self) -> Self { <$t>::from_f32(self.to_f32().ln_1p()) }
+            #[inline(always)]
+            fn tanh(self) -> Self { <$t>::from_f32(self.to_f32().tanh()) }
+            #[inline(always)]
+            fn sigmoid(self) -> Self { <$t>::from_f32(FloatOps::sigmoid(self.to_f32())) }
+            #[inline(always)]
+            fn sin(self) -> Self { <$t>::from_f32(self.to_f32().sin()) }
+            #[inline(always)]
+            fn cos(self) -> Self { <$t>::from_f32(self.to_f32().cos()) }
+            #[inline(always)]
+            fn pow(self, o: Self) -> Self { <$t>::from_f32(self.to_f32().powf(o.to_f32())) }
+        }
+        impl RealFloat for $t {
+            #[inline(always)]
+            fn floor(self) -> Self { <$t>::from_f32(self.to_f32().floor()) }
+            #[inline(always)]
+            fn ceil(self) -> Self { <$t>::from_f32(self.to_f32().ceil()) }
+            #[inline(always)]
+            fn round_half_even(self) -> Self { <$t>::from_f32(self.to_f32().round_ties_even()) }
+            #[inline(always)]
+            fn abs(self) -> Self { <$t>::from_bits(self.to_bits() & 0x7fff) }
+            #[inline(always)]
+            fn fmod(self, o: Self) -> Self { <$t>::from_f32(self.to_f32() % o.to_f32()) }
+        }
+    )*};
+}
+half_impls!(f16, bf16);
+
+macro_rules! complex_impls {
+    ($($f:ty),*) => {$(
+        impl Arith for Complex<$f> {
+            const ZERO: Self = Complex { re: 0.0, im: 0.0 };
+            const ONE: Self = Complex { re: 1.0, im: 0.0 };
+            #[inline(always)]
+            fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self { self - o }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)]
+            fn conj(self) -> Self { Complex::conj(&self) }
+        }
+        impl Signed for Complex<$f> {
+            #[inline(always)]
+            fn neg(self) -> Self { -self }
+            #[inline]
+            fn sign(self) -> Self {
+                let a = self.norm();
+                if a == 0.0 { Self::ZERO } else { Complex::new(self.re / a, self.im / a) }
+            }
+        }
+        impl FloatOps for Complex<$f> {
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self { Complex::new(v as $f, 0.0) }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self { self / o }
+            #[inline(always)]
+            fn recip(self) -> Self { Self::ONE / self }
+            #[inline(always)]
+            fn sqrt(self) -> Self { Complex::sqrt(self) }
+            #[inline(always)]
+            fn rsqrt(self) -> Self { Self::ONE / Complex::sqrt(self) }
+            #[inline(always)]
+            fn exp(self) -> Self { Complex::exp(self) }
+            #[inline(always)]
+            fn ln(self) -> Self { Complex::ln(self) }
+            #[inline]
+            fn ln_1p(self) -> Self {
+                // log|1+z| = log1p(2 re + re^2 + im^2) / 2, accurate for small z.
+                let (re, im) = (self.re, self.im);
+                Complex::new(
+                    0.5 * (re * (2.0 + re) + im * im).ln_1p(),
+                    im.atan2(1.0 + re),
+                )
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self { Complex::tanh(self) }
+            #[inline(always)]
+            fn sigmoid(self) -> Self { Self::ONE / (Self::ONE + Complex::exp(-self)) }
+            #[inline(always)]
+            fn sin(self) -> Self { Complex::sin(self) }
+            #[inline(always)]
+            fn cos(self) -> Self { Complex::cos(self) }
+            #[inline]
+            fn pow(self, o: Self) -> Self {
+                // libstdc++'s std::pow(complex, complex): 0^y == 0.
+                if self == Self::ZERO { Self::ZERO } else { Complex::exp(o * Complex::ln(self)) }
+            }
+        }
+    )*};
+}
+complex_impls!(f32, f64);
+
+// ---------------------------------------------------------------------------
+// Dispatch over dtype families
+// ---------------------------------------------------------------------------
+
+/// Dispatches over the real floating types (`float`, `double`, `half`, `bfloat16`).
+macro_rules! float_types {
+    ($dt:expr, $T:ident => $body:expr, $fallback:expr) => {
+        opforge_core::dispatch!($dt, $T => $body, [Float, Double, Half, BFloat16], $fallback)
+    };
+}
+/// Dispatches over the real floating and complex types.
+macro_rules! float_complex_types {
+    ($dt:expr, $T:ident => $body:expr, $fallback:expr) => {
+        opforge_core::dispatch!($dt, $T => $body,
+            [Float, Double, Half, BFloat16, Complex64, Complex128], $fallback)
+    };
+}
+/// Dispatches over the integer types.
+macro_rules! int_types {
+    ($dt:expr, $T:ident => $body:expr, $fallback:expr) => {
+        opforge_core::dispatch!($dt, $T => $body,
+            [Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64], $fallback)
+    };
+}
+/// Dispatches over the signed integer types.
+macro_rules! signed_int_types {
+    ($dt:expr, $T:ident => $body:expr, $fallback:expr) => {
+        opforge_core::dispatch!($dt, $T => $body, [Int8, Int16, Int32, Int64], $fallback)
+    };
+}
+/// Dispatches over the signed types (signed integers, floats, complex).
+macro_rules! signed_types {
+    ($dt:expr, $T:ident => $body:expr, $fallback:expr) => {
+        opforge_core::dispatch!($dt, $T => $body,
+            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, Complex64, Complex128],
+            $fallback)
+    };
+}
+/// Dispatches over the real (ordered) numeric types: integers and floats.
+macro_rules! real_types {
+    ($dt:expr, $T:ident => $body:expr, $fallback:expr) => {
+        opforge_core::dispatch!($dt, $T => $body,
+            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+            $fallback)
+    };
+}
+/// Dispatches over every numeric type (integers, floats, complex).
+macro_rules! numeric_types {
+    ($dt:expr, $T:ident => $body:expr, $fallback:expr) => {
+        opforge_core::dispatch!($dt, $T => $body,
+            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32,
+             UInt64, Complex64, Complex128],
+            $fallback)
+    };
+}
+pub(crate) use {
+    float_complex_types, float_types, int_types, numeric_types, real_types, signed_int_types,
+};
+
+/// The error for a dtype a kernel was registered for but cannot run
+/// (a registration bug, so `Internal`).
+pub(crate) fn unsupported(ctx: &OpKernelContext<'_>, dt: DataType) -> Status {
+    Status::internal(format!(
+        "{} has no CPU implementation for dtype {dt}",
+        ctx.op_def().name
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// Unary ops
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum UnaryOp {
+    Neg,
+    Abs,
+    Sign,
+    Reciprocal,
+    Square,
+    Sqrt,
+    Rsqrt,
+    Exp,
+    Log,
+    Log1p,
+    Tanh,
+    Sigmoid,
+    Sin,
+    Cos,
+    Floor,
+    Ceil,
+    Round,
+    LogicalNot,
+}
+
+/// The kernel of every elementwise unary op: `y = f(x)`, computed in place
+/// when `x`'s buffer may be reused.
+struct UnaryKernel(UnaryOp);
+
+fn int_reciprocal<T: IntOps>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+    ensure!(
+        !ctx.input(0).flat::<T>()?.contains(&T::ZERO),
+        InvalidArgument,
+        "Integer division by zero"
+    );
+    unary_same::<T>(ctx, COST_DIV, |x| T::ONE.trunc_div(x))
+}
+
+impl OpKernel for UnaryKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        use UnaryOp::*;
+        let dt = ctx.input_dtype(0);
+        let bad = |ctx: &OpKernelContext<'_>| Err(unsupported(ctx, dt));
+        const T15: usize = COST_TRANSCENDENTAL;
+        match self.0 {
+            Neg => signed_types!(dt, T => unary_same::<T>(ctx, COST_CHEAP, T::neg), bad(ctx)),
+            Abs => float_types!(dt, T => unary_same::<T>(ctx, COST_CHEAP, <T as RealFloat>::abs),
+                int_types!(dt, T => unary_same::<T>(ctx, COST_CHEAP, T::abs_wrapping), bad(ctx))),
+            Sign => signed_types!(dt, T => unary_same::<T>(ctx, COST_CHEAP, T::sign), bad(ctx)),
+            Reciprocal => float_complex_types!(dt, T => unary_same::<T>(ctx, COST_DIV, T::recip),
+                int_types!(dt, T => int_reciprocal::<T>(ctx), bad(ctx))),
+            Square => {
+                numeric_types!(dt, T => unary_same::<T>(ctx, COST_CHEAP, |x: T| x.mul(x)), bad(ctx))
+            }
+            Sqrt => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::sqrt), bad(ctx)),
+            Rsqrt => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::rsqrt), bad(ctx)),
+            Exp => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::exp), bad(ctx)),
+            Log => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::ln), bad(ctx)),
+            Log1p => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::ln_1p), bad(ctx)),
+            Tanh => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::tanh), bad(ctx)),
+            Sigmoid => {
+                float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::sigmoid), bad(ctx))
+            }
+            Sin => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::sin), bad(ctx)),
+            Cos => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::cos), bad(ctx)),
+            Floor => float_types!(dt, T => unary_same::<T>(ctx, COST_CHEAP, T::floor), bad(ctx)),
+            Ceil => float_types!(dt, T => unary_same::<T>(ctx, COST_CHEAP, T::ceil), bad(ctx)),
+            Round => float_types!(dt, T => unary_same::<T>(ctx, COST_CHEAP, T::round_half_even),
+                // Integers are already round: the identity, as TensorFlow.
+                int_types!(dt, T => unary_same::<T>(ctx, COST_CHEAP, |x: T| x), bad(ctx))),
+            LogicalNot => unary_same::<bool>(ctx, COST_CHEAP, |x| !x),
+        }
+    }
+}
+
+/// Registers the OpDef `x: T -> y: T` of a unary op with the allowed types
+/// `types` (TensorFlow's spec list) and its kernel for `kernel_types`.
+macro_rules! unary_op {
+    ($name:literal, $op:ident, $types:literal, [$($k:ident),* $(,)?], $doc:literal) => {
+        register_op!(OpDefBuilder::new($name)
+            .input("x: T")
+            .output("y: T")
+            .attr(concat!("T: {", $types, "}"))
+            .doc($doc));
+        register_kernel!(
+            KernelDefBuilder::new($name).type_constraint_list("T", &[$(DataType::$k),*]),
+            fn = |_| Ok(Box::new(UnaryKernel(UnaryOp::$op)) as Box<dyn OpKernel>)
+        );
+    };
+}
+
+unary_op!(
+    "Neg",
+    Neg,
+    "bfloat16, half, float, double, int8, int16, int32, int64, complex64, complex128",
+    [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, Complex64, Complex128],
+    "Computes numerical negative value element-wise.\n\nI.e., \\(y = -x\\)."
+);
+unary_op!(
+    "Abs",
+    Abs,
+    "bfloat16, half, float, double, int8, int16, int32, int64",
+    [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64],
+    "Computes the absolute value of a tensor.\n\nGiven a tensor `x`, this operation returns a tensor containing the absolute\nvalue of each element in `x`. For example, if x is an input element and y is\nan output element, this operation computes \\(y = |x|\\)."
+);
+unary_op!(
+    "Sign",
+    Sign,
+    "bfloat16, half, float, double, int8, int16, int32, int64, complex64, complex128",
+    [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, Complex64, Complex128],
+    "Returns an element-wise indication of the sign of a number.\n\n`y = sign(x) = -1` if `x < 0`; 0 if `x == 0`; 1 if `x > 0`.\n\nFor complex numbers, `y = sign(x) = x / |x|` if `x != 0`, otherwise `y = 0`."
+);
+unary_op!(
+    "Reciprocal",
+    Reciprocal,
+    "bfloat16, half, float, double, int8, int16, int32, int64, complex64, complex128",
+    [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, Complex64, Complex128],
+    "Computes the reciprocal of x element-wise.\n\nI.e., \\(y = 1 / x\\)."
+);
+unary_op!(
+    "Square",
+    Square,
+    "bfloat16, half, float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64, complex64, complex128",
+    [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Complex64, Complex128],
+    "Computes square of x element-wise.\n\nI.e., \\(y = x * x = x^2\\)."
+);
+unary_op!(
+    "Sqrt",
+    Sqrt,
+    "bfloat16, half, float, double, complex64, complex128",
+    [BFloat16, Half, Float, Double, Complex64, Complex128],
+    "Computes square root of x element-wise.\n\nI.e., \\(y = \\sqrt{x} = x^{1/2}\\)."
+);
+unary_op!(
+    "Rsqrt",
+    Rsqrt,
+    "bfloat16, half, float, double, complex64, complex128",
+    [BFloat16, Half, Float, Double, Complex64, Complex128],
+    "Computes reciprocal of square root of x element-wise.\n\nI.e., \\(y = 1 / \\sqrt{x}\\)."
+);
+unary_op!(
+    "Exp",
+    Exp,
+    "bfloat16, half, float, double, complex64, complex128",
+    [BFloat16, Half, Float, Double, Complex64, Complex128],
+    "Computes exponential of x element-wise.  \\(y = e^x\\).\n\nFor complex numbers, `e^(x+iy) = e^x * (cos y + i sin y)`."
+);
+unary_op!(
+    "Log",
+    Log,
+    "bfloat16, half, float, double, complex64, complex128",
+    [BFloat16, Half, Float, Double, Complex64, Complex128],
+    "Computes natural logarithm of x element-wise.\n\nI.e., \\(y = \\log_e x\\)."
+);
+unary_op!(
+    "Log1p",
+    Log1p,
+    "bfloat16, half, float, double, complex64, complex128",
+    [BFloat16, Half, Float, Double, Complex64, Complex128],
+    "Computes natural logarithm of (1 + x) element-wise.\n\nI.e., \\(y = \\log_e (1 + x)\\)."
+);
+unary_op!(
+    "Tanh",
+    Tanh,
+    "bfloat16, half, float, double, complex64, complex128",
+    [BFloat16, Half, Float, Double, Complex64, Complex128],
+    "Computes hyperbolic tangent of `x` element-wise.\n\nGiven an input tensor, this function computes hyperbolic tangent of every\nelement in the tensor. Input range is `[-inf, inf]` and output range is `[-1,1]`."
+);
+unary_op!(
+    "Sigmoid",
+    Sigmoid,
+    "bfloat16, half, float, double, complex64, complex128",
+    [BFloat16, Half, Float, Double, Complex64, Complex128],
+    "Computes sigmoid of `x` element-wise.\n\nSpecifically, `y = 1 / (1 + exp(-x))`."
+);
+unary_op!(
+    "Sin",
+    Sin,
+    "bfloat16, half, float, double, complex64, complex128",
+    [BFloat16, Half, Float, Double, Complex64, Complex128],
+    "Computes sine of x element-wise.\n\nGiven an input tensor, this function computes sine of every element in the\ntensor. Input range is `(-inf, inf)` and output range is `[-1,1]`."
+);
+unary_op!(
+    "Cos",
+    Cos,
+    "bfloat16, half, float, double, complex64, complex128",
+    [BFloat16, Half, Float, Double, Complex64, Complex128],
+    "Computes cos of x element-wise.\n\nGiven an input tensor, this function computes cosine of every element in the\ntensor. Input range is `(-inf, inf)` and output range is `[-1,1]`."
+);
+unary_op!(
+    "Floor",
+    Floor,
+    "bfloat16, half, float, double",
+    [BFloat16, Half, Float, Double],
+    "Returns element-wise largest integer not greater than x."
+);
+unary_op!(
+    "Ceil",
+    Ceil,
+    "bfloat16, half, float, double",
+    [BFloat16, Half, Float, Double],
+    "Returns element-wise smallest integer not less than x."
+);
+unary_op!(
+    "Round",
+    Round,
+    "bfloat16, half, float, double, int8, int16, int32, int64, complex64, complex128",
+    [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64],
+    "Rounds the values of a tensor to the nearest integer, element-wise.\n\nRounds half to even.  Also known as bankers rounding. If you want to round\naccording to the current system rounding mode use std::cint."
+);
+
+register_op!(OpDefBuilder::new("LogicalNot")
+    .input("x: bool")
+    .output("y: bool")
+    .doc("Returns the truth value of `NOT x` element-wise."));
+register_kernel!(
+    KernelDefBuilder::new("LogicalNot"),
+    fn = |_| Ok(Box::new(UnaryKernel(UnaryOp::LogicalNot)) as Box<dyn OpKernel>)
+);
+
+// ---------------------------------------------------------------------------
+// Gradient helpers: z = f(y, dy), no broadcasting
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GradOp {
+    Tanh,
+    Sigmoid,
+    Sqrt,
+    Rsqrt,
+    Reciprocal,
+}
+
+/// The kernel of the `*Grad` helpers: `z = f(y, dy)` elementwise over two
+/// inputs with the same number of elements (no broadcasting); `z` has `y`'s shape.
+struct GradKernel(GradOp);
+
+/// `out = f(in0, in1)` for inputs with the same number of elements, in
+/// place in an input's buffer when it may be reused (TensorFlow's `SimpleBinaryOp`).
+fn simple_binary<T: Element>(
+    ctx: &mut OpKernelContext<'_>,
+    cost: usize,
+    f: impl Fn(T, T) -> T + Sync,
+) -> Result<()> {
+    let (n0, n1) = (ctx.input(0).num_elements(), ctx.input(1).num_elements());
+    ensure!(
+        n0 == n1,
+        InvalidArgument,
+        "The two arguments to a cwise op must have same number of elements, got {n0} and {n1}"
+    );
+    if ctx.input(0).shape() == ctx.input(1).shape() {
+        return binary_same::<T>(ctx, cost, f);
+    }
+    let shape = ctx.input(0).shape().clone();
+    ctx.allocate_output(0, shape)?;
+    let pool = ctx.thread_pool();
+    let (ins, out) = ctx.inputs_and_output(0)?;
+    par_zip(
+        pool,
+        ins[0].flat::<T>()?,
+        ins[1].flat::<T>()?,
+        out.flat_mut::<T>()?,
+        cost,
+        f,
+    );
+    Ok(())
+}
+
+#[inline(always)]
+fn tanh_grad<T: FloatOps>(y: T, dy: T) -> T {
+    dy.mul(T::ONE.sub(y.mul(y)))
+}
+
+#[inline(always)]
+fn sigmoid_grad<T: FloatOps>(y: T, dy: T) -> T {
+    dy.mul(y).mul(T::ONE.sub(y))
+}
+
+#[inline(always)]
+fn sqrt_grad<T: FloatOps>(y: T, dy: T) -> T {
+    // TensorFlow: 0 where dy == 0 (so y == 0 does not make NaN), else 0.5 * dy / conj(y).
+    if dy == T::ZERO {
+        T::ZERO
+    } else {
+        T::from_f64(0.5).mul(dy).div(y.conj())
+    }
+}
+
+#[inline(always)]
+fn rsqrt_grad<T: FloatOps>(y: T, dy: T) -> T {
+    if dy == T::ZERO {
+        T::ZERO
+    } else {
+        let c = y.conj();
+        T::from_f64(-0.5).mul(dy.mul(c)).mul(c.mul(c))
+    }
+}
+
+#[inline(always)]
+fn reciprocal_grad<T: FloatOps + Signed>(y: T, dy: T) -> T {
+    if dy == T::ZERO {
+        T::ZERO
+    } else {
+        let c = y.conj();
+        c.neg().mul(c).mul(dy)
+    }
+}
+
+impl OpKernel for GradKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let dt = ctx.input_dtype(0);
+        let bad = |ctx: &OpKernelContext<'_>| Err(unsupported(ctx, dt));
+        match self.0 {
+            GradOp::Tanh => {
+                float_complex_types!(dt, T => simple_binary::<T>(ctx, 3, tanh_grad::<T>), bad(ctx))
+            }
+            GradOp::Sigmoid => {
+                float_complex_types!(dt, T => simple_binary::<T>(ctx, 3, sigmoid_grad::<T>), bad(ctx))
+            }
+            GradOp::Sqrt => {
+                float_complex_types!(dt, T => simple_binary::<T>(ctx, COST_DIV, sqrt_grad::<T>), bad(ctx))
+            }
+            GradOp::Rsqrt => {
+                float_complex_types!(dt, T => simple_binary::<T>(ctx, 4, rsqrt_grad::<T>), bad(ctx))
+            }
+            GradOp::Reciprocal => {
+                float_complex_types!(dt, T => simple_binary::<T>(ctx, 3, reciprocal_grad::<T>), bad(ctx))
+            }
+        }
+    }
+}
+
+macro_rules! grad_op {
+    ($name:literal, $op:ident, $doc:literal) => {
+        register_op!(OpDefBuilder::new($name)
+            .input("y: T")
+            .input("dy: T")
+            .output("z: T")
+            .attr("T: {bfloat16, half, float, double, complex64, complex128}")
+            .doc($doc));
+        register_kernel!(
+            KernelDefBuilder::new($name).type_constraint_list(
+                "T",
+                &[
+                    DataType::BFloat16,
+                    DataType::Half,
+                    DataType::Float,
+                    DataType::Double,
+                    DataType::Complex64,
+                    DataType::Complex128
+                ]
+            ),
+            fn = |_| Ok(Box::new(GradKernel(GradOp::$op)) as Box<dyn OpKernel>)
+        );
+    };
+}
+
+grad_op!(
+    "TanhGrad",
+    Tanh,
+    "Computes the gradient for the tanh of `x` wrt its input.\n\nSpecifically, `grad = dy * (1 - y*y)`, where `y = tanh(x)`, and `dy`\nis the corresponding input gradient."
+);
+grad_op!(
+    "SigmoidGrad",
+    Sigmoid,
+    "Computes the gradient of the sigmoid of `x` wrt its input.\n\nSpecifically, `grad = dy * y * (1 - y)`, where `y = sigmoid(x)`, and\n`dy` is the corresponding input gradient."
+);
+grad_op!(
+    "SqrtGrad",
+    Sqrt,
+    "Computes the gradient for the sqrt of `x` wrt its input.\n\nSpecifically, `grad = dy * 0.5 / y`, where `y = sqrt(x)`, and `dy`\nis the corresponding input gradient."
+);
+grad_op!(
+    "RsqrtGrad",
+    Rsqrt,
+    "Computes the gradient for the rsqrt of `x` wrt its input.\n\nSpecifically, `grad = dy * -0.5 * y^3`, where `y = rsqrt(x)`, and `dy`\nis the corresponding input gradient."
+);
+grad_op!(
+    "ReciprocalGrad",
+    Reciprocal,
+    "Computes the gradient for the inverse of `x` wrt its input.\n\nSpecifically, `grad = -dy * y*y`, where `y = 1/x`, and `dy`\nis the corresponding input gradient."
+);
+
+// ---------------------------------------------------------------------------
+// Cast
+// ---------------------------------------------------------------------------
+
+/// A value on its way from one element type to another: the widest type of
+/// its family, from which every destination converts as C++ `static_cast`
+/// would from the original type (`half`/`bfloat16` widen to `f32` exactly).
+#[derive(Clone, Copy, Debug)]
+enum Scalar {
+    B(bool),
+    I(i64),
+    U(u64),
+    F(f32),
+    D(f64),
+    CF(Complex<f32>),
+    CD(Complex<f64>),
+}
+
+/// The element types `Cast` converts between.
+trait CastElem: Element {
+    fn to_scalar(self) -> Scalar;
+    fn from_scalar(s: Scalar) -> Self;
+}
+
+macro_rules! cast_int {
+    ($variant:ident, $wide:ty => $($t:ty),*) => {$(
+        impl CastElem for $t {
+            #[inline(always)]
+            fn to_scalar(self) -> Scalar { Scalar::$variant(self as $wide) }
+            #[inline(always)]
+            fn from_scalar(s: Scalar) -> Self {
+                // Integer to integer wraps (two's complement); float to
+                // integer truncates toward zero and saturates (NaN -> 0).
+                match s {
+                    Scalar::B(b) => b as $t,
+                    Scalar::I(v) => v as $t,
+                    Scalar::U(v) => v as $t,
+                    Scalar::F(v) => v as $t,
+                    Scalar::D(v) => v as $t,
+                    Scalar::CF(c) => c.re as $t,
+                    Scalar::CD(c) => c.re as $t,
+                }
+            }
+        }
+    )*};
+}
+cast_int!(I, i64 => i8, i16, i32, i64);
+cast_int!(U, u64 => u8, u16, u32, u64);
+
+impl CastElem for bool {
+    #[inline(always)]
+    fn to_scalar(self) -> Scalar {
+        Scalar::B(self)
+    }
+    #[inline(always)]
+    fn from_scalar(s: Scalar) -> Self {
+        match s {
+            Scalar::B(b) => b,
+            Scalar::I(v) => v != 0,
+            Scalar::U(v) => v != 0,
+            Scalar::F(v) => v != 0.0,
+            Scalar::D(v) => v != 0.0,
+            Scalar::CF(c) => c.re != 0.0,
+            Scalar::CD(c) => c.re != 0.0,
+        }
+    }
+}
+
+macro_rules! cast_prim_float {
+    ($($t:ty => $variant:ident),*) => {$(
+        impl CastElem for $t {
+            #[inline(always)]
+            fn to_scalar(self) -> Scalar { Scalar::$variant(self) }
+            #[inline(always)]
+            fn from_scalar(s: Scalar) -> Self {
+                match s {
+                    Scalar::B(b) => u8::from(b) as $t,
+                    Scalar::I(v) => v as $t,
+                    Scalar::U(v) => v as $t,
+                    Scalar::F(v) => v as $t,
+                    Scalar::D(v) => v as $t,
+                    Scalar::CF(c) => c.re as $t,
+                    Scalar::CD(c) => c.re as $t,
+                }
+            }
+        }
+    )*};
+}
+cast_prim_float!(f32 => F, f64 => D);
+
+macro_rules! cast_half {
+    ($($t:ty),*) => {$(
+        impl CastElem for $t {
+            #[inline(always)]
+            fn to_scalar(self) -> Scalar { Scalar::F(self.to_f32()) }
+            #[inline(always)]
+            fn from_scalar(s: Scalar) -> Self {
+                // Eigen converts every type to half/bfloat16 through float.
+                <$t>::from_f32(<f32 as CastElem>::from_scalar(s))
+            }
+        }
+    )*};
+}
+cast_half!(f16, bf16);
+
+macro_rules! cast_complex {
+    ($($f:ty => $variant:ident),*) => {$(
+        impl CastElem for Complex<$f> {
+            #[inline(always)]
+            fn to_scalar(self) -> Scalar { Scalar::$variant(self) }
+            #[inline(always)]
+            fn from_scalar(s: Scalar) -> Self {
+                match s {
+                    Scalar::CF(c) => Complex::new(c.re as $f, c.im as $f),
+                    Scalar::CD(c) => Complex::new(c.re as $f, c.im as $f),
+                    real => Complex::new(<$f as CastElem>::from_scalar(real), 0.0),
+                }
+            }
+        }
+    )*};
+}
+cast_complex!(f32 => CF, f64 => CD);
+
+/// How many low mantissa bits `Cast` with `Truncate=true` clears before
+/// converting (TensorFlow's `LSBZeroSetter`, which it applies to these
+/// narrowing float casts only): rounding then truncates.
+fn truncation_bits(src: DataType, dst: DataType) -> Option<u32> {
+    use DataType::*;
+    match (src, dst) {
+        (Double | Complex128, Float | Complex64) => Some(53 - 24),
+        (Double | Complex128, Half) => Some(53 - 11),
+        (Float | Complex64, Half) => Some(24 - 11),
+        (Float, BFloat16) => Some(24 - 8),
+        _ => None,
+    }
+}
+
+#[inline(always)]
+fn clear_low_bits(s: Scalar, bits: u32) -> Scalar {
+    let f32c = |v: f32| {
+        if v.is_nan() {
+            v
+        } else {
+            f32::from_bits(v.to_bits() & (u32::MAX << bits))
+        }
+    };
+    let f64c = |v: f64| {
+        if v.is_nan() {
+            v
+        } else {
+            f64::from_bits(v.to_bits() & (u64::MAX << bits))
+        }
+    };
+    match s {
+        Scalar::F(v) => Scalar::F(f32c(v)),
+        Scalar::D(v) => Scalar::D(f64c(v)),
+        Scalar::CF(c) => Scalar::CF(Complex::new(f32c(c.re), f32c(c.im))),
+        Scalar::CD(c) => Scalar::CD(Complex::new(f64c(c.re), f64c(c.im))),
+        other => other,
+    }
+}
+
+fn cast_loop<S: CastElem, D: CastElem>(
+    ctx: &mut OpKernelContext<'_>,
+    truncate: Option<u32>,
+) -> Result<()> {
+    match truncate {
+        None => unary_map::<S, D>(ctx, COST_CHEAP, |v| D::from_scalar(v.to_scalar())),
+        Some(bits) => unary_map::<S, D>(ctx, COST_CHEAP, move |v| {
+            D::from_scalar(clear_low_bits(v.to_scalar(), bits))
+        }),
+    }
+}
+
+/// Runs `$body` with `$S` bound to the element type of every castable dtype.
+macro_rules! castable_types {
+    ($dt:expr, $T:ident => $body:expr, $fallback:expr) => {
+        dispatch!($dt, $T => $body,
+            [Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Half, BFloat16,
+             Float, Double, Complex64, Complex128],
+            $fallback)
+    };
+}
+
+fn castable(dt: DataType) -> bool {
+    castable_types!(dt, T => true, false)
+}
+
+/// `Cast`: converts between any two of bool, the integer, float and complex
+/// types; a cast to the same type passes the input through.
+struct CastKernel {
+    src: DataType,
+    dst: DataType,
+    truncate: Option<u32>,
+}
+
+impl CreateKernel for CastKernel {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        let src: DataType = ctx.get_attr("SrcT")?;
+        let dst: DataType = ctx.get_attr("DstT")?;
+        let truncate: bool = ctx.get_attr("Truncate")?;
+        if src != dst && !(castable(src) && castable(dst)) {
+            return Err(Status::unimplemented(format!(
+                "Cast {src} to {dst} is not supported"
+            )));
+        }
+        Ok(CastKernel {
+            src,
+            dst,
+            truncate: if truncate {
+                truncation_bits(src, dst)
+            } else {
+                None
+            },
+        })
+    }
+}
+
+impl OpKernel for CastKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        if self.src == self.dst {
+            let t = ctx.take_input(0);
+            return ctx.set_output(0, t);
+        }
+        let (src, dst, truncate) = (self.src, self.dst, self.truncate);
+        let bad = || {
+            Err(Status::unimplemented(format!(
+                "Cast {src} to {dst} is not supported"
+            )))
+        };
+        castable_types!(src, S => castable_types!(dst, D => cast_loop::<S, D>(ctx, truncate), bad()), bad())
+    }
+}
+
+register_op!(OpDefBuilder::new("Cast")
+    .input("x: SrcT")
+    .output("y: DstT")
+    .attr("SrcT: type")
+    .attr("DstT: type")
+    .attr("Truncate: bool = false")
+    .doc(
+        "Cast x of type SrcT to y of DstT.\n\n\
+         Between bool, integer, floating and complex types. Float to integer\n\
+         truncates toward zero; complex to real keeps the real part."
+    ));
+register_kernel!(KernelDefBuilder::new("Cast"), CastKernel);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{assert_close, ctx, t};
+    use opforge_core::{Code, Tensor};
+
+    fn run1(op: &str, x: Tensor) -> Result<Tensor> {
+        ctx().op(op).input(x).run1()
+    }
+
+    fn f32s(t: &Tensor) -> Vec<f32> {
+        t.flat::<f32>().unwrap().to_vec()
+    }
+
+    #[test]
+    fn ops_are_registered_with_kernels() {
+        crate::link();
+        let reg = opforge_core::OpRegistry::global();
+        let kernels = opforge_core::kernel::KernelRegistry::global();
+        for op in OPS {
+            assert!(reg.lookup(op).is_ok(), "{op}");
+            assert!(!kernels.kernels_for(op).is_empty(), "{op} has a kernel");
+        }
+    }
+
+    #[test]
+    fn neg_abs_sign_square() {
+        let x = t(&[4], vec![-2.5f32, 0.0, 3.0, -0.0]);
+        assert_eq!(
+            f32s(&run1("Neg", x.clone()).unwrap()),
+            [2.5, -0.0, -3.0, 0.0]
+        );
+        assert_eq!(f32s(&run1("Abs", x.clone()).unwrap()), [2.5, 0.0, 3.0, 0.0]);
+        assert_eq!(
+            f32s(&run1("Sign", x.clone()).unwrap()),
+            [-1.0, 0.0, 1.0, 0.0]
+        );
+        assert_eq!(f32s(&run1("Square", x).unwrap()), [6.25, 0.0, 9.0, 0.0]);
+        let s = run1("Sign", t(&[1], vec![f64::NAN])).unwrap();
+        assert!(s.flat::<f64>().unwrap()[0].is_nan());
+
+        // Integers wrap instead of overflowing.
+        let i = t(&[4], vec![i32::MIN, -7, 0, 5]);
+        let got = run1("Neg", i.clone()).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[i32::MIN, 7, 0, -5]);
+        let got = run1("Abs", i.clone()).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[i32::MIN, 7, 0, 5]);
+        let got = run1("Sign", i).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[-1, -1, 0, 1]);
+        let got = run1("Square", t(&[3], vec![3i64, -4, 1 << 32])).unwrap();
+        assert_eq!(got.flat::<i64>().unwrap(), &[9, 16, 0]);
+        let got = run1("Square", t(&[2], vec![16u8, 3])).unwrap();
+        assert_eq!(got.flat::<u8>().unwrap(), &[0, 9]);
+
+        // Complex: sign(3+4i) = 0.6+0.8i, square(1+2i) = -3+4i.
+        let c = t(
+            &[2],
+            vec![Complex::new(3.0f64, 4.0), Complex::new(0.0, 0.0)],
+        );
+        let got = run1("Sign", c).unwrap();
+        let v = got.flat::<Complex<f64>>().unwrap();
+        assert!((v[0].re - 0.6).abs() < 1e-12 && (v[0].im - 0.8).abs() < 1e-12);
+        assert_eq!(v[1], Complex::new(0.0, 0.0));
+        let got = run1("Square", t(&[1], vec![Complex::new(1.0f32, 2.0)])).unwrap();
+        assert_eq!(
+            got.flat::<Complex<f32>>().unwrap(),
+            &[Complex::new(-3.0, 4.0)]
+        );
+        let got = run1("Neg", t(&[1], vec![Complex::new(1.0f32, -2.0)])).unwrap();
+        assert_eq!(
+            got.flat::<Complex<f32>>().unwrap(),
+            &[Complex::new(-1.0, 2.0)]
+        );
+    }
+
+    #[test]
+    fn reciprocal_float_and_int() {
+        let got = run1("Reciprocal", t(&[3], vec![2.0f64, -0.25, 0.0])).unwrap();
+        assert_eq!(got.flat::<f64>().unwrap(), &[0.5, -4.0, f64::INFINITY]);
+        let got = run1("Reciprocal", t(&[4], vec![1i32, -1, 2, -3])).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[1, -1, 0, 0]);
+        let err = run1("Reciprocal", t(&[2], vec![1i64, 0])).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(err.message().contains("Integer division by zero"), "{err}");
+        let got = run1("Reciprocal", t(&[1], vec![Complex::new(0.0f64, 2.0)])).unwrap();
+        assert_eq!(
+            got.flat::<Complex<f64>>().unwrap(),
+            &[Complex::new(0.0, -0.5)]
+        );
+    }
+
+    #[test]
+    fn transcendental_float_values() {
+        let x = t(&[3], vec![0.0f64, 1.0, 4.0]);
+        let e = std::f64::consts::E;
+        assert_close(
+            &run1("Sqrt", x.clone()).unwrap(),
+            &[3],
+            &[0.0, 1.0, 2.0],
+            1e-15,
+        );
+        assert_close(
+            &run1("Rsqrt", t(&[2], vec![4.0f64, 0.25])).unwrap(),
+            &[2],
+            &[0.5, 2.0],
+            1e-15,
+        );
+        assert_close(
+            &run1("Exp", x.clone()).unwrap(),
+            &[3],
+            &[1.0, e, 54.598150033144236],
+            1e-14,
+        );
+        assert_close(
+            &run1("Log", t(&[3], vec![1.0f64, e, 0.0])).unwrap(),
+            &[3],
+            &[0.0, 1.0, f64::NEG_INFINITY],
+            1e-15,
+        );
+        // log1p(1e-10) = 1e-10 - 5e-21 (accurate near 0).
+        let got = run1("Log1p", t(&[2], vec![1e-10f64, e - 1.0])).unwrap();
+        assert!((got.flat::<f64>().unwrap()[0] - (1e-10 - 5e-21)).abs() < 1e-25);
+        assert!((got.flat::<f64>().unwrap()[1] - 1.0).abs() < 1e-15);
+        // tanh(0.5) = (e - 1) / (e + 1); sigmoid(0) = 0.5, sigmoid(-1000) = 0.
+        assert_close(
+            &run1("Tanh", t(&[3], vec![0.0f64, 0.5, -30.0])).unwrap(),
+            &[3],
+            &[0.0, (e - 1.0) / (e + 1.0), -1.0],
+            1e-15,
+        );
+        assert_close(
+            &run1("Sigmoid", t(&[3], vec![0.0f32, -1000.0, 2.0])).unwrap(),
+            &[3],
+            &[0.5, 0.0, 1.0 / (1.0 + (-2.0f64).exp())],
+            1e-6,
+        );
+        let pi = std::f64::consts::PI;
+        assert_close(
+            &run1("Sin", t(&[3], vec![0.0f64, pi / 2.0, pi / 6.0])).unwrap(),
+            &[3],
+            &[0.0, 1.0, 0.5],
+            1e-15,
+        );
+        assert_close(
+            &run1("Cos", t(&[3], vec![0.0f64, pi, pi / 3.0])).unwrap(),
+            &[3],
+            &[1.0, -1.0, 0.5],
+            1e-15,
+        );
+        let got = run1("Sqrt", t(&[1], vec![-1.0f32])).unwrap();
+        assert!(got.flat::<f32>().unwrap()[0].is_nan());
+    }
+
+    #[test]
+    fn half_and_bfloat16_compute_in_f32() {
+        let x = t(
+            &[3],
+            vec![f16::from_f32(4.0), f16::from_f32(0.0), f16::from_f32(-2.0)],
+        );
+        let got = run1("Sqrt", x.clone()).unwrap();
+        let v: Vec<f32> = got
+            .flat::<f16>()
+            .unwrap()
+            .iter()
+            .map(|h| h.to_f32())
+            .collect();
+        assert_eq!(v[..2], [2.0, 0.0]);
+        assert!(v[2].is_nan());
+        assert_close(
+            &run1("Exp", x.clone()).unwrap(),
+            &[3],
+            &[54.598150033144236, 1.0, 0.1353352832366127],
+            1e-3,
+        );
+        assert_close(&run1("Neg", x).unwrap(), &[3], &[-4.0, 0.0, 2.0], 0.0);
+        let b = t(
+            &[3],
+            vec![
+                bf16::from_f32(1.5),
+                bf16::from_f32(-2.5),
+                bf16::from_f32(0.0),
+            ],
+        );
+        assert_close(
+            &run1("Floor", b.clone()).unwrap(),
+            &[3],
+            &[1.0, -3.0, 0.0],
+            0.0,
+        );
+        assert_close(
+            &run1("Ceil", b.clone()).unwrap(),
+            &[3],
+            &[2.0, -2.0, 0.0],
+            0.0,
+        );
+        assert_close(
+            &run1("Round", b.clone()).unwrap(),
+            &[3],
+            &[2.0, -2.0, 0.0],
+            0.0,
+        );
+        assert_close(
+            &run1("Abs", b.clone()).unwrap(),
+            &[3],
+            &[1.5, 2.5, 0.0],
+            0.0,
+        );
+        assert_close(
+            &run1("Tanh", b).unwrap(),
+            &[3],
+            &[0.9051482536448664, -0.9866142981514303, 0.0],
+            1e-2,
+        );
+    }
+
+    #[test]
+    fn complex_transcendental() {
+        let pi = std::f64::consts::PI;
+        // exp(i pi) = -1; log(-1) = i pi; sqrt(-4) = 2i; log1p(-2) = log(-1) = i pi.
+        let got = run1("Exp", t(&[1], vec![Complex::new(0.0f64, pi)])).unwrap();
+        let v = got.flat::<Complex<f64>>().unwrap()[0];
+        assert!((v.re + 1.0).abs() < 1e-15 && v.im.abs() < 1e-15, "{v}");
+        let got = run1("Log", t(&[1], vec![Complex::new(-1.0f64, 0.0)])).unwrap();
+        assert_eq!(
+            got.flat::<Complex<f64>>().unwrap()[0],
+            Complex::new(0.0, pi)
+        );
+        let got = run1("Sqrt", t(&[1], vec![Complex::new(-4.0f32, 0.0)])).unwrap();
+        assert_eq!(
+            got.flat::<Complex<f32>>().unwrap()[0],
+            Complex::new(0.0, 2.0)
+        );
+        let got = run1("Log1p", t(&[1], vec![Complex::new(-2.0f64, 0.0)])).unwrap();
+        let v = got.flat::<Complex<f64>>().unwrap()[0];
+        assert!(v.re.abs() < 1e-15 && (v.im - pi).abs() < 1e-15, "{v}");
+        // sigmoid(0) = 0.5; tanh(i pi/4) = i tan(pi/4) = i.
+        let got = run1("Sigmoid", t(&[1], vec![Complex::new(0.0f64, 0.0)])).unwrap();
+        assert_eq!(
+            got.flat::<Complex<f64>>().unwrap()[0],
+            Complex::new(0.5, 0.0)
+        );
+        let got = run1("Tanh", t(&[1], vec![Complex::new(0.0f64, pi / 4.0)])).unwrap();
+        let v = got.flat::<Complex<f64>>().unwrap()[0];
+        assert!(v.re.abs() < 1e-15 && (v.im - 1.0).abs() < 1e-15, "{v}");
+        // sin(i) = i sinh(1); cos(i) = cosh(1); rsqrt(-4) = 1/(2i) = -0.5i.
+        let got = run1("Sin", t(&[1], vec![Complex::new(0.0f64, 1.0)])).unwrap();
+        let v = got.flat::<Complex<f64>>().unwrap()[0];
+        assert!(v.re.abs() < 1e-15 && (v.im - 1f64.sinh()).abs() < 1e-15);
+        let got = run1("Cos", t(&[1], vec![Complex::new(0.0f64, 1.0)])).unwrap();
+        let v = got.flat::<Complex<f64>>().unwrap()[0];
+        assert!((v.re - 1f64.cosh()).abs() < 1e-15 && v.im.abs() < 1e-15);
+        let got = run1("Rsqrt", t(&[1], vec![Complex::new(-4.0f64, 0.0)])).unwrap();
+        assert_eq!(
+            got.flat::<Complex<f64>>().unwrap()[0],
+            Complex::new(0.0, -0.5)
+        );
+    }
+
+    #[test]
+    fn floor_ceil_round_half_to_even() {
+        let x = t(
+            &[10],
+            vec![0.5f32, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4, 2.6, -2.6, 3.0],
+        );
+        let got = run1("Round", x.clone()).unwrap();
+        assert_eq!(
+            f32s(&got),
+            [0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 2.0, 3.0, -3.0, 3.0]
+        );
+        let got = run1("Floor", x.clone()).unwrap();
+        assert_eq!(
+            f32s(&got),
+            [0.0, 1.0, 2.0, -1.0, -2.0, -3.0, 2.0, 2.0, -3.0, 3.0]
+        );
+        let got = run1("Ceil", x).unwrap();
+        assert_eq!(
+            f32s(&got),
+            [1.0, 2.0, 3.0, -0.0, -1.0, -2.0, 3.0, 3.0, -2.0, 3.0]
+        );
+        let got = run1("Round", t(&[2], vec![4.5f64, 5.5])).unwrap();
+        assert_eq!(got.flat::<f64>().unwrap(), &[4.0, 6.0]);
+        let got = run1("Round", t(&[2], vec![-3i64, 7])).unwrap();
+        assert_eq!(got.flat::<i64>().unwrap(), &[-3, 7]);
+    }
+
+    #[test]
+    fn logical_not_and_unsupported_dtypes() {
+        let got = run1("LogicalNot", t(&[3], vec![true, false, true])).unwrap();
+        assert_eq!(got.flat::<bool>().unwrap(), &[false, true, false]);
+        // No kernel for ints in Sqrt: the OpDef rejects them.
+        let err = run1("Sqrt", t(&[1], vec![4i32])).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err}");
+        // Round on complex is allowed by the OpDef but has no CPU kernel (as TensorFlow).
+        let err = run1("Round", t(&[1], vec![Complex::new(1.5f32, 0.0)])).unwrap_err();
+        assert_eq!(err.code(), Code::NotFound, "{err}");
+    }
+
+    #[test]
+    fn empty_and_scalar_tensors() {
+        for op in ["Neg", "Exp", "Floor", "Round", "Sigmoid", "Square"] {
+            let got = run1(op, t(&[0, 3], Vec::<f32>::new())).unwrap();
+            assert_eq!(got.dims(), &[0, 3], "{op}");
+        }
+        let got = run1("Reciprocal", t(&[0], Vec::<i32>::new())).unwrap();
+        assert_eq!(got.dims(), &[0]);
+        let got = run1("Neg", Tensor::scalar(2.0f64)).unwrap();
+        assert_eq!(got.dims(), &[] as &[i64]);
+        assert_eq!(got.scalar_value::<f64>().unwrap(), -2.0);
+    }
+
+    #[test]
+    fn unary_forwards_a_uniquely_owned_input() {
+        let x = t(&[3], vec![1.0f32, 2.0, 3.0]);
+        let ptr = x.bytes().unwrap().as_ptr();
+        let got = run1("Neg", x).unwrap();
+        assert_eq!(got.bytes().unwrap().as_ptr(), ptr);
+        assert_eq!(f32s(&got), [-1.0, -2.0, -3.0]);
+        // A shared input is not overwritten.
+        let x = t(&[2], vec![1.0f32, 2.0]);
+        let got = run1("Neg", x.clone()).unwrap();
+        assert_eq!(f32s(&x), [1.0, 2.0]);
+        assert_eq!(f32s(&got), [-1.0, -2.0]);
+    }
+
+    #[test]
+    fn large_inputs_are_sharded_correctly() {
+        let n = 100_003;
+        let x: Vec<f64> = (0..n).map(|i| i as f64 * 0.001).collect();
+        let got = run1("Exp", t(&[n as i64], x.clone())).unwrap();
+        let v = got.flat::<f64>().unwrap();
+        for i in [0, 1, 50_000, n - 1] {
+            assert_eq!(v[i], (i as f64 * 0.001).exp());
+        }
+    }
+
+    fn grad(op: &str, y: Tensor, dy: Tensor) -> Result<Tensor> {
+        ctx().op(op).input(y).input(dy).run1()
+    }
+
+    #[test]
+    fn gradient_helpers() {
+        let y = t(&[3], vec![0.5f64, -0.25, 2.0]);
+        let dy = t(&[3], vec![2.0f64, 4.0, 0.0]);
+        // dy * (1 - y^2)
+        assert_close(
+            &grad("TanhGrad", y.clone(), dy.clone()).unwrap(),
+            &[3],
+            &[1.5, 3.75, 0.0],
+            1e-15,
+        );
+        // dy * y * (1 - y)
+        assert_close(
+            &grad("SigmoidGrad", y.clone(), dy.clone()).unwrap(),
+            &[3],
+            &[0.5, -1.25, 0.0],
+            1e-15,
+        );
+        // dy * 0.5 / y
+        assert_close(
+            &grad("SqrtGrad", y.clone(), dy.clone()).unwrap(),
+            &[3],
+            &[2.0, -8.0, 0.0],
+            1e-15,
+        );
+        // dy * -0.5 * y^3
+        assert_close(
+            &grad("RsqrtGrad", y.clone(), dy.clone()).unwrap(),
+            &[3],
+            &[-0.125, 0.03125, 0.0],
+            1e-15,
+        );
+        // -dy * y^2
+        assert_close(
+            &grad("ReciprocalGrad", y, dy).unwrap(),
+            &[3],
+            &[-0.5, -0.25, 0.0],
+            1e-15,
+        );
+        // TensorFlow's convention: dy == 0 gives 0 even where y == 0.
+        let got = grad("SqrtGrad", t(&[1], vec![0.0f32]), t(&[1], vec![0.0f32])).unwrap();
+        assert_eq!(f32s(&got), [0.0]);
+        let got = grad("SqrtGrad", t(&[1], vec![0.0f32]), t(&[1], vec![1.0f32])).unwrap();
+        assert_eq!(f32s(&got), [f32::INFINITY]);
+    }
+
+    #[test]
+    fn gradient_helpers_complex_half_and_shapes() {
+        // SqrtGrad on complex divides by conj(y): 0.5 * 1 / conj(i) = 0.5 / -i = 0.5i.
+        let got = grad(
+            "SqrtGrad",
+            t(&[1], vec![Complex::new(0.0f64, 1.0)]),
+            t(&[1], vec![Complex::new(1.0f64, 0.0)]),
+        )
+        .unwrap();
+        assert_eq!(
+            got.flat::<Complex<f64>>().unwrap(),
+            &[Complex::new(0.0, 0.5)]
+        );
+        // ReciprocalGrad: -conj(y)^2 * dy = -(-i)^2 = 1.
+        let got = grad(
+            "ReciprocalGrad",
+            t(&[1], vec![Complex::new(0.0f32, 1.0)]),
+            t(&[1], vec![Complex::new(1.0f32, 0.0)]),
+        )
+        .unwrap();
+        assert_eq!(
+            got.flat::<Complex<f32>>().unwrap(),
+            &[Complex::new(1.0, 0.0)]
+        );
+        let h = |v: &[f32]| {
+            t(
+                &[v.len() as i64],
+                v.iter().map(|&x| f16::from_f32(x)).collect(),
+            )
+        };
+        assert_close(
+            &grad("TanhGrad", h(&[0.5]), h(&[2.0])).unwrap(),
+            &[1],
+            &[1.5],
+            0.0,
+        );
+        // Same number of elements but another shape: computed flat, y's shape.
+        let got = grad(
+            "TanhGrad",
+            t(&[2, 2], vec![0.0f32; 4]),
+            t(&[4], vec![1.0f32, 2.0, 3.0, 4.0]),
+        )
+        .unwrap();
+        assert_eq!(got.dims(), &[2, 2]);
+        assert_eq!(f32s(&got), [1.0, 2.0, 3.0, 4.0]);
+        let err = grad(
+            "TanhGrad",
+            t(&[2], vec![0.0f32; 2]),
+            t(&[3], vec![0.0f32; 3]),
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(
+            err.message()
+                .contains("must have same number of elements, got 2 and 3"),
+            "{err}"
+        );
+        let got = grad(
+            "SigmoidGrad",
+            t(&[0], Vec::<f64>::new()),
+            t(&[0], Vec::<f64>::new()),
+        )
+        .unwrap();
+        assert_eq!(got.dims(), &[0]);
+    }
+
+    fn cast(x: Tensor, dst: DataType) -> Result<Tensor> {
+        ctx().op("Cast").input(x).attr("DstT", dst).run1()
+    }
+
+    #[test]
+    fn cast_float_to_int_truncates_and_saturates() {
+        let x = t(&[7], vec![1.9f32, -1.9, 0.5, -0.5, 3e9, -3e9, f32::NAN]);
+        let got = cast(x.clone(), DataType::Int32).unwrap();
+        assert_eq!(
+            got.flat::<i32>().unwrap(),
+            &[1, -1, 0, 0, i32::MAX, i32::MIN, 0]
+        );
+        let got = cast(x, DataType::UInt8).unwrap();
+        assert_eq!(got.flat::<u8>().unwrap(), &[1, 0, 0, 0, 255, 0, 0]);
+        let got = cast(t(&[2], vec![2.75f64, -7.5]), DataType::Int64).unwrap();
+        assert_eq!(got.flat::<i64>().unwrap(), &[2, -7]);
+    }
+
+    #[test]
+    fn cast_bool_int_and_wrapping() {
+        let got = cast(t(&[4], vec![0i32, 5, -1, 0]), DataType::Bool).unwrap();
+        assert_eq!(got.flat::<bool>().unwrap(), &[false, true, true, false]);
+        let got = cast(t(&[3], vec![0.0f32, -0.0, f32::NAN]), DataType::Bool).unwrap();
+        assert_eq!(got.flat::<bool>().unwrap(), &[false, false, true]);
+        let got = cast(t(&[2], vec![true, false]), DataType::Float).unwrap();
+        assert_eq!(f32s(&got), [1.0, 0.0]);
+        let got = cast(t(&[2], vec![true, false]), DataType::Int64).unwrap();
+        assert_eq!(got.flat::<i64>().unwrap(), &[1, 0]);
+        // Integer narrowing wraps like static_cast.
+        let got = cast(t(&[3], vec![300i32, -1, 128]), DataType::Int8).unwrap();
+        assert_eq!(got.flat::<i8>().unwrap(), &[44, -1, -128]);
+        let got = cast(t(&[2], vec![-1i64, 1 << 40]), DataType::UInt32).unwrap();
+        assert_eq!(got.flat::<u32>().unwrap(), &[u32::MAX, 0]);
+        let got = cast(t(&[1], vec![u64::MAX]), DataType::Int64).unwrap();
+        assert_eq!(got.flat::<i64>().unwrap(), &[-1]);
+        // Large ints to float round to nearest.
+        let got = cast(t(&[1], vec![16_777_217i32]), DataType::Float).unwrap();
+        assert_eq!(f32s(&got), [16_777_216.0]);
+    }
+
+    #[test]
+    fn cast_half_bfloat16_and_complex() {
+        let got = cast(t(&[3], vec![1.0f32, 65504.0, 1e6]), DataType::Half).unwrap();
+        let v: Vec<f32> = got
+            .flat::<f16>()
+            .unwrap()
+            .iter()
+            .map(|h| h.to_f32())
+            .collect();
+        assert_eq!(v, [1.0, 65504.0, f32::INFINITY]);
+        let got = cast(t(&[2], vec![3i32, -2]), DataType::BFloat16).unwrap();
+        assert_close(&got, &[2], &[3.0, -2.0], 0.0);
+        let got = cast(t(&[1], vec![bf16::from_f32(2.5)]), DataType::Int32).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[2]);
+        // Complex to real keeps the real part; real to complex has a zero imaginary part.
+        let got = cast(
+            t(
+                &[2],
+                vec![Complex::new(1.5f64, 2.0), Complex::new(-3.0, 9.0)],
+            ),
+            DataType::Float,
+        )
+        .unwrap();
+        assert_eq!(f32s(&got), [1.5, -3.0]);
+        let got = cast(t(&[1], vec![Complex::new(-3.7f32, 9.0)]), DataType::Int32).unwrap();
+        assert_eq!(got.flat::<i32>().unwrap(), &[-3]);
+        let got = cast(t(&[1], vec![Complex::new(0.0f32, 9.0)]), DataType::Bool).unwrap();
+        assert_eq!(got.flat::<bool>().unwrap(), &[false]);
+        let got = cast(t(&[2], vec![2i32, -1]), DataType::Complex128).unwrap();
+        assert_eq!(
+            got.flat::<Complex<f64>>().unwrap(),
+            &[Complex::new(2.0, 0.0), Complex::new(-1.0, 0.0)]
+        );
+        let got = cast(
+            t(&[1], vec![Complex::new(0.1f64, -0.2)]),
+            DataType::Complex64,
+        )
+        .unwrap();
+        assert_eq!(
+            got.flat::<Complex<f32>>().unwrap(),
+            &[Complex::new(0.1f32, -0.2f32)]
+        );
+    }
+
+    #[test]
+    fn cast_truncate_attr() {
+        // 1 + 2^-8 + 2^-9 rounds up to 1 + 2^-7 in bfloat16, truncates to 1.
+        let v = 1.0f32 + 2f32.powi(-8) + 2f32.powi(-9);
+        let x = t(&[1], vec![v]);
+        let got = cast(x.clone(), DataType::BFloat16).unwrap();
+        assert_eq!(got.flat::<bf16>().unwrap()[0].to_f32(), 1.0 + 2f32.powi(-7));
+        let got = ctx()
+            .op("Cast")
+            .input(x)
+            .attr("DstT", DataType::BFloat16)
+            .attr("Truncate", true)
+            .run1()
+            .unwrap();
+        assert_eq!(got.flat::<bf16>().unwrap()[0].to_f32(), 1.0);
+        // double -> float: 1 + 2^-24 + 2^-30 rounds up, truncates down.
+        let d = 1.0f64 + 2f64.powi(-24) + 2f64.powi(-30);
+        let got = ctx()
+            .op("Cast")
+            .input(t(&[1], vec![d]))
+            .attr("DstT", DataType::Float)
+            .attr("Truncate", true)
+            .run1()
+            .unwrap();
+        assert_eq!(f32s(&got), [1.0]);
+        assert_eq!(
+            f32s(&cast(t(&[1], vec![d]), DataType::Float).unwrap()),
+            [1.0 + 2f32.powi(-23)]
+        );
+    }
+
+    #[test]
+    fn cast_identity_strings_and_unsupported() {
+        let x = t(&[2], vec![1.5f32, 2.5]);
+        let ptr = x.bytes().unwrap().as_ptr();
+        let got = cast(x, DataType::Float).unwrap();
+        assert_eq!(
+            got.bytes().unwrap().as_ptr(),
+            ptr,
+            "a same-type cast passes through"
+        );
+        let s = Tensor::from_strings(&[1], vec![b"a".to_vec()]).unwrap();
+        assert_eq!(cast(s.clone(), DataType::String).unwrap(), s);
+        let err = cast(s, DataType::Float).unwrap_err();
+        assert_eq!(err.code(), Code::Unimplemented);
+        assert!(
+            err.message()
+                .contains("Cast string to float is not supported"),
+            "{err}"
+        );
+        let got = cast(t(&[0, 2], Vec::<i32>::new()), DataType::Double).unwrap();
+        assert_eq!(got.dims(), &[0, 2]);
+        assert_eq!(got.dtype(), DataType::Double);
+    }
+
+    #[test]
+    fn element_trait_edge_cases() {
+        assert_eq!(2i32.int_pow(10), 1024);
+        assert_eq!(3i8.int_pow(5), 3i8.wrapping_mul(81)); // 243 wraps to -13
+        assert_eq!((-2i64).int_pow(0), 1);
+        assert_eq!(5i32.int_pow(-1), 0);
+        assert_eq!(i32::MIN.trunc_div(-1), i32::MIN);
+        assert_eq!(i32::MIN.trunc_rem(-1), 0);
+        assert_eq!(7u8.trunc_div(0), 0);
+        assert_eq!(RealFloat::abs(f16::from_f32(-0.0)).to_bits(), 0);
+        assert!(!Complex::<f64>::ZERO.pow(Complex::new(2.0, 0.0)).re.is_nan());
+    }
+}
