@@ -8,6 +8,8 @@
 //! call [`link`] once (the `opforge` CLI does so at startup).
 #![warn(missing_docs)]
 
+pub mod array_basic;
+pub mod array_index;
 pub mod examples;
 pub mod util;
 
