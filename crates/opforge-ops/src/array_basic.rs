@@ -1257,7 +1257,7 @@ macro_rules! float_range {
             fn count(start: Self, limit: Self, delta: Self) -> Result<i64> {
                 let n = num_traits::Float::ceil(num_traits::Float::abs((limit - start) / delta));
                 let n = num_traits::ToPrimitive::to_f64(&n).unwrap_or(f64::NAN);
-                if !(n <= i64::MAX as f64) {
+                if n.is_nan() || n > i64::MAX as f64 {
                     return Err(too_many_range_values());
                 }
                 Ok(n as i64)
@@ -1266,7 +1266,7 @@ macro_rules! float_range {
                 let mut v = start;
                 for o in out {
                     *o = v;
-                    v = v + delta;
+                    v += delta;
                 }
             }
         }
@@ -2034,7 +2034,9 @@ mod tests {
     #[test]
     fn broadcast_gradient_args_match_tensorflow() {
         // (s0, s1, r0, r1) as TensorFlow's BCast computes them.
-        let cases: &[(Vec<i32>, Vec<i32>, Vec<i32>, Vec<i32>)] = &[
+        // (s0, s1, r0, r1)
+        type Case = (Vec<i32>, Vec<i32>, Vec<i32>, Vec<i32>);
+        let cases: &[Case] = &[
             (vec![2, 3], vec![3], vec![], vec![0]),
             (vec![3], vec![2, 3], vec![0], vec![]),
             // Identical shapes take BCast's fast path: nothing to reduce.
