@@ -8,6 +8,8 @@
 //! call [`link`] once (the `opforge` CLI does so at startup).
 #![warn(missing_docs)]
 
+pub mod array_basic;
+pub mod array_index;
 pub mod array_slice;
 pub mod array_strided;
 pub mod examples;
