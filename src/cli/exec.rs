@@ -197,7 +197,11 @@ pub fn exec_line(ctx: &EagerContext, line: &str) -> Option<String> {
 
 /// `opforge exec`: one output line per non-blank input line, flushed as it
 /// is written (so a program can drive the command line by line).
-pub fn exec_jsonl(input: impl BufRead, ctx: &EagerContext, out: &mut dyn Write) -> std::result::Result<(), CliError> {
+pub fn exec_jsonl(
+    input: impl BufRead,
+    ctx: &EagerContext,
+    out: &mut dyn Write,
+) -> std::result::Result<(), CliError> {
     super::for_each_line(input, out, |line| match line {
         Ok(line) => exec_line(ctx, line),
         Err(e) => Some(error_json(&e).to_string()),

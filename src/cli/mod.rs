@@ -24,9 +24,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub mod exec;
-pub mod shape;
 pub mod opdef;
 pub mod ops;
+pub mod shape;
 
 /// `opforge`: define, inspect and check TensorFlow-compatible tensor ops.
 #[derive(Debug, Parser)]
@@ -223,8 +223,9 @@ pub fn for_each_line(
             return Ok(());
         }
         number += 1;
-        let line = std::str::from_utf8(&raw)
-            .map_err(|e| Status::invalid_argument(format!("line {number} is not valid UTF-8: {e}")));
+        let line = std::str::from_utf8(&raw).map_err(|e| {
+            Status::invalid_argument(format!("line {number} is not valid UTF-8: {e}"))
+        });
         if let Some(text) = f(line) {
             writeln!(out, "{text}")?;
             out.flush()?;

@@ -28,7 +28,11 @@ fn infer_case(v: &Value) -> Result<String> {
         .as_str()
         .ok_or_else(|| Status::invalid_argument("the line has no \"op\" string"))?;
     let ins = v["ins"].as_str().unwrap_or("");
-    let node_def = if v["node_def"].is_null() { json!({}) } else { v["node_def"].clone() };
+    let node_def = if v["node_def"].is_null() {
+        json!({})
+    } else {
+        v["node_def"].clone()
+    };
     let test_op = ShapeTestOp::from_corpus_json(op, &node_def, &v["input_tensors"])?;
     let ctx = run_shape_fn(&test_op, ins)?;
     Ok(outputs_string(&ctx))

@@ -21,6 +21,7 @@ use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
 use opforge_core::proto::attr_value::Value;
+use opforge_core::proto::{FullTypeDef, FullTypeId};
 use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result,
     Status, Tensor, TensorShape,
@@ -499,6 +500,10 @@ pub fn shape() -> OpDefBuilder {
     OpDefBuilder::new("Shape")
         .input("input: T")
         .output("output: out_type")
+        .output_full_type(
+            "output",
+            FullTypeDef::unary_var(FullTypeId::TftShapeTensor, "out_type"),
+        )
         .attr("T: type")
         .attr("out_type: {int32, int64} = DT_INT32")
         .doc(

@@ -16,11 +16,13 @@
 //! `pub(crate)` for other kernels of the crate.
 
 use crate::math_unary::{
-    float_complex_types, float_types, int_types, numeric_types, real_types,
-    signed_int_types, unsupported, Arith, FloatOps, IntOps, MinMax, RealFloat, COST_CHEAP,
-    COST_DIV, COST_TRANSCENDENTAL,
+    float_complex_types, float_types, int_types, numeric_types, real_types, signed_int_types,
+    unsupported, Arith, FloatOps, IntOps, MinMax, RealFloat, COST_CHEAP, COST_DIV,
+    COST_TRANSCENDENTAL,
 };
-use crate::util::{binary_map, binary_same, broadcast_shapes, broadcast_zip, chunk_len, BroadcastPlan};
+use crate::util::{
+    binary_map, binary_same, broadcast_shapes, broadcast_zip, chunk_len, BroadcastPlan,
+};
 use opforge_core::kernel::{KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext};
 use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,

@@ -4,7 +4,7 @@
 use super::spec::{parse_arg_spec, parse_attr_spec, ArgSpec};
 use super::validate::validate_op_def;
 use crate::dtype::DataType;
-use crate::proto::{op_def::ArgDef, OpDef, OpDeprecation};
+use crate::proto::{op_def::ArgDef, FullTypeDef, FullTypeId, OpDef, OpDeprecation};
 use crate::shape_inference::{InferenceContext, ShapeFn};
 use crate::{Result, Status};
 
@@ -41,6 +41,7 @@ pub struct OpDefBuilder {
     deprecation: Option<(i32, String)>,
     errors: Vec<String>,
     shape_fn: Option<ShapeFn>,
+    output_full_types: Vec<(String, FullTypeDef)>,
 }
 
 impl std::fmt::Debug for OpDefBuilder {
@@ -158,6 +159,14 @@ impl OpDefBuilder {
         self.shape_fn.as_ref()
     }
 
+    /// Sets the experimental full type of output `output` (TensorFlow's
+    /// type constructors), e.g. `Shape`'s output is
+    /// `TFT_SHAPE_TENSOR[TFT_VAR["out_type"]]`; see [`FullTypeDef::unary_var`].
+    pub fn output_full_type(mut self, output: &str, full_type: FullTypeDef) -> Self {
+        self.output_full_types.push((output.to_string(), full_type));
+        self
+    }
+
     /// Deprecates the op from GraphDef version `version` on.
     pub fn deprecated(mut self, version: i32, explanation: impl Into<String>) -> Self {
         if self.deprecation.is_some() {
@@ -228,6 +237,15 @@ impl OpDefBuilder {
                     "{}: control output \"{name}\": expected a name of letters, digits and '_', starting with a letter",
                     self.name
                 ));
+            }
+        }
+        for (name, full_type) in &self.output_full_types {
+            match op.output_arg.iter_mut().find(|a| &a.name == name) {
+                Some(arg) => arg.experimental_full_type = Some(full_type.clone()),
+                None => errors.push(format!(
+                    "{}: output_full_type: the op has no output named '{name}'",
+                    self.name
+                )),
             }
         }
         if let Some(doc) = &self.doc {
@@ -399,6 +417,22 @@ fn finalize_doc(doc: &str, op: &mut OpDef, errors: &mut Vec<String>) {
     }
 }
 
+impl FullTypeDef {
+    /// `TYPE_ID[TFT_VAR[var]]`: a type constructor applied to the type held
+    /// by attr `var` (e.g. `Shape`'s `TFT_SHAPE_TENSOR[TFT_VAR["out_type"]]`).
+    pub fn unary_var(type_id: FullTypeId, var: &str) -> FullTypeDef {
+        FullTypeDef {
+            type_id: type_id as i32,
+            args: vec![FullTypeDef {
+                type_id: FullTypeId::TftVar as i32,
+                args: Vec::new(),
+                attr: Some(crate::proto::full_type_def::Attr::S(var.to_string())),
+            }],
+            attr: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -455,6 +489,27 @@ mod tests {
             .finalize()
             .unwrap();
         assert!(op.attr[0].has_minimum && op.attr[0].minimum == 0);
+    }
+
+    #[test]
+    fn output_full_types() {
+        let op = OpDefBuilder::new("S")
+            .attr("out_type: {int32, int64} = DT_INT32")
+            .output("output: out_type")
+            .output_full_type(
+                "output",
+                FullTypeDef::unary_var(FullTypeId::TftShapeTensor, "out_type"),
+            )
+            .finalize()
+            .unwrap();
+        assert_eq!(
+            crate::proto::to_short_text(&op.output_arg[0]),
+            "name: \"output\" type_attr: \"out_type\" experimental_full_type { type_id: TFT_SHAPE_TENSOR args { type_id: TFT_VAR s: \"out_type\" } }"
+        );
+        assert!(OpDefBuilder::new("S")
+            .output_full_type("nope", FullTypeDef::default())
+            .finalize()
+            .is_err());
     }
 
     #[test]

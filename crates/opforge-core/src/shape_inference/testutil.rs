@@ -110,7 +110,11 @@ impl ShapeTestOp {
     /// A node as a line of TensorFlow's shape-inference corpus gives it:
     /// `op`, the NodeDef in proto3 JSON (`{}` for a bare test node), and
     /// the constant inputs as `{"1": TENSOR, ...}` (tensor JSON).
-    pub fn from_corpus_json(op: &str, node_def: &serde_json::Value, input_tensors: &serde_json::Value) -> Result<ShapeTestOp> {
+    pub fn from_corpus_json(
+        op: &str,
+        node_def: &serde_json::Value,
+        input_tensors: &serde_json::Value,
+    ) -> Result<ShapeTestOp> {
         let node: crate::proto::NodeDef = crate::proto::from_json(node_def)?;
         let mut t = ShapeTestOp {
             op: op.to_string(),
@@ -122,10 +126,13 @@ impl ShapeTestOp {
         };
         if let Some(map) = input_tensors.as_object() {
             for (k, v) in map {
-                let i: usize = k
-                    .parse()
-                    .map_err(|_| Status::invalid_argument(format!("input_tensors key '{k}' is not an input index")))?;
-                t.input_tensors.push((i, crate::tensor::json::tensor_from_json(v)?));
+                let i: usize = k.parse().map_err(|_| {
+                    Status::invalid_argument(format!(
+                        "input_tensors key '{k}' is not an input index"
+                    ))
+                })?;
+                t.input_tensors
+                    .push((i, crate::tensor::json::tensor_from_json(v)?));
             }
         }
         Ok(t)
