@@ -2,7 +2,9 @@
 //! on), `Placeholder` (a value the caller feeds) and
 //! `PlaceholderWithDefault`.
 
-use opforge_core::kernel::{CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext};
+use opforge_core::kernel::{
+    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+};
 use opforge_core::op_def::summarize_shape;
 use opforge_core::proto::TensorShapeProto;
 use opforge_core::shape_inference::InferenceContext;
@@ -116,9 +118,18 @@ mod tests {
 
     #[test]
     fn placeholder_must_be_fed() {
-        let e = ctx().op("Placeholder").attr("dtype", DataType::Float).run1().unwrap_err();
+        let e = ctx()
+            .op("Placeholder")
+            .attr("dtype", DataType::Float)
+            .run1()
+            .unwrap_err();
         assert_eq!(e.code(), Code::InvalidArgument);
-        assert!(e.message().starts_with("You must feed a value for placeholder tensor 'Placeholder' with dtype float"), "{e}");
+        assert!(
+            e.message().starts_with(
+                "You must feed a value for placeholder tensor 'Placeholder' with dtype float"
+            ),
+            "{e}"
+        );
         let x = Tensor::from_vec(&[2], vec![1i32, 2]).unwrap();
         let y = ctx()
             .op("PlaceholderWithDefault")
@@ -134,15 +145,25 @@ mod tests {
     #[test]
     fn shape_functions() {
         let shape = |dims: &[i64]| opforge_core::TensorShape::new(dims).unwrap().to_proto();
-        let op = ShapeTestOp::new("Placeholder").attr("dtype", DataType::Float).attr("shape", shape(&[2, 3]));
+        let op = ShapeTestOp::new("Placeholder")
+            .attr("dtype", DataType::Float)
+            .attr("shape", shape(&[2, 3]));
         infer_ok!(op, "", "[2,3]");
         let mut unknown = opforge_core::proto::TensorShapeProto::default();
         unknown.unknown_rank = true;
-        let op = ShapeTestOp::new("Placeholder").attr("dtype", DataType::Float).attr("shape", unknown);
+        let op = ShapeTestOp::new("Placeholder")
+            .attr("dtype", DataType::Float)
+            .attr("shape", unknown);
         infer_ok!(op, "", "?");
-        let op = ShapeTestOp::new("PlaceholderWithDefault").attr("dtype", DataType::Float).attr("shape", shape(&[2]));
+        let op = ShapeTestOp::new("PlaceholderWithDefault")
+            .attr("dtype", DataType::Float)
+            .attr("shape", shape(&[2]));
         infer_ok!(op, "[?]", "[2]");
         infer_ok!(op, "?", "[2]");
-        infer_error!(op, "[3]", "Dimension 0 in both shapes must be equal, but are 3 and 2");
+        infer_error!(
+            op,
+            "[3]",
+            "Dimension 0 in both shapes must be equal, but are 3 and 2"
+        );
     }
 }

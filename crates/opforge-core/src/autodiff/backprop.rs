@@ -22,7 +22,13 @@ pub struct Record {
 /// The gradients of `ys` (seeded with `grad_ys`, default ones) with respect
 /// to `xs`, through `records` (in forward order), computed with ops called
 /// on `o`. `None` where no gradient flows to an x.
-pub fn backprop(o: &mut dyn Ops, records: &[Record], ys: &[Sym], grad_ys: &[Option<Sym>], xs: &[Sym]) -> Result<Vec<Option<Sym>>> {
+pub fn backprop(
+    o: &mut dyn Ops,
+    records: &[Record],
+    ys: &[Sym],
+    grad_ys: &[Option<Sym>],
+    xs: &[Sym],
+) -> Result<Vec<Option<Sym>>> {
     // Ops on a path from some x to some y.
     let mut from_x: HashSet<Sym> = xs.iter().copied().collect();
     let mut forward = vec![false; records.len()];
@@ -50,7 +56,10 @@ pub fn backprop(o: &mut dyn Ops, records: &[Record], ys: &[Sym], grad_ys: &[Opti
         contributions.entry(y).or_default().push(seed);
     }
     let mut summed: HashMap<Sym, Sym> = HashMap::new();
-    let mut total = |o: &mut dyn Ops, s: Sym, contributions: &mut HashMap<Sym, Vec<Sym>>| -> Result<Option<Sym>> {
+    let mut total = |o: &mut dyn Ops,
+                     s: Sym,
+                     contributions: &mut HashMap<Sym, Vec<Sym>>|
+     -> Result<Option<Sym>> {
         if let Some(&g) = summed.get(&s) {
             return Ok(Some(g));
         }
@@ -72,7 +81,12 @@ pub fn backprop(o: &mut dyn Ops, records: &[Record], ys: &[Sym], grad_ys: &[Opti
         for &s in &r.outputs {
             out_grads.push(total(o, s, &mut contributions)?);
         }
-        if out_grads.iter().all(Option::is_none) || !r.inputs.iter().any(|&s| is_differentiable_dtype(o.dtype(s))) {
+        if out_grads.iter().all(Option::is_none)
+            || !r
+                .inputs
+                .iter()
+                .any(|&s| is_differentiable_dtype(o.dtype(s)))
+        {
             continue;
         }
         let f = match registry.get(&r.op) {
@@ -92,7 +106,8 @@ pub fn backprop(o: &mut dyn Ops, records: &[Record], ys: &[Sym], grad_ys: &[Opti
             inputs: &r.inputs,
             outputs: &r.outputs,
         };
-        let in_grads = f(o, &grad_op, &out_grads).map_err(|e| e.prepend(format!("In the gradient of {}: ", r.op)))?;
+        let in_grads = f(o, &grad_op, &out_grads)
+            .map_err(|e| e.prepend(format!("In the gradient of {}: ", r.op)))?;
         if in_grads.len() != r.inputs.len() {
             return Err(Status::internal(format!(
                 "The gradient of {} returned {} gradients for {} inputs",
@@ -109,5 +124,7 @@ pub fn backprop(o: &mut dyn Ops, records: &[Record], ys: &[Sym], grad_ys: &[Opti
             }
         }
     }
-    xs.iter().map(|&x| total(o, x, &mut contributions)).collect()
+    xs.iter()
+        .map(|&x| total(o, x, &mut contributions))
+        .collect()
 }

@@ -26,7 +26,11 @@ fn to_f64(t: &Tensor) -> Result<Vec<f64>> {
         DataType::Double => t.flat::<f64>()?.to_vec(),
         DataType::Half => t.flat::<half::f16>()?.iter().map(|v| v.to_f64()).collect(),
         DataType::BFloat16 => t.flat::<half::bf16>()?.iter().map(|v| v.to_f64()).collect(),
-        other => return Err(Status::unimplemented(format!("the gradient checker does not support {other}"))),
+        other => {
+            return Err(Status::unimplemented(format!(
+                "the gradient checker does not support {other}"
+            )))
+        }
     })
 }
 
@@ -34,9 +38,15 @@ fn from_f64(dtype: DataType, dims: &[i64], v: &[f64]) -> Result<Tensor> {
     match dtype {
         DataType::Float => Tensor::from_vec(dims, v.iter().map(|&x| x as f32).collect()),
         DataType::Double => Tensor::from_slice(dims, v),
-        DataType::Half => Tensor::from_vec(dims, v.iter().map(|&x| half::f16::from_f64(x)).collect()),
-        DataType::BFloat16 => Tensor::from_vec(dims, v.iter().map(|&x| half::bf16::from_f64(x)).collect()),
-        other => Err(Status::unimplemented(format!("the gradient checker does not support {other}"))),
+        DataType::Half => {
+            Tensor::from_vec(dims, v.iter().map(|&x| half::f16::from_f64(x)).collect())
+        }
+        DataType::BFloat16 => {
+            Tensor::from_vec(dims, v.iter().map(|&x| half::bf16::from_f64(x)).collect())
+        }
+        other => Err(Status::unimplemented(format!(
+            "the gradient checker does not support {other}"
+        ))),
     }
 }
 
@@ -56,7 +66,11 @@ fn evaluate(ctx: &EagerContext, f: Builder<'_>, xs: &[Tensor]) -> Result<(Vec<f6
 /// [`Ops`], so the same code runs in the inputs' dtype (for the theoretical
 /// Jacobian) and in float64 (for the numerical one, when every op in `f`
 /// has a float64 kernel; otherwise in the inputs' dtype with a larger step).
-pub fn compute_gradient(ctx: &EagerContext, f: Builder<'_>, xs: &[Tensor]) -> Result<Vec<Jacobians>> {
+pub fn compute_gradient(
+    ctx: &EagerContext,
+    f: Builder<'_>,
+    xs: &[Tensor],
+) -> Result<Vec<Jacobians>> {
     // Theoretical: one backprop per element of y, over one recorded run.
     let mut tape = GradientTape::new(ctx, true);
     let syms: Vec<Sym> = xs.iter().map(|x| tape.watch(x.clone())).collect();
@@ -101,7 +115,14 @@ pub fn compute_gradient(ctx: &EagerContext, f: Builder<'_>, xs: &[Tensor]) -> Re
         .collect::<Result<_>>()?;
     let (base, delta) = match evaluate(ctx, f, &as_f64) {
         Ok(_) => (as_f64, 1e-6),
-        Err(_) => (xs.to_vec(), if xs.iter().all(|x| x.dtype() == DataType::Double) { 1e-6 } else { 1e-3 }),
+        Err(_) => (
+            xs.to_vec(),
+            if xs.iter().all(|x| x.dtype() == DataType::Double) {
+                1e-6
+            } else {
+                1e-3
+            },
+        ),
     };
     for i in 0..xs.len() {
         let orig = to_f64(&base[i])?;
@@ -127,6 +148,11 @@ pub fn compute_gradient(ctx: &EagerContext, f: Builder<'_>, xs: &[Tensor]) -> Re
 pub fn compute_gradient_error(jacobians: &[Jacobians]) -> f64 {
     jacobians
         .iter()
-        .flat_map(|j| j.theoretical.iter().zip(&j.numerical).map(|(a, b)| (a - b).abs()))
+        .flat_map(|j| {
+            j.theoretical
+                .iter()
+                .zip(&j.numerical)
+                .map(|(a, b)| (a - b).abs())
+        })
         .fold(0.0, f64::max)
 }

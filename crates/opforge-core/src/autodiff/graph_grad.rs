@@ -74,7 +74,9 @@ impl Ops for GraphOps<'_> {
 
     fn constant(&mut self, t: Tensor) -> Result<Sym> {
         let name = self.graph.unique_name(&format!("{}/Const", self.prefix));
-        let spec = NodeSpec::new("Const", &name).attr("value", &t).attr("dtype", t.dtype());
+        let spec = NodeSpec::new("Const", &name)
+            .attr("value", &t)
+            .attr("dtype", t.dtype());
         let id = self.graph.add(spec)?;
         Ok(self.sym(Output::new(id, 0)))
     }
@@ -83,10 +85,19 @@ impl Ops for GraphOps<'_> {
 /// Adds the gradients of `ys` with respect to `xs` to the graph, seeded
 /// with `grad_ys` (default: ones), under the name scope `gradients`.
 /// `None` for an x that no y depends on (or only through integer values).
-pub fn gradients(graph: &mut Graph, ys: &[Output], xs: &[Output], grad_ys: Option<&[Output]>) -> Result<Vec<Option<Output>>> {
+pub fn gradients(
+    graph: &mut Graph,
+    ys: &[Output],
+    xs: &[Output],
+    grad_ys: Option<&[Output]>,
+) -> Result<Vec<Option<Output>>> {
     if let Some(g) = grad_ys {
         if g.len() != ys.len() {
-            return Err(Status::invalid_argument(format!("{} grad_ys given for {} ys", g.len(), ys.len())));
+            return Err(Status::invalid_argument(format!(
+                "{} grad_ys given for {} ys",
+                g.len(),
+                ys.len()
+            )));
         }
     }
     let prefix = graph.unique_name("gradients");
@@ -96,11 +107,21 @@ pub fn gradients(graph: &mut Graph, ys: &[Output], xs: &[Output], grad_ys: Optio
     for id in 0..node_count {
         let (op, attrs, ins, n_out) = {
             let n = ops.graph.node(id);
-            (n.op.clone(), n.attrs.clone(), n.inputs.clone(), n.output_types.len())
+            (
+                n.op.clone(),
+                n.attrs.clone(),
+                n.inputs.clone(),
+                n.output_types.len(),
+            )
         };
         let inputs = ins.into_iter().map(|o| ops.sym(o)).collect();
         let outputs = (0..n_out).map(|i| ops.sym(Output::new(id, i))).collect();
-        records.push(Record { op, attrs, inputs, outputs });
+        records.push(Record {
+            op,
+            attrs,
+            inputs,
+            outputs,
+        });
     }
     let ys: Vec<Sym> = ys.iter().map(|&o| ops.sym(o)).collect();
     let xs_syms: Vec<Sym> = xs.iter().map(|&o| ops.sym(o)).collect();
@@ -109,5 +130,8 @@ pub fn gradients(graph: &mut Graph, ys: &[Output], xs: &[Output], grad_ys: Optio
         None => vec![None; ys.len()],
     };
     let grads = backprop(&mut ops, &records, &ys, &seeds, &xs_syms)?;
-    Ok(grads.into_iter().map(|g| g.map(|s| ops.output(s))).collect())
+    Ok(grads
+        .into_iter()
+        .map(|g| g.map(|s| ops.output(s)))
+        .collect())
 }

@@ -49,9 +49,17 @@ pub trait Ops {
 /// Convenience calls on any [`Ops`].
 pub trait OpsExt: Ops {
     /// Calls an op with single-tensor inputs and returns its only output.
-    fn op1(&mut self, op: &str, inputs: &[Sym], attrs: &[(&str, crate::proto::AttrValue)]) -> Result<Sym> {
+    fn op1(
+        &mut self,
+        op: &str,
+        inputs: &[Sym],
+        attrs: &[(&str, crate::proto::AttrValue)],
+    ) -> Result<Sym> {
         let args: Vec<SymArg> = inputs.iter().map(|&s| SymArg::One(s)).collect();
-        let attrs: AttrMap = attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let attrs: AttrMap = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
         let mut outs = self.call(op, &args, &attrs)?;
         match outs.len() {
             1 => Ok(outs.pop().expect("one output")),
@@ -84,7 +92,8 @@ pub trait OpsExt: Ops {
             [one] => Ok(*one),
             _ => {
                 let mut outs = self.call("AddN", &[SymArg::List(xs.to_vec())], &AttrMap::new())?;
-                outs.pop().ok_or_else(|| Status::internal("AddN has no output"))
+                outs.pop()
+                    .ok_or_else(|| Status::internal("AddN has no output"))
             }
         }
     }
@@ -104,7 +113,11 @@ pub trait OpsExt: Ops {
     }
     /// `shape(x)` as int32.
     fn shape_of(&mut self, x: Sym) -> Result<Sym> {
-        self.op1("Shape", &[x], &[("out_type", DataType::Int32.into_attr_value())])
+        self.op1(
+            "Shape",
+            &[x],
+            &[("out_type", DataType::Int32.into_attr_value())],
+        )
     }
     /// `reshape(x, shape)`.
     fn reshape(&mut self, x: Sym, shape: Sym) -> Result<Sym> {
@@ -241,19 +254,30 @@ impl GradientRegistry {
     pub fn global() -> &'static GradientRegistry {
         static G: OnceLock<GradientRegistry> = OnceLock::new();
         G.get_or_init(|| {
-            let map = inventory::iter::<StaticGradient>().map(|s| (s.op.to_string(), s.gradient)).collect();
-            GradientRegistry { map: RwLock::new(map) }
+            let map = inventory::iter::<StaticGradient>()
+                .map(|s| (s.op.to_string(), s.gradient))
+                .collect();
+            GradientRegistry {
+                map: RwLock::new(map),
+            }
         })
     }
 
     /// Registers (or replaces) the gradient of `op`.
     pub fn register(&self, op: &str, gradient: Gradient) {
-        self.map.write().unwrap_or_else(PoisonError::into_inner).insert(op.to_string(), gradient);
+        self.map
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(op.to_string(), gradient);
     }
 
     /// The gradient of `op`, if registered.
     pub fn get(&self, op: &str) -> Option<Gradient> {
-        self.map.read().unwrap_or_else(PoisonError::into_inner).get(op).copied()
+        self.map
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(op)
+            .copied()
     }
 }
 

@@ -78,9 +78,15 @@ impl<'c> GradientTape<'c> {
     }
 
     /// [`gradient`](Self::gradient), as tensors.
-    pub fn gradient_tensors(&mut self, target: Sym, sources: &[Sym]) -> Result<Vec<Option<Tensor>>> {
+    pub fn gradient_tensors(
+        &mut self,
+        target: Sym,
+        sources: &[Sym],
+    ) -> Result<Vec<Option<Tensor>>> {
         let g = self.gradient(target, sources)?;
-        Ok(g.into_iter().map(|g| g.map(|s| self.value(s).clone())).collect())
+        Ok(g.into_iter()
+            .map(|g| g.map(|s| self.value(s).clone()))
+            .collect())
     }
 }
 

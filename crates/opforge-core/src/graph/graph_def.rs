@@ -26,13 +26,21 @@ impl Graph {
                         }
                     })
                     .collect();
-                input.extend(n.control_inputs.iter().map(|&c| format!("^{}", self.nodes[c].name)));
+                input.extend(
+                    n.control_inputs
+                        .iter()
+                        .map(|&c| format!("^{}", self.nodes[c].name)),
+                );
                 NodeDef {
                     name: n.name.clone(),
                     op: n.op.clone(),
                     input,
                     device: n.device.clone(),
-                    attr: n.attrs.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    attr: n
+                        .attrs
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
                     ..Default::default()
                 }
             })
@@ -81,7 +89,10 @@ impl Graph {
         let mut index: HashMap<&str, usize> = HashMap::new();
         for (i, n) in def.node.iter().enumerate() {
             if index.insert(n.name.as_str(), i).is_some() {
-                return Err(Status::invalid_argument(format!("GraphDef has two nodes named '{}'", n.name)));
+                return Err(Status::invalid_argument(format!(
+                    "GraphDef has two nodes named '{}'",
+                    n.name
+                )));
             }
         }
         // Dependencies of each NodeDef on other NodeDefs of `def`.
@@ -90,7 +101,8 @@ impl Graph {
             let mut d = Vec::new();
             for input in &n.input {
                 let src = input.strip_prefix('^').unwrap_or(input);
-                let (name, _) = parse_output_name(src).map_err(|e| e.prepend(format!("Node '{}': ", n.name)))?;
+                let (name, _) = parse_output_name(src)
+                    .map_err(|e| e.prepend(format!("Node '{}': ", n.name)))?;
                 match index.get(name) {
                     Some(&j) => d.push(j),
                     None if self.find(&format!("{prefix}{name}")).is_some() => {}
@@ -112,7 +124,8 @@ impl Graph {
                 users[j].push(i);
             }
         }
-        let mut ready: std::collections::BTreeSet<usize> = (0..def.node.len()).filter(|&i| pending[i] == 0).collect();
+        let mut ready: std::collections::BTreeSet<usize> =
+            (0..def.node.len()).filter(|&i| pending[i] == 0).collect();
         let mut added = 0;
         while let Some(i) = ready.pop_first() {
             self.import_node(&def.node[i], prefix)?;
@@ -125,7 +138,11 @@ impl Graph {
             }
         }
         if added != def.node.len() {
-            let stuck: Vec<&str> = (0..def.node.len()).filter(|&i| pending[i] > 0).map(|i| def.node[i].name.as_str()).take(5).collect();
+            let stuck: Vec<&str> = (0..def.node.len())
+                .filter(|&i| pending[i] > 0)
+                .map(|i| def.node[i].name.as_str())
+                .take(5)
+                .collect();
             return Err(Status::unimplemented(format!(
                 "GraphDef has a cycle (through {}): control-flow loops are not supported",
                 stuck.join(", ")
@@ -139,7 +156,10 @@ impl Graph {
         let mut control = Vec::new();
         for input in &n.input {
             if let Some(c) = input.strip_prefix('^') {
-                control.push(self.find(&format!("{prefix}{c}")).ok_or_else(|| Status::internal("control input not added"))?);
+                control.push(
+                    self.find(&format!("{prefix}{c}"))
+                        .ok_or_else(|| Status::internal("control input not added"))?,
+                );
             } else {
                 if !control.is_empty() {
                     return Err(Status::invalid_argument(format!(
@@ -148,11 +168,20 @@ impl Graph {
                     )));
                 }
                 let (name, index) = parse_output_name(input)?;
-                let id = self.find(&format!("{prefix}{name}")).ok_or_else(|| Status::internal("input not added"))?;
+                let id = self
+                    .find(&format!("{prefix}{name}"))
+                    .ok_or_else(|| Status::internal("input not added"))?;
                 inputs.push(Output { node: id, index });
             }
         }
         let attrs = n.attr.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        self.add_complete(&format!("{prefix}{}", n.name), &n.op, &n.device, attrs, inputs, control)
+        self.add_complete(
+            &format!("{prefix}{}", n.name),
+            &n.op,
+            &n.device,
+            attrs,
+            inputs,
+            control,
+        )
     }
 }

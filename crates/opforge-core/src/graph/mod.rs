@@ -8,7 +8,10 @@ mod session;
 
 pub use session::{Session, SessionOptions};
 
-use crate::attrs::{add_defaults, arg_ranges, in_out_types, resolve_call, validate_attrs, ArgTypes, AttrMap, IntoAttrValue};
+use crate::attrs::{
+    add_defaults, arg_ranges, in_out_types, resolve_call, validate_attrs, ArgTypes, AttrMap,
+    IntoAttrValue,
+};
 use crate::proto::attr_value::Value;
 use crate::registry::{OpRegistrationData, OpRegistry};
 use crate::shape_inference::InferenceContext;
@@ -77,7 +80,13 @@ pub struct Node {
 
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Node({} = {}{})", self.name, self.op, crate::attrs::summarize_attrs(&self.attrs))
+        write!(
+            f,
+            "Node({} = {}{})",
+            self.name,
+            self.op,
+            crate::attrs::summarize_attrs(&self.attrs)
+        )
     }
 }
 
@@ -249,7 +258,10 @@ impl Graph {
         if !self.by_name.contains_key(base) {
             return base.to_string();
         }
-        (1..).map(|i| format!("{base}_{i}")).find(|n| !self.by_name.contains_key(n)).unwrap_or_default()
+        (1..)
+            .map(|i| format!("{base}_{i}"))
+            .find(|n| !self.by_name.contains_key(n))
+            .unwrap_or_default()
     }
 
     /// Adds a node: infers and validates its attrs from its inputs' dtypes,
@@ -257,7 +269,8 @@ impl Graph {
     /// values), and returns its id. Errors name the node.
     pub fn add(&mut self, spec: NodeSpec) -> Result<NodeId> {
         let name = spec.name.clone();
-        self.add_inner(spec).map_err(|e| e.prepend(format!("Node '{name}': ")))
+        self.add_inner(spec)
+            .map_err(|e| e.prepend(format!("Node '{name}': ")))
     }
 
     fn add_inner(&mut self, spec: NodeSpec) -> Result<NodeId> {
@@ -268,11 +281,16 @@ impl Graph {
             )));
         }
         if self.by_name.contains_key(&spec.name) {
-            return Err(Status::already_exists(format!("A node named '{}' is already in the graph", spec.name)));
+            return Err(Status::already_exists(format!(
+                "A node named '{}' is already in the graph",
+                spec.name
+            )));
         }
         for &c in &spec.control_inputs {
             if c >= self.nodes.len() {
-                return Err(Status::invalid_argument(format!("control input {c} is not a node of this graph")));
+                return Err(Status::invalid_argument(format!(
+                    "control input {c} is not a node of this graph"
+                )));
             }
         }
         let reg = self.registry.lookup(&spec.op)?;
@@ -289,13 +307,25 @@ impl Graph {
                     for o in l {
                         self.check_output(*o)?;
                     }
-                    arg_types.push(ArgTypes::List(l.iter().map(|&o| self.output_type(o)).collect()));
+                    arg_types.push(ArgTypes::List(
+                        l.iter().map(|&o| self.output_type(o)).collect(),
+                    ));
                     flat.extend_from_slice(l);
                 }
             }
         }
         let call = resolve_call(&reg.op_def, &arg_types, &spec.attrs)?;
-        self.insert(spec.name, spec.op, spec.device, call.attrs, flat, spec.control_inputs, call.input_types, call.output_types, reg)
+        self.insert(
+            spec.name,
+            spec.op,
+            spec.device,
+            call.attrs,
+            flat,
+            spec.control_inputs,
+            call.input_types,
+            call.output_types,
+            reg,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -349,8 +379,18 @@ impl Graph {
         let Some(shape_fn) = node.registration.shape_fn.clone() else {
             return Ok(vec![None; n_out]);
         };
-        let in_shapes: Vec<Option<Vec<i64>>> = node.inputs.iter().map(|&o| self.nodes[o.node].output_shapes[o.index].clone()).collect();
-        let mut ctx = InferenceContext::new(&node.registration.op_def, &node.name, &node.attrs, &in_shapes, n_out);
+        let in_shapes: Vec<Option<Vec<i64>>> = node
+            .inputs
+            .iter()
+            .map(|&o| self.nodes[o.node].output_shapes[o.index].clone())
+            .collect();
+        let mut ctx = InferenceContext::new(
+            &node.registration.op_def,
+            &node.name,
+            &node.attrs,
+            &in_shapes,
+            n_out,
+        );
         for (i, &o) in node.inputs.iter().enumerate() {
             if let Some(t) = self.constant_value(o) {
                 ctx.set_input_tensor(i, t);
@@ -366,12 +406,17 @@ impl Graph {
         }
         let input_names: Vec<String> = node.inputs.iter().map(|&o| self.output_name(o)).collect();
         shape_fn(&mut ctx).map_err(|e| ctx.annotate_error(e, &input_names))?;
-        Ok((0..n_out).map(|i| ctx.output(i).and_then(|s| ctx.shape_values(s))).collect())
+        Ok((0..n_out)
+            .map(|i| ctx.output(i).and_then(|s| ctx.shape_values(s)))
+            .collect())
     }
 
     fn check_output(&self, o: Output) -> Result<()> {
         match self.nodes.get(o.node) {
-            None => Err(Status::invalid_argument(format!("input node {} is not in this graph", o.node))),
+            None => Err(Status::invalid_argument(format!(
+                "input node {} is not in this graph",
+                o.node
+            ))),
             Some(n) if o.index >= n.output_types.len() => Err(Status::invalid_argument(format!(
                 "node '{}' has {} outputs; there is no output {}",
                 n.name,
@@ -384,7 +429,15 @@ impl Graph {
 
     /// Adds a node whose attrs are complete (from a `NodeDef`): fills the
     /// op's defaults, validates, and checks the inputs' dtypes.
-    pub(crate) fn add_complete(&mut self, name: &str, op: &str, device: &str, mut attrs: AttrMap, inputs: Vec<Output>, control: Vec<NodeId>) -> Result<NodeId> {
+    pub(crate) fn add_complete(
+        &mut self,
+        name: &str,
+        op: &str,
+        device: &str,
+        mut attrs: AttrMap,
+        inputs: Vec<Output>,
+        control: Vec<NodeId>,
+    ) -> Result<NodeId> {
         let reg = self.registry.lookup(op).map_err(|e| {
             e.append(" (the graph uses an op this binary does not have: load the op library that defines it before importing)")
         })?;
@@ -409,8 +462,18 @@ impl Graph {
             }
         }
         let _ = arg_ranges(&reg.op_def, &reg.op_def.input_arg, &attrs)?;
-        self.insert(name.to_string(), op.to_string(), device.to_string(), attrs, inputs, control, input_types, output_types, reg)
-            .map_err(|e| e.prepend(format!("Node '{name}': ")))
+        self.insert(
+            name.to_string(),
+            op.to_string(),
+            device.to_string(),
+            attrs,
+            inputs,
+            control,
+            input_types,
+            output_types,
+            reg,
+        )
+        .map_err(|e| e.prepend(format!("Node '{name}': ")))
     }
 }
 
@@ -418,20 +481,26 @@ impl Graph {
 pub fn parse_output_name(s: &str) -> Result<(&str, usize)> {
     match s.rsplit_once(':') {
         Some((n, i)) if !n.is_empty() => {
-            let index = i
-                .parse()
-                .map_err(|_| Status::invalid_argument(format!("'{s}' is not a valid output name (node:index)")))?;
+            let index = i.parse().map_err(|_| {
+                Status::invalid_argument(format!("'{s}' is not a valid output name (node:index)"))
+            })?;
             Ok((n, index))
         }
-        Some(_) => Err(Status::invalid_argument(format!("'{s}' is not a valid output name (node:index)"))),
+        Some(_) => Err(Status::invalid_argument(format!(
+            "'{s}' is not a valid output name (node:index)"
+        ))),
         None => Ok((s, 0)),
     }
 }
 
 fn valid_node_name(name: &str) -> bool {
     let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '.')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-/>".contains(c))
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/>".contains(c))
 }
 
 /// Builds nodes with unique, scoped names (`layer1/MatMul`, `layer1/MatMul_1`),
@@ -553,9 +622,15 @@ impl ScopedOp<'_, '_> {
     }
     /// Adds the node.
     pub fn build(mut self) -> Result<NodeId> {
-        let base = if self.spec.name.is_empty() { self.spec.op.clone() } else { self.spec.name.clone() };
+        let base = if self.spec.name.is_empty() {
+            self.spec.op.clone()
+        } else {
+            self.spec.name.clone()
+        };
         self.spec.name = self.scope.unique_name(&base);
-        self.spec.control_inputs.extend_from_slice(&self.scope.control);
+        self.spec
+            .control_inputs
+            .extend_from_slice(&self.scope.control);
         if self.spec.device.is_empty() {
             self.spec.device = self.scope.device.clone();
         }

@@ -92,7 +92,9 @@ impl Session {
                     .num_threads(options.inter_op_threads)
                     .thread_name(|i| format!("opforge-inter-op-{i}"))
                     .build()
-                    .map_err(|e| Status::resource_exhausted(format!("cannot start the inter-op pool: {e}")))?,
+                    .map_err(|e| {
+                        Status::resource_exhausted(format!("cannot start the inter-op pool: {e}"))
+                    })?,
             )
         } else {
             None
@@ -120,22 +122,39 @@ impl Session {
     }
 
     /// Runs the graph by output names (`"x:0"`, `"y"`) and target node names.
-    pub fn run_by_name(&self, feeds: &[(&str, Tensor)], fetches: &[&str], targets: &[&str]) -> Result<Vec<Tensor>> {
+    pub fn run_by_name(
+        &self,
+        feeds: &[(&str, Tensor)],
+        fetches: &[&str],
+        targets: &[&str],
+    ) -> Result<Vec<Tensor>> {
         let feeds: Vec<(Output, Tensor)> = feeds
             .iter()
             .map(|(n, t)| Ok((self.graph.output(n)?, t.clone())))
             .collect::<Result<_>>()?;
-        let fetches: Vec<Output> = fetches.iter().map(|n| self.graph.output(n)).collect::<Result<_>>()?;
+        let fetches: Vec<Output> = fetches
+            .iter()
+            .map(|n| self.graph.output(n))
+            .collect::<Result<_>>()?;
         let targets: Vec<NodeId> = targets
             .iter()
-            .map(|n| self.graph.find(n).ok_or_else(|| Status::not_found(format!("No node named '{n}' in the graph"))))
+            .map(|n| {
+                self.graph
+                    .find(n)
+                    .ok_or_else(|| Status::not_found(format!("No node named '{n}' in the graph")))
+            })
             .collect::<Result<_>>()?;
         self.run(feeds, &fetches, &targets)
     }
 
     /// Feeds tensors for some outputs, runs what `fetches` and `targets`
     /// need, and returns the fetched tensors in order.
-    pub fn run(&self, feeds: Vec<(Output, Tensor)>, fetches: &[Output], targets: &[NodeId]) -> Result<Vec<Tensor>> {
+    pub fn run(
+        &self,
+        feeds: Vec<(Output, Tensor)>,
+        fetches: &[Output],
+        targets: &[NodeId],
+    ) -> Result<Vec<Tensor>> {
         for (o, t) in &feeds {
             let want = self.graph.output_type(*o).base();
             if t.dtype() != want {
@@ -146,14 +165,26 @@ impl Session {
                 )));
             }
         }
-        let key = (feeds.iter().map(|(o, _)| *o).collect::<Vec<_>>(), fetches.to_vec(), targets.to_vec());
+        let key = (
+            feeds.iter().map(|(o, _)| *o).collect::<Vec<_>>(),
+            fetches.to_vec(),
+            targets.to_vec(),
+        );
         let plan = {
-            let cached = self.plans.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned();
+            let cached = self
+                .plans
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&key)
+                .cloned();
             match cached {
                 Some(p) => p,
                 None => {
                     let p = Arc::new(self.make_plan(&key.0, fetches, targets)?);
-                    self.plans.lock().unwrap_or_else(PoisonError::into_inner).insert(key, p.clone());
+                    self.plans
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(key, p.clone());
                     p
                 }
             }
@@ -175,16 +206,27 @@ impl Session {
         self.kernels[node]
             .get_or_init(|| {
                 let n = self.graph.node(node);
-                build_kernel(self.kernel_registry, &n.registration.op_def, &n.name, n.attrs.clone(), self.device.as_ref())
-                    .map(|(sig, kernel)| Arc::new(NodeKernel { sig, kernel }))
-                    .map_err(|e| self.annotate(e, node))
+                build_kernel(
+                    self.kernel_registry,
+                    &n.registration.op_def,
+                    &n.name,
+                    n.attrs.clone(),
+                    self.device.as_ref(),
+                )
+                .map(|(sig, kernel)| Arc::new(NodeKernel { sig, kernel }))
+                .map_err(|e| self.annotate(e, node))
             })
             .clone()
     }
 
     fn annotate(&self, e: Status, node: NodeId) -> Status {
         let n = self.graph.node(node);
-        e.append(format!("\n\t [[{{{{node {}}}}} = {}{}]]", n.name, n.op, crate::attrs::summarize_attrs(&n.attrs)))
+        e.append(format!(
+            "\n\t [[{{{{node {}}}}} = {}{}]]",
+            n.name,
+            n.op,
+            crate::attrs::summarize_attrs(&n.attrs)
+        ))
     }
 
     fn make_plan(&self, feeds: &[Output], fetches: &[Output], targets: &[NodeId]) -> Result<Plan> {
@@ -192,14 +234,23 @@ impl Session {
         let fed: std::collections::HashSet<Output> = feeds.iter().copied().collect();
         // Which nodes must run.
         let mut needed = vec![false; g.len()];
-        let mut stack: Vec<NodeId> = fetches.iter().filter(|o| !fed.contains(o)).map(|o| o.node).collect();
+        let mut stack: Vec<NodeId> = fetches
+            .iter()
+            .filter(|o| !fed.contains(o))
+            .map(|o| o.node)
+            .collect();
         stack.extend_from_slice(targets);
         while let Some(n) = stack.pop() {
             if std::mem::replace(&mut needed[n], true) {
                 continue;
             }
             let node = g.node(n);
-            stack.extend(node.inputs.iter().filter(|o| !fed.contains(o)).map(|o| o.node));
+            stack.extend(
+                node.inputs
+                    .iter()
+                    .filter(|o| !fed.contains(o))
+                    .map(|o| o.node),
+            );
             stack.extend_from_slice(&node.control_inputs);
         }
         // Value slots: feeds first, then used outputs of needed nodes.
@@ -210,7 +261,8 @@ impl Session {
             feed_slots.push(*slot_of.entry(o).or_insert(next));
         }
         let order: Vec<NodeId> = (0..g.len()).filter(|&n| needed[n]).collect();
-        let step_of: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        let step_of: HashMap<NodeId, usize> =
+            order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
         let mut steps: Vec<Step> = Vec::with_capacity(order.len());
         let mut slot_uses: Vec<usize> = vec![0; slot_of.len()];
         let mut pending = vec![0usize; order.len()];
@@ -238,10 +290,11 @@ impl Session {
             for p in preds {
                 steps[p].successors.push(si);
             }
-            all_small &= node
-                .output_shapes
-                .iter()
-                .all(|s| s.as_ref().is_some_and(|d| d.iter().all(|&x| x >= 0) && d.iter().product::<i64>() <= SMALL_ELEMENTS));
+            all_small &= node.output_shapes.iter().all(|s| {
+                s.as_ref().is_some_and(|d| {
+                    d.iter().all(|&x| x >= 0) && d.iter().product::<i64>() <= SMALL_ELEMENTS
+                })
+            });
             steps.push(Step {
                 node: n,
                 inputs,
@@ -281,15 +334,28 @@ impl Session {
 
     /// Runs one step: takes its inputs (moving a value to its last reader),
     /// runs the kernel, returns its outputs.
-    fn execute(&self, step: &Step, take: impl FnMut(usize) -> Result<Tensor>) -> Result<Vec<Tensor>> {
+    fn execute(
+        &self,
+        step: &Step,
+        take: impl FnMut(usize) -> Result<Tensor>,
+    ) -> Result<Vec<Tensor>> {
         let nk = self.kernel(step.node)?;
-        let inputs: Vec<Tensor> = step.inputs.iter().copied().map(take).collect::<Result<_>>()?;
-        let mut ctx = OpKernelContext::new(&nk.sig, inputs, self.device.as_ref(), &self.resource_mgr);
+        let inputs: Vec<Tensor> = step
+            .inputs
+            .iter()
+            .copied()
+            .map(take)
+            .collect::<Result<_>>()?;
+        let mut ctx =
+            OpKernelContext::new(&nk.sig, inputs, self.device.as_ref(), &self.resource_mgr);
         match catch_unwind(AssertUnwindSafe(|| nk.kernel.compute(&mut ctx))) {
             Ok(Ok(())) => ctx.into_outputs().map_err(|e| self.annotate(e, step.node)),
             Ok(Err(e)) => Err(self.annotate(e, step.node)),
             Err(_) => Err(self.annotate(
-                Status::internal(format!("the kernel of op '{}' panicked; the session is still usable", nk.sig.op_def.name)),
+                Status::internal(format!(
+                    "the kernel of op '{}' panicked; the session is still usable",
+                    nk.sig.op_def.name
+                )),
                 step.node,
             )),
         }
@@ -300,8 +366,14 @@ impl Session {
         for step in &plan.steps {
             let outs = self.execute(step, |slot| {
                 uses[slot] -= 1;
-                let v = if uses[slot] == 0 { values[slot].take() } else { values[slot].clone() };
-                v.ok_or_else(|| Status::internal("executor: a value was read before it was produced"))
+                let v = if uses[slot] == 0 {
+                    values[slot].take()
+                } else {
+                    values[slot].clone()
+                };
+                v.ok_or_else(|| {
+                    Status::internal("executor: a value was read before it was produced")
+                })
             })?;
             for (out, t) in step.outputs.iter().zip(outs) {
                 if let Some(slot) = out {
@@ -309,13 +381,28 @@ impl Session {
                 }
             }
         }
-        collect_fetches(plan, &mut uses, |slot, last| if last { values[slot].take() } else { values[slot].clone() })
+        collect_fetches(plan, &mut uses, |slot, last| {
+            if last {
+                values[slot].take()
+            } else {
+                values[slot].clone()
+            }
+        })
     }
 
-    fn run_parallel(&self, plan: &Plan, values: Vec<Option<Tensor>>, pool: &rayon::ThreadPool) -> Result<Vec<Tensor>> {
+    fn run_parallel(
+        &self,
+        plan: &Plan,
+        values: Vec<Option<Tensor>>,
+        pool: &rayon::ThreadPool,
+    ) -> Result<Vec<Tensor>> {
         let state = ParallelState {
             values: values.into_iter().map(Mutex::new).collect(),
-            uses: plan.slot_uses.iter().map(|&u| AtomicUsize::new(u)).collect(),
+            uses: plan
+                .slot_uses
+                .iter()
+                .map(|&u| AtomicUsize::new(u))
+                .collect(),
             pending: plan.pending.iter().map(|&p| AtomicUsize::new(p)).collect(),
             error: Mutex::new(None),
         };
@@ -325,12 +412,22 @@ impl Session {
                 scope.spawn(move |s| self.process(plan, state, r, s));
             }
         });
-        if let Some(e) = state.error.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        if let Some(e) = state
+            .error
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
             return Err(e);
         }
-        let mut uses: Vec<usize> = state.uses.iter().map(|u| u.load(Ordering::Acquire)).collect();
+        let mut uses: Vec<usize> = state
+            .uses
+            .iter()
+            .map(|u| u.load(Ordering::Acquire))
+            .collect();
         collect_fetches(plan, &mut uses, |slot, last| {
-            let mut v = state.values[slot].lock().unwrap_or_else(PoisonError::into_inner);
+            let mut v = state.values[slot]
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             if last {
                 v.take()
             } else {
@@ -340,31 +437,56 @@ impl Session {
     }
 
     /// Runs `step` and then, inline, one successor it made ready; spawns the others.
-    fn process<'s>(&'s self, plan: &'s Plan, state: &'s ParallelState, mut step: usize, scope: &rayon::Scope<'s>) {
+    fn process<'s>(
+        &'s self,
+        plan: &'s Plan,
+        state: &'s ParallelState,
+        mut step: usize,
+        scope: &rayon::Scope<'s>,
+    ) {
         loop {
-            if state.error.lock().unwrap_or_else(PoisonError::into_inner).is_some() {
+            if state
+                .error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_some()
+            {
                 return;
             }
             let s = &plan.steps[step];
             let result = self.execute(s, |slot| {
                 let last = state.uses[slot].fetch_sub(1, Ordering::AcqRel) == 1;
-                let mut v = state.values[slot].lock().unwrap_or_else(PoisonError::into_inner);
+                let mut v = state.values[slot]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
                 let t = if last { v.take() } else { v.clone() };
-                t.ok_or_else(|| Status::internal("executor: a value was read before it was produced"))
+                t.ok_or_else(|| {
+                    Status::internal("executor: a value was read before it was produced")
+                })
             });
             let outs = match result {
                 Ok(o) => o,
                 Err(e) => {
-                    state.error.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(e);
+                    state
+                        .error
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get_or_insert(e);
                     return;
                 }
             };
             for (out, t) in s.outputs.iter().zip(outs) {
                 if let Some(slot) = out {
-                    *state.values[*slot].lock().unwrap_or_else(PoisonError::into_inner) = Some(t);
+                    *state.values[*slot]
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(t);
                 }
             }
-            let mut ready = s.successors.iter().copied().filter(|&n| state.pending[n].fetch_sub(1, Ordering::AcqRel) == 1);
+            let mut ready = s
+                .successors
+                .iter()
+                .copied()
+                .filter(|&n| state.pending[n].fetch_sub(1, Ordering::AcqRel) == 1);
             let Some(next) = ready.next() else { return };
             for other in ready {
                 scope.spawn(move |sc| self.process(plan, state, other, sc));
@@ -375,12 +497,17 @@ impl Session {
 }
 
 /// The fetched values, each moved out by its last reader.
-fn collect_fetches(plan: &Plan, uses: &mut [usize], mut get: impl FnMut(usize, bool) -> Option<Tensor>) -> Result<Vec<Tensor>> {
+fn collect_fetches(
+    plan: &Plan,
+    uses: &mut [usize],
+    mut get: impl FnMut(usize, bool) -> Option<Tensor>,
+) -> Result<Vec<Tensor>> {
     plan.fetch_slots
         .iter()
         .map(|&slot| {
             uses[slot] -= 1;
-            get(slot, uses[slot] == 0).ok_or_else(|| Status::internal("executor: a fetched value was not produced"))
+            get(slot, uses[slot] == 0)
+                .ok_or_else(|| Status::internal("executor: a fetched value was not produced"))
         })
         .collect()
 }
