@@ -912,17 +912,12 @@ fn flat_count(args: &[ArgDef], attrs: &AttrMap) -> Option<i64> {
 /// are: defaults are not added), as TensorFlow's `InOutTypesForNode`.
 /// Ref arguments give ref dtypes (`int32_ref`).
 pub fn node_in_out_types(node: &NodeDef, op: &OpDef) -> Result<(Vec<DataType>, Vec<DataType>)> {
-    for args in [&op.input_arg, &op.output_arg] {
+    for (what, args) in [("inputs", &op.input_arg), ("outputs", &op.output_arg)] {
         if let Some(n) = flat_count(args, &node.attr) {
             if n > MAX_FLAT_ARGS {
                 return Err(Status::invalid_argument(format!(
-                    "NodeDef {} has {n} flat {}: more than the {MAX_FLAT_ARGS} supported; {}",
+                    "NodeDef {} has {n} flat {what}: more than the {MAX_FLAT_ARGS} supported; {}",
                     format_node_name_for_error(&node.name),
-                    if std::ptr::eq(args, &op.input_arg) {
-                        "inputs"
-                    } else {
-                        "outputs"
-                    },
                     summarize_op_def(op)
                 )));
             }
