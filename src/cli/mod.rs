@@ -8,6 +8,10 @@
 //! opforge opdef check FILE.pbtxt                    validate a text-format OpList
 //! opforge shape infer --jsonl FILE                 shape functions on corpus-style cases
 //! opforge exec --jsonl FILE                         run ops eagerly, one JSON line each
+//! opforge compat check [--history DIR] [--strict]   registered ops vs. their recorded history
+//! opforge compat update [--history DIR]             record new ops and compatible changes
+//! opforge compat check-pair OLD NEW                 two text-format OpDefs -> {"compatible": ...}
+//! opforge compat check-jsonl FILE                   batch of compatibility cases -> verdicts
 //! ```
 //!
 //! Output goes to stdout; errors go to stderr as `error: CODE: message`
@@ -23,6 +27,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+pub mod compat;
 pub mod exec;
 pub mod opdef;
 pub mod ops;
@@ -70,6 +75,15 @@ pub enum Command {
         #[command(subcommand)]
         command: ShapeCommand,
     },
+    /// Check that ops change only in backward-compatible ways.
+    ///
+    /// The op history has one `<Op>.pbtxt` per op, every version oldest
+    /// first (as TensorFlow's ops_history_v2).
+    Compat {
+        /// What to do.
+        #[command(subcommand)]
+        command: CompatCommand,
+    },
 }
 
 /// `opforge shape ...`.
@@ -82,6 +96,63 @@ pub enum ShapeCommand {
         /// The JSON lines file (`-` for stdin).
         #[arg(long, value_name = "FILE")]
         jsonl: PathBuf,
+    },
+}
+
+/// `opforge compat ...`.
+#[derive(Debug, Subcommand)]
+pub enum CompatCommand {
+    /// Compare every registered op with its recorded history.
+    ///
+    /// An up-to-date history prints one summary line. A compatible change or a
+    /// new op is reported (run `opforge compat update`); an incompatible
+    /// change, a changed or removed attr default, or a removed op lists
+    /// each broken rule with advice and exits 1.
+    Check {
+        /// The op-history folder.
+        #[arg(long, value_name = "DIR", default_value = compat::DEFAULT_HISTORY_DIR)]
+        history: PathBuf,
+        /// Also exit 1 if the history is out of date (new ops or compatible
+        /// changes not recorded yet).
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Record new ops and compatible changes in the op history.
+    ///
+    /// The current version of each is appended to its file (or a new
+    /// file is made). Writes nothing and exits 1 if
+    /// any op fails `check`. Running it again changes nothing.
+    Update {
+        /// The op-history folder (created if missing).
+        #[arg(long, value_name = "DIR", default_value = compat::DEFAULT_HISTORY_DIR)]
+        history: PathBuf,
+    },
+    /// Compare two text-format OpDefs.
+    ///
+    /// An OpList gives its last op. Prints {"compatible": true} or {"compatible": false, "reasons": [...]},
+    /// plus "default_changes": [...] if a default was removed or changed;
+    /// exits 1 unless compatible with unchanged defaults.
+    CheckPair {
+        /// The old OpDef (`-` for stdin).
+        old: PathBuf,
+        /// The new OpDef (`-` for stdin).
+        new: PathBuf,
+    },
+    /// Judge a batch of compatibility cases (JSON lines).
+    ///
+    /// One JSON object per line, in the format of TensorFlow's
+    /// op_compatibility_cases.jsonl: {"name", "op", "old",
+    /// "new" (builder calls [[KIND, SPEC], ...]; or "old_opdef"/"new_opdef",
+    /// JSON OpDefs), optional "node_def" (a JSON NodeDef written for the old
+    /// op)}. Prints one JSON line per case: {"name", "op", "compatible",
+    /// "reasons", "attr_defaults_unchanged", "default_changes"} and, with a
+    /// node_def, "validation" ("ok" or the error of the node, with the new
+    /// op's defaults, against the new op), "types_match" (input/output dtypes
+    /// unchanged; null if unknown) and "summary"; {"name", "error"} for a
+    /// line that cannot be read.
+    CheckJsonl {
+        /// The JSON lines file (`-` for stdin).
+        file: PathBuf,
     },
 }
 
@@ -193,6 +264,20 @@ pub fn run(cli: &Cli, registry: &OpRegistry, out: &mut dyn Write) -> Result<(), 
         Command::Shape {
             command: ShapeCommand::Infer { jsonl },
         } => shape::infer_jsonl(io::BufReader::new(open_input(jsonl)?), out),
+        Command::Compat { command } => match command {
+            CompatCommand::Check { history, strict } => {
+                compat::check(registry, history, *strict, out)
+            }
+            CompatCommand::Update { history } => compat::update(registry, history, out),
+            CompatCommand::CheckPair { old, new } => {
+                let old_text = read_text(old)?;
+                let new_text = read_text(new)?;
+                compat::check_pair(&old_text, &new_text, out)
+            }
+            CompatCommand::CheckJsonl { file } => {
+                compat::check_jsonl(io::BufReader::new(open_input(file)?), out)
+            }
+        },
         Command::Exec { jsonl } => {
             // Kernels come from the global registries (those of the linked op libraries).
             KernelRegistry::global().check_startup(OpRegistry::global())?;
@@ -231,6 +316,15 @@ pub fn for_each_line(
             out.flush()?;
         }
     }
+}
+
+/// The whole text of `path` (`-` is stdin).
+fn read_text(path: &Path) -> Result<String, Status> {
+    let mut text = String::new();
+    open_input(path)?
+        .read_to_string(&mut text)
+        .map_err(|e| read_error(path, e))?;
+    Ok(text)
 }
 
 /// Opens `path` for reading (`-` is stdin).

@@ -7,6 +7,7 @@
 
 pub mod attrs;
 pub mod autodiff;
+pub mod compat;
 pub mod device;
 pub mod dtype;
 pub mod eager;

@@ -149,8 +149,10 @@ mod tests {
             .attr("dtype", DataType::Float)
             .attr("shape", shape(&[2, 3]));
         infer_ok!(op, "", "[2,3]");
-        let mut unknown = opforge_core::proto::TensorShapeProto::default();
-        unknown.unknown_rank = true;
+        let unknown = opforge_core::proto::TensorShapeProto {
+            unknown_rank: true,
+            ..Default::default()
+        };
         let op = ShapeTestOp::new("Placeholder")
             .attr("dtype", DataType::Float)
             .attr("shape", unknown);

@@ -592,7 +592,10 @@ pub fn unbroadcast_grads(
     y: opforge_core::autodiff::Sym,
     gx: Option<opforge_core::autodiff::Sym>,
     gy: Option<opforge_core::autodiff::Sym>,
-) -> Result<(Option<opforge_core::autodiff::Sym>, Option<opforge_core::autodiff::Sym>)> {
+) -> Result<(
+    Option<opforge_core::autodiff::Sym>,
+    Option<opforge_core::autodiff::Sym>,
+)> {
     use opforge_core::attrs::IntoAttrValue;
     use opforge_core::autodiff::{OpsExt, SymArg};
     let (sx, sy) = (o.shape(x), o.shape(y));
@@ -608,11 +611,16 @@ pub fn unbroadcast_grads(
         &[SymArg::One(shape_x), SymArg::One(shape_y)],
         &opforge_core::attrs::AttrMap::new(),
     )?;
-    let reduce = |o: &mut dyn opforge_core::autodiff::Ops, g: Option<_>, axes, shape| -> Result<Option<_>> {
-        let Some(g) = g else { return Ok(None) };
-        let summed = o.op1("Sum", &[g, axes], &[("keep_dims", IntoAttrValue::into_attr_value(false))])?;
-        Ok(Some(o.reshape(summed, shape)?))
-    };
+    let reduce =
+        |o: &mut dyn opforge_core::autodiff::Ops, g: Option<_>, axes, shape| -> Result<Option<_>> {
+            let Some(g) = g else { return Ok(None) };
+            let summed = o.op1(
+                "Sum",
+                &[g, axes],
+                &[("keep_dims", IntoAttrValue::into_attr_value(false))],
+            )?;
+            Ok(Some(o.reshape(summed, shape)?))
+        };
     let gx = reduce(o, gx, r[0], shape_x)?;
     let gy = reduce(o, gy, r[1], shape_y)?;
     Ok((gx, gy))

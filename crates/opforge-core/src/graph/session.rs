@@ -62,14 +62,17 @@ impl Default for SessionOptions {
     }
 }
 
+/// A plan is cached per (feeds, fetches, targets).
+type PlanKey = (Vec<Output>, Vec<Output>, Vec<NodeId>);
+
 /// Runs a graph on a device.
 pub struct Session {
     graph: Arc<Graph>,
     device: Arc<dyn Device>,
     resource_mgr: Arc<ResourceMgr>,
-    kernels: Vec<OnceLock<std::result::Result<Arc<NodeKernel>, Status>>>,
+    kernels: Vec<OnceLock<Result<Arc<NodeKernel>>>>,
     kernel_registry: &'static KernelRegistry,
-    plans: Mutex<HashMap<(Vec<Output>, Vec<Output>, Vec<NodeId>), Arc<Plan>>>,
+    plans: Mutex<HashMap<PlanKey, Arc<Plan>>>,
     inter_op: Option<rayon::ThreadPool>,
 }
 
