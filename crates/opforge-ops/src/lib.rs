@@ -9,6 +9,9 @@
 #![warn(missing_docs)]
 
 pub mod examples;
+pub mod matmul;
+pub mod nn;
+pub mod reduction;
 pub mod util;
 
 #[cfg(test)]
