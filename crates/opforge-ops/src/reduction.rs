@@ -14,7 +14,7 @@
 //! `half`/`bfloat16` accumulate in `f32`, integer means in 64 bits, as
 //! TensorFlow does.
 
-use crate::util::{fmt_shape, index_values, par_map};
+use crate::util::{fmt_shape, index_values};
 use half::{bf16, f16};
 use num_complex::Complex;
 use opforge_core::device::ThreadPool;
@@ -654,6 +654,44 @@ const PARALLEL_MIN: usize = 1 << 15;
 /// The smallest shard of a full reduction.
 const MIN_SHARD: usize = 1 << 15;
 
+/// Runs `f(i, chunk)` over the consecutive `len`-element chunks of `data`,
+/// in parallel on `pool` when it has several threads and there are several
+/// chunks. `f` is a `dyn` closure so that rayon's machinery is compiled once
+/// per element type, not once per caller: kernels that dispatch over many
+/// types and closures stay small. Usable by any kernel that writes disjoint
+/// chunks of an output.
+pub(crate) fn par_chunks<T: Send>(
+    pool: &ThreadPool,
+    data: &mut [T],
+    len: usize,
+    f: &(dyn Fn(usize, &mut [T]) + Sync),
+) {
+    let len = len.max(1);
+    if pool.num_threads() <= 1 || data.len() <= len {
+        for (i, c) in data.chunks_mut(len).enumerate() {
+            f(i, c);
+        }
+        return;
+    }
+    pool.install(|| {
+        data.par_chunks_mut(len)
+            .enumerate()
+            .for_each(|(i, c)| f(i, c))
+    });
+}
+
+/// `[f(0), ..., f(n - 1)]`, computed in parallel on `pool` (see [`par_chunks`]).
+pub(crate) fn par_collect<A: Send + Clone>(
+    pool: &ThreadPool,
+    n: usize,
+    init: A,
+    f: &(dyn Fn(usize) -> A + Sync),
+) -> Vec<A> {
+    let mut v = vec![init; n];
+    par_chunks(pool, &mut v, 1, &|i, c| c[0] = f(i));
+    v
+}
+
 /// A fold: identity, load and combine.
 struct Fold<A, L, C> {
     id: A,
@@ -734,7 +772,9 @@ where
         return fold_slice(f, x);
     }
     let chunk = x.len().div_ceil(shards).next_multiple_of(PAIRWISE_BLOCK);
-    let parts: Vec<A> = pool.install(|| x.par_chunks(chunk).map(|c| fold_slice(f, c)).collect());
+    let parts = par_collect(pool, x.len().div_ceil(chunk), f.id, &|i| {
+        fold_slice(f, &x[i * chunk..((i + 1) * chunk).min(x.len())])
+    });
     combine_tree(&parts, f.id, &f.comb)
 }
 
@@ -846,15 +886,11 @@ fn reduce3<S, A, O, L, C, F>(
             let rows_per = outer
                 .div_ceil(threads * 4)
                 .max(PARALLEL_MIN.div_ceil(red.max(1)));
-            pool.install(|| {
-                dst.par_chunks_mut(rows_per)
-                    .enumerate()
-                    .for_each(|(ci, d)| {
-                        for (k, o) in d.iter_mut().enumerate() {
-                            let row = ci * rows_per + k;
-                            *o = store(fold_slice(f, &src[row * red..(row + 1) * red]));
-                        }
-                    })
+            par_chunks(pool, dst, rows_per, &|ci, d| {
+                for (k, o) in d.iter_mut().enumerate() {
+                    let row = ci * rows_per + k;
+                    *o = store(fold_slice(f, &src[row * red..(row + 1) * red]));
+                }
             });
         }
         return;
@@ -876,36 +912,34 @@ fn reduce3<S, A, O, L, C, F>(
         }
         return;
     }
-    let tile = COL_TILE.min(MIN_COL_TILE.max(inner.div_ceil(threads.div_ceil(outer))));
-    let tiles = inner.div_ceil(tile);
-    if outer.saturating_mul(tiles) >= threads || red < 2 * ROW_BLOCK {
-        pool.install(|| {
-            dst.par_chunks_mut(inner).enumerate().for_each(|(o, d)| {
-                d.par_chunks_mut(tile)
-                    .enumerate()
-                    .for_each(|(t, d)| tile_job(o, t * tile, d))
-            })
+    if outer >= threads {
+        par_chunks(pool, dst, inner, &|o, d| {
+            for (t, d) in d.chunks_mut(COL_TILE).enumerate() {
+                tile_job(o, t * COL_TILE, d);
+            }
         });
         return;
     }
-    // Few, narrow outputs over many rows: shard the rows, combine partials.
-    let shards = threads.min(red / ROW_BLOCK).max(1);
+    if red < threads * 2 * ROW_BLOCK {
+        // Few rows: split the columns.
+        let tile = COL_TILE.min(MIN_COL_TILE.max(inner.div_ceil(threads.div_ceil(outer))));
+        for (o, d) in dst.chunks_mut(inner).enumerate() {
+            par_chunks(pool, d, tile, &|t, d| tile_job(o, t * tile, d));
+        }
+        return;
+    }
+    // Few outputs over many rows: shard the rows (each shard streams through
+    // contiguous memory, full width), then combine the partials.
+    let shards = threads;
     let rows_per = red.div_ceil(shards);
-    let parts: Vec<Vec<A>> = pool.install(|| {
-        (0..shards)
-            .into_par_iter()
-            .map(|s| {
-                let rows = s * rows_per..((s + 1) * rows_per).min(red);
-                let mut part = vec![f.id; outer * inner];
-                for (o, p) in part.chunks_mut(inner).enumerate() {
-                    let plane = &src[o * red * inner..(o + 1) * red * inner];
-                    for (t, p) in p.chunks_mut(COL_TILE).enumerate() {
-                        fold_columns(f, plane, inner, t * COL_TILE, rows.clone(), p);
-                    }
-                }
-                part
-            })
-            .collect()
+    let parts = par_collect(pool, shards, Vec::new(), &|s| {
+        let rows = s * rows_per..((s + 1) * rows_per).min(red);
+        let mut part = vec![f.id; outer * inner];
+        for (o, p) in part.chunks_mut(inner).enumerate() {
+            let plane = &src[o * red * inner..(o + 1) * red * inner];
+            fold_columns(f, plane, inner, 0, rows.clone(), p);
+        }
+        part
     });
     for (j, d) in dst.iter_mut().enumerate() {
         let mut a = f.id;
@@ -966,7 +1000,9 @@ pub(crate) fn reduce_into<R: Reducer>(
     }
     let reduced_runs = runs.iter().filter(|x| x.1).count();
     if reduced_runs == 0 {
-        par_map(pool, src, out, 1, |x| r.finish(r.load(x), 1));
+        for (o, &x) in out.iter_mut().zip(src) {
+            *o = r.finish(r.load(x), 1);
+        }
         return;
     }
     let f_in = Fold {
@@ -1268,11 +1304,13 @@ fn arg_reduce<T: OrdElem, O: IndexOut>(
             let row = &src[o * red..(o + 1) * red];
             if parallel && outer < threads && red >= 2 * MIN_SHARD {
                 let chunk = red.div_ceil(threads * 4).max(MIN_SHARD);
-                let parts: Vec<(T::Key, usize)> = pool.install(|| {
-                    row.par_chunks(chunk)
-                        .enumerate()
-                        .map(|(c, x)| arg_row(is_max, x, c * chunk))
-                        .collect()
+                let init = (T::ARG_LOWEST, 0);
+                let parts = par_collect(pool, red.div_ceil(chunk), init, &|c| {
+                    arg_row(
+                        is_max,
+                        &row[c * chunk..((c + 1) * chunk).min(red)],
+                        c * chunk,
+                    )
                 });
                 // Partials are in index order: the first strictly better wins.
                 let mut best = if is_max {
@@ -1294,12 +1332,10 @@ fn arg_reduce<T: OrdElem, O: IndexOut>(
         };
         if parallel && outer >= threads {
             let rows_per = outer.div_ceil(threads * 4).max(1);
-            pool.install(|| {
-                dst.par_chunks_mut(rows_per).enumerate().for_each(|(c, d)| {
-                    for (k, o) in d.iter_mut().enumerate() {
-                        *o = O::from_index(row_job(c * rows_per + k));
-                    }
-                })
+            par_chunks(pool, dst, rows_per, &|c, d| {
+                for (k, o) in d.iter_mut().enumerate() {
+                    *o = O::from_index(row_job(c * rows_per + k));
+                }
             });
         } else {
             for (o, d) in dst.iter_mut().enumerate() {
@@ -1341,13 +1377,17 @@ fn arg_reduce<T: OrdElem, O: IndexOut>(
         return;
     }
     let tile = COL_TILE.min(MIN_COL_TILE.max(inner.div_ceil(threads.div_ceil(outer))));
-    pool.install(|| {
-        dst.par_chunks_mut(inner).enumerate().for_each(|(o, d)| {
-            d.par_chunks_mut(tile)
-                .enumerate()
-                .for_each(|(t, d)| tile_job(o, t * tile, d))
-        })
-    });
+    if outer >= threads {
+        par_chunks(pool, dst, inner, &|o, d| {
+            for (t, d) in d.chunks_mut(COL_TILE).enumerate() {
+                tile_job(o, t * COL_TILE, d);
+            }
+        });
+    } else {
+        for (o, d) in dst.chunks_mut(inner).enumerate() {
+            par_chunks(pool, d, tile, &|t, d| tile_job(o, t * tile, d));
+        }
+    }
 }
 
 struct ArgKernel {
