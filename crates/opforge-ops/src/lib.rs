@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod array_basic;
+pub mod array_extra;
 pub mod array_index;
 pub mod array_slice;
 pub mod array_strided;
@@ -16,6 +17,7 @@ pub mod examples;
 pub mod graph_ops;
 pub mod math_binary;
 pub mod math_unary;
+pub mod quantize_extra;
 pub mod state;
 pub mod util;
 
