@@ -944,30 +944,6 @@ impl OpKernel for SqueezeOp {
     }
 }
 
-/// TensorFlow's `InferenceContext::NumElements`: the number of elements of
-/// `s` as a new dim, known if every dim is known or one is 0.
-pub(crate) fn num_elements_dim(c: &mut InferenceContext, s: ShapeHandle) -> DimensionHandle {
-    let Some(dims) = c.shape_values(s) else {
-        return c.unknown_dim();
-    };
-    let mut unknown = false;
-    let mut size: i64 = 1;
-    for v in dims {
-        if v < 0 {
-            unknown = true;
-        } else if v == 0 {
-            return c.make_dim(0);
-        } else {
-            size = size.saturating_mul(v);
-        }
-    }
-    if unknown {
-        c.unknown_dim()
-    } else {
-        c.make_dim(size)
-    }
-}
-
 /// For `Reshape`: the product of the known dims of `s` (of known rank) and
 /// the index of its only unknown dim; a second unknown dim sets `too_many`.
 fn known_elements(
@@ -975,7 +951,7 @@ fn known_elements(
     s: ShapeHandle,
     too_many: &mut bool,
 ) -> Result<(DimensionHandle, Option<usize>)> {
-    let mut known = num_elements_dim(c, s);
+    let mut known = c.num_elements_dim(s);
     let mut unknown_idx = None;
     if c.value(known).is_none() {
         known = c.make_dim(1);

@@ -15,11 +15,9 @@
 //! corpus are in [`crate::quantize_extra`].
 //!
 //! The shape helpers here follow TensorFlow's `InferenceContext` exactly,
-//! including which dimension handle a merge returns (see `merge_shapes`).
+//! including which dimension handle a merge returns (see `InferenceContext::merge`).
 
 use crate::array_basic::int_values;
-use opforge_core::attrs::FromAttrValue;
-use opforge_core::op_def::attr_value_has_type;
 use opforge_core::proto::TensorShapeProto;
 use opforge_core::shape_inference::common::{concat_shape, unchanged_shape, unknown_shape};
 use opforge_core::shape_inference::{DimensionHandle, InferenceContext, ShapeHandle};
@@ -91,113 +89,6 @@ pub(crate) fn with_inputs(
     }
 }
 
-/// Attr `name` as a `T`, with TensorFlow's message when the attr holds a
-/// value of another type (`AttrValue had value with type 'string' when
-/// 'shape' expected`) and its `NotFound` when the node has no such attr.
-pub(crate) fn attr<T: FromAttrValue>(c: &InferenceContext, name: &str) -> Result<T> {
-    if let Some(v) = c.attrs().get(name) {
-        attr_value_has_type(v, T::ATTR_TYPE)?;
-    }
-    c.get_attr(name)
-}
-
-/// TensorFlow's `Merge` of two dimensions: `d0` unless only `d1` is known.
-pub(crate) fn merge_dim(
-    c: &mut InferenceContext,
-    d0: DimensionHandle,
-    d1: DimensionHandle,
-) -> Result<DimensionHandle> {
-    match (c.value(d0), c.value(d1)) {
-        _ if d0 == d1 => Ok(d0),
-        (_, None) => Ok(d0),
-        (None, Some(_)) => Ok(d1),
-        (Some(a), Some(b)) if a == b => Ok(d0),
-        (Some(a), Some(b)) => Err(Status::invalid_argument(format!(
-            "Dimensions must be equal, but are {a} and {b}"
-        ))),
-    }
-}
-
-/// TensorFlow's `Merge` of two shapes, with its handle identity: `s0` when
-/// `s1` adds nothing to it (including when both have unknown rank), else
-/// `s1` when `s0` adds nothing, else a new shape of the merged dims (each
-/// one `s0`'s dim unless only `s1`'s is known).
-pub(crate) fn merge_shapes(
-    c: &mut InferenceContext,
-    s0: ShapeHandle,
-    s1: ShapeHandle,
-) -> Result<ShapeHandle> {
-    if s0 == s1 {
-        return Ok(s0);
-    }
-    let (Some(d0), Some(d1)) = (
-        c.dims(s0).map(<[DimensionHandle]>::to_vec),
-        c.dims(s1).map(<[DimensionHandle]>::to_vec),
-    ) else {
-        return Ok(if c.rank_known(s1) { s1 } else { s0 });
-    };
-    if d0.len() != d1.len() {
-        return Err(Status::invalid_argument(format!(
-            "Shapes must be equal rank, but are {} and {}",
-            d0.len(),
-            d1.len()
-        )));
-    }
-    let (mut return_s0, mut return_s1) = (true, true);
-    for (i, (&a, &b)) in d0.iter().zip(&d1).enumerate() {
-        if a == b {
-            continue;
-        }
-        match (c.value(a), c.value(b)) {
-            (None, Some(_)) => return_s0 = false,
-            (None, None) => {}
-            (Some(_), None) => return_s1 = false,
-            (Some(x), Some(y)) if x != y => {
-                return Err(Status::invalid_argument(format!(
-                    "Dimension {i} in both shapes must be equal, but are {x} and {y}. Shapes are {} and {}.",
-                    c.debug_string(s0),
-                    c.debug_string(s1)
-                )))
-            }
-            _ => {}
-        }
-    }
-    if return_s0 {
-        return Ok(s0);
-    }
-    if return_s1 {
-        return Ok(s1);
-    }
-    let mut dims = Vec::with_capacity(d0.len());
-    for (&a, &b) in d0.iter().zip(&d1) {
-        dims.push(merge_dim(c, a, b)?);
-    }
-    Ok(c.make_shape_from_dims(dims))
-}
-
-/// TensorFlow's `NumElements` as a dimension: a new dim of the product of
-/// the dims (0 as soon as a dim is 0), unknown if the rank or a dim is.
-pub(crate) fn num_elements_dim(c: &mut InferenceContext, s: ShapeHandle) -> DimensionHandle {
-    let Some(values) = c.shape_values(s) else {
-        return c.unknown_dim();
-    };
-    let mut size: Option<i64> = Some(1);
-    let mut found_unknown = false;
-    for v in values {
-        if v < 0 {
-            found_unknown = true;
-        } else if v == 0 {
-            return c.make_dim(0);
-        } else {
-            size = size.and_then(|s| s.checked_mul(v));
-        }
-    }
-    match size {
-        Some(n) if !found_unknown => c.make_dim(n),
-        _ => c.unknown_dim(),
-    }
-}
-
 /// A rank read from a dimension value or attr, checked as TensorFlow's
 /// `WithRank` checks it.
 pub(crate) fn rank_arg(rank: i64) -> Result<usize> {
@@ -210,7 +101,7 @@ pub(crate) fn rank_arg(rank: i64) -> Result<usize> {
 
 /// TensorFlow's `ExplicitShape`: output 0 has the shape of attr `shape`.
 pub(crate) fn explicit_shape(c: &mut InferenceContext) -> Result<()> {
-    let shape: TensorShapeProto = attr(c, "shape")?;
+    let shape: TensorShapeProto = c.get_attr("shape")?;
     let out = c.make_shape_from_proto(&shape)?;
     c.set_output(0, out);
     Ok(())
@@ -300,7 +191,7 @@ pub(crate) fn reshape_shape(c: &mut InferenceContext) -> Result<()> {
                               s: ShapeHandle,
                               dims: &[DimensionHandle]|
      -> Result<(DimensionHandle, Option<usize>)> {
-        let mut known = num_elements_dim(c, s);
+        let mut known = c.num_elements_dim(s);
         let mut unknown_idx = None;
         if c.value(known).is_none() {
             known = c.make_dim(1i64);
@@ -337,7 +228,7 @@ pub(crate) fn reshape_shape(c: &mut InferenceContext) -> Result<()> {
             }
             (Some(ii), None) if n_in != 0 => {
                 let inferred = c.divide(known_out, n_in, true)?;
-                merge_dim(c, in_dims[ii], inferred)?;
+                c.merge_dim(in_dims[ii], inferred)?;
             }
             (Some(ii), Some(oi)) if n_in == n_out => {
                 out = c.replace_dim(out, oi as i64, in_dims[ii])?;
@@ -407,7 +298,7 @@ fn unravel_index_shape(c: &mut InferenceContext) -> Result<()> {
     let out = match c.rank(indices) {
         Some(0) => c.vector(n),
         Some(_) => {
-            let elems = num_elements_dim(c, indices);
+            let elems = c.num_elements_dim(indices);
             c.matrix(n, elems)
         }
         None => c.unknown_shape(),
@@ -525,7 +416,7 @@ fn diag_part_shape(c: &mut InferenceContext) -> Result<()> {
     let mid = rank / 2;
     let mut out = Vec::with_capacity(mid);
     for i in 0..mid {
-        out.push(merge_dim(c, dims[i], dims[i + mid])?);
+        out.push(c.merge_dim(dims[i], dims[i + mid])?);
     }
     let s = c.make_shape_from_dims(out);
     c.set_output(0, s);
@@ -578,14 +469,14 @@ fn matrix_set_diag_shape(c: &mut InferenceContext) -> Result<()> {
     let (rows, cols) = (c.dim(input, -2), c.dim(input, -1));
     let smallest = c.min(rows, cols)?;
     let diag_last = c.dim(diag, -1);
-    merge_dim(c, smallest, diag_last)?;
+    c.merge_dim(smallest, diag_last)?;
     let mut output = input;
     if c.rank_known(diag) && !c.fully_defined(input) {
         // Infer what the diagonal tells of the batch dims.
         let batch = c.subshape(diag, 0, Some(-1))?;
         let matrix = c.unknown_shape_of_rank(2);
         let from_diag = c.concatenate(batch, matrix)?;
-        output = merge_shapes(c, input, from_diag)?;
+        output = c.merge(input, from_diag)?;
     }
     c.set_output(0, output);
     Ok(())
@@ -823,8 +714,8 @@ fn reverse_sequence_shape(c: &mut InferenceContext) -> Result<()> {
     let input = c.input(0);
     let l = c.input(1);
     let seq_lens = c.with_rank(l, 1)?;
-    let seq_dim: i64 = attr(c, "seq_dim")?;
-    let batch_dim: i64 = attr(c, "batch_dim")?;
+    let seq_dim: i64 = c.get_attr("seq_dim")?;
+    let batch_dim: i64 = c.get_attr("batch_dim")?;
     let Some(rank) = c.rank(input) else {
         return unknown_shape(c);
     };
@@ -846,7 +737,7 @@ fn reverse_sequence_shape(c: &mut InferenceContext) -> Result<()> {
     }
     let batch = c.dim(input, batch_dim);
     let n = c.dim(seq_lens, 0);
-    let batch = merge_dim(c, batch, n)?;
+    let batch = c.merge_dim(batch, n)?;
     let out = c.replace_dim(input, batch_dim, batch)?;
     c.set_output(0, out);
     Ok(())
@@ -916,7 +807,7 @@ fn mirror_pad_grad_shape(c: &mut InferenceContext) -> Result<()> {
     let i = c.input(0);
     let input = c.with_rank(i, rank_arg(input_rank)?)?;
     let m = c.matrix(input_rank, 2);
-    paddings = merge_shapes(c, paddings, m)?;
+    paddings = c.merge(paddings, m)?;
     debug_assert_eq!(c.rank(paddings), Some(2));
     let Some(t) = c.input_tensor(1).cloned() else {
         let out = c.unknown_shape_of_rank(input_rank as usize);
@@ -973,7 +864,7 @@ fn space_to_batch_helper(
     let n = num_block_dims(c, block_shape_shape)?;
     let input_shape = c.with_rank_at_least(input_shape, n + 1)?;
     let m = c.matrix(n as i64, 2);
-    merge_shapes(c, paddings_shape, m)?;
+    c.merge(paddings_shape, m)?;
     let mut batch = c.dim(input_shape, 0);
     match &block {
         Some(b) if !b.is_empty() => {
@@ -1032,7 +923,7 @@ fn batch_to_space_helper(
     let n = num_block_dims(c, block_shape_shape)?;
     let input_shape = c.with_rank_at_least(input_shape, n + 1)?;
     let m = c.matrix(n as i64, 2);
-    merge_shapes(c, crops_shape, m)?;
+    c.merge(crops_shape, m)?;
     let mut batch = c.dim(input_shape, 0);
     match &block {
         Some(b) => {
@@ -1120,7 +1011,7 @@ register_op!(OpDefBuilder::new("SpaceToBatch")
 fn space_to_batch_shape(c: &mut InferenceContext) -> Result<()> {
     let i = c.input(0);
     let input = c.with_rank(i, 4)?;
-    let block_size: i32 = attr(c, "block_size")?;
+    let block_size: i32 = c.get_attr("block_size")?;
     let block_shape = c.make_shape(&[2.into()]);
     let paddings = c.input(1);
     let pads = const_ints(c, 1, "paddings")?;
@@ -1165,7 +1056,7 @@ register_op!(OpDefBuilder::new("BatchToSpace")
 fn batch_to_space_shape(c: &mut InferenceContext) -> Result<()> {
     let i = c.input(0);
     let input = c.with_rank(i, 4)?;
-    let block_size: i32 = attr(c, "block_size")?;
+    let block_size: i32 = c.get_attr("block_size")?;
     let block_shape = c.make_shape(&[2.into()]);
     let crops = c.input(1);
     let cr = const_ints(c, 1, "crops")?;
@@ -1205,11 +1096,11 @@ fn shape_from_format(
 /// Reads the depth/space ops' input dims: `[batch, height, width, depth]`,
 /// the format and the block size.
 fn depth_space_inputs(c: &mut InferenceContext) -> Result<([DimensionHandle; 4], String, i64)> {
-    let format: String = attr(c, "data_format")?;
+    let format: String = c.get_attr("data_format")?;
     let (rank, idx) = image_format(&format)?;
     let i = c.input(0);
     let input = c.with_rank(i, rank)?;
-    let block_size: i32 = attr(c, "block_size")?;
+    let block_size: i32 = c.get_attr("block_size")?;
     let dims = idx.map(|k| c.dim(input, k));
     Ok((dims, format, i64::from(block_size)))
 }
@@ -1317,7 +1208,7 @@ pub(crate) fn windowed_output_size(
 
 /// A `list(int)` attr that must have 4 values.
 fn four_ints(c: &InferenceContext, name: &str, what: &str) -> Result<Vec<i64>> {
-    let v: Vec<i64> = attr(c, name)?;
+    let v: Vec<i64> = c.get_attr(name)?;
     if v.len() != 4 {
         return Err(Status::invalid_argument(format!(
             "ExtractImagePatches requires the {what} attribute to contain 4 values, but got: {}",
@@ -1354,7 +1245,7 @@ fn extract_image_patches_shape(c: &mut InferenceContext) -> Result<()> {
         c.set_output(0, out);
         return Ok(());
     };
-    let padding: String = attr(c, "padding")?;
+    let padding: String = c.get_attr("padding")?;
     if !matches!(padding.as_str(), "SAME" | "VALID" | "EXPLICIT") {
         return Err(Status::not_found(format!(
             "{padding} is not an allowed padding type"
@@ -1390,8 +1281,8 @@ fn bitcast_shape(c: &mut InferenceContext) -> Result<()> {
     if !c.rank_known(input) {
         return unknown_shape(c);
     }
-    let from: DataType = attr(c, "T")?;
-    let to: DataType = attr(c, "type")?;
+    let from: DataType = c.get_attr("T")?;
+    let to: DataType = c.get_attr("type")?;
     let (in_size, out_size) = (from.size(), to.size());
     // TensorFlow's C API shape function prints the types' enum values.
     let (fc, tc) = (from as i32, to as i32);

@@ -6,7 +6,7 @@
 //! `FakeQuantWithMinMaxVarsPerChannelGradient`, `QuantizeAndDequantize`,
 //! `QuantizeAndDequantizeV2`, `QuantizedConcat` and `QuantizedReshape`.
 
-use crate::array_extra::{attr, merge_dim, merge_shapes, reshape_shape, with_inputs};
+use crate::array_extra::{reshape_shape, with_inputs};
 use opforge_core::shape_inference::common::{concat_shape_helper, unchanged_shape};
 use opforge_core::shape_inference::InferenceContext;
 use opforge_core::{register_op, OpDefBuilder, Result, Status};
@@ -63,11 +63,11 @@ register_op!(OpDefBuilder::new("QuantizeAndDequantizeV2")
     ));
 
 fn quantize_and_dequantize_v2_shape(c: &mut InferenceContext) -> Result<()> {
-    let axis: i32 = attr(c, "axis")?;
+    let axis: i32 = c.get_attr("axis")?;
     let minmax_rank = if axis == -1 { 0 } else { 1 };
     let (min, max) = (c.input(1), c.input(2));
     let minmax = c.with_rank(min, minmax_rank)?;
-    let minmax = merge_shapes(c, max, minmax)?;
+    let minmax = c.merge(max, minmax)?;
     if axis < -1 {
         return Err(Status::invalid_argument(format!(
             "axis should be at least -1, got {axis}"
@@ -77,7 +77,7 @@ fn quantize_and_dequantize_v2_shape(c: &mut InferenceContext) -> Result<()> {
         let i = c.input(0);
         let input = c.with_rank_at_least(i, axis as usize + 1)?;
         let (depth, d) = (c.dim(minmax, 0), c.dim(input, i64::from(axis)));
-        merge_dim(c, depth, d)?;
+        c.merge_dim(depth, d)?;
     }
     let i = c.input(0);
     c.set_output(0, i);
@@ -104,7 +104,7 @@ register_op!(OpDefBuilder::new("Dequantize")
 fn dequantize_shape(c: &mut InferenceContext) -> Result<()> {
     // TensorFlow tolerates a node without the attr (older graphs).
     let axis: i32 = if c.has_attr("axis") {
-        attr(c, "axis")?
+        c.get_attr("axis")?
     } else {
         -1
     };
@@ -133,7 +133,7 @@ fn dequantize_shape(c: &mut InferenceContext) -> Result<()> {
         let i = c.input(0);
         let input = c.with_rank_at_least(i, axis as usize + 1)?;
         let (depth, d) = (c.dim(minmax, 0), c.dim(input, i64::from(axis)));
-        merge_dim(c, depth, d)?;
+        c.merge_dim(depth, d)?;
     }
     Ok(())
 }
@@ -238,9 +238,9 @@ fn fake_quant_per_channel_shape(c: &mut InferenceContext) -> Result<()> {
     let min = c.with_rank(mn, 1)?;
     let max = c.with_rank(mx, 1)?;
     let (last, min0, max0) = (c.dim(input, -1), c.dim(min, 0), c.dim(max, 0));
-    merge_dim(c, last, min0)?;
-    merge_dim(c, last, max0)?;
-    merge_dim(c, min0, max0)?;
+    c.merge_dim(last, min0)?;
+    c.merge_dim(last, max0)?;
+    c.merge_dim(min0, max0)?;
     c.set_output(0, input);
     Ok(())
 }
@@ -267,14 +267,14 @@ fn fake_quant_per_channel_gradient_shape(c: &mut InferenceContext) -> Result<()>
     let (g, i) = (c.input(0), c.input(1));
     let inputs = c.with_rank_at_least(g, 1)?;
     let inputs = c.with_rank_at_most(inputs, 4)?;
-    let inputs = merge_shapes(c, inputs, i)?;
+    let inputs = c.merge(inputs, i)?;
     let last = c.dim(inputs, -1);
     let last = c.vector(last);
     let mn = c.input(2);
     let min_max = c.with_rank(mn, 1)?;
-    let min_max = merge_shapes(c, min_max, last)?;
+    let min_max = c.merge(min_max, last)?;
     let mx = c.input(3);
-    let min_max = merge_shapes(c, mx, min_max)?;
+    let min_max = c.merge(mx, min_max)?;
     c.set_output(0, inputs);
     c.set_output(1, min_max);
     c.set_output(2, min_max);
