@@ -22,6 +22,7 @@ use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::shape_inference::common;
 use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result,
     Status, Tensor, TensorShape,
@@ -50,6 +51,7 @@ pub fn mat_mul() -> OpDefBuilder {
         )
         .attr("grad_a: bool = false")
         .attr("grad_b: bool = false")
+        .set_shape_fn(common::matmul_shape)
         .doc(
             "Multiply the matrix \"a\" by the matrix \"b\".\n\n\
              The inputs must be two-dimensional matrices and the inner dimension of\n\
@@ -73,6 +75,7 @@ pub fn batch_mat_mul_v2() -> OpDefBuilder {
         .attr("adj_y: bool = false")
         .attr("grad_x: bool = false")
         .attr("grad_y: bool = false")
+        .set_shape_fn(common::batch_matmul_v2_shape)
         .doc(
             "Multiplies slices of two tensors in batches.\n\n\
              Multiplies all slices of `Tensor` `x` and `y` (each slice can be viewed as\n\
@@ -1137,5 +1140,102 @@ mod tests {
                 .contains("Matrix size-incompatible: In[0]: [2,2,3], In[1]: [2,2,3]"),
             "{err}"
         );
+    }
+
+    // ---- Shape functions ----
+
+    mod shapes {
+        use opforge_core::shape_inference::testutil::ShapeTestOp;
+        use opforge_core::{infer_error, infer_ok};
+
+        fn mm(ta: bool, tb: bool) -> ShapeTestOp {
+            ShapeTestOp::new("MatMul")
+                .attr("transpose_a", ta)
+                .attr("transpose_b", tb)
+        }
+
+        fn bmm(ax: bool, ay: bool) -> ShapeTestOp {
+            ShapeTestOp::new("BatchMatMulV2")
+                .attr("adj_x", ax)
+                .attr("adj_y", ay)
+        }
+
+        #[test]
+        fn mat_mul() {
+            infer_ok!(mm(false, false), "?;?", "[?,?]");
+            infer_ok!(mm(false, false), "[2,3];[3,4]", "[d0_0,d1_1]");
+            infer_ok!(mm(false, false), "[2,?];[?,4]", "[d0_0,d1_1]");
+            infer_ok!(mm(false, false), "?;[3,4]", "[?,d1_1]");
+            infer_ok!(mm(false, false), "[2,3];?", "[d0_0,?]");
+            infer_ok!(mm(true, false), "[3,2];[3,4]", "[d0_1,d1_1]");
+            infer_ok!(mm(false, true), "[2,3];[4,3]", "[d0_0,d1_0]");
+            infer_ok!(mm(true, true), "[3,2];[4,3]", "[d0_1,d1_0]");
+            infer_error!(
+                mm(false, false),
+                "[2,3];[4,5]",
+                "Dimensions must be equal, but are 3 and 4"
+            );
+            infer_error!(
+                mm(true, false),
+                "[2,3];[3,4]",
+                "Dimensions must be equal, but are 2 and 3"
+            );
+            infer_error!(
+                mm(false, false),
+                "[2,3,4];[4,5]",
+                "Shape must be rank 2 but is rank 3"
+            );
+            infer_error!(
+                mm(false, false),
+                "[2,3];[3]",
+                "Shape must be rank 2 but is rank 1"
+            );
+            infer_error!(
+                ShapeTestOp::new("MatMul"),
+                "[2,3];[3,4]",
+                "No attr named 'transpose_a'"
+            );
+        }
+
+        #[test]
+        fn batch_mat_mul_v2() {
+            infer_ok!(bmm(false, false), "?;?", "?");
+            infer_ok!(bmm(false, false), "[2,3];?", "?");
+            infer_ok!(bmm(false, false), "[2,3];[3,4]", "[d0_0,d1_1]");
+            infer_ok!(bmm(false, false), "[5,2,3];[3,4]", "[d0_0,d0_1,d1_1]");
+            infer_ok!(bmm(false, false), "[2,3];[5,3,4]", "[d1_0,d0_0,d1_2]");
+            infer_ok!(bmm(false, false), "[1,2,3];[6,3,4]", "[d1_0,d0_1,d1_2]");
+            infer_ok!(bmm(false, false), "[6,2,3];[1,3,4]", "[d0_0,d0_1,d1_2]");
+            infer_ok!(bmm(false, false), "[?,2,3];[6,3,4]", "[d1_0,d0_1,d1_2]");
+            infer_ok!(bmm(false, false), "[?,2,3];[?,3,4]", "[?,d0_1,d1_2]");
+            infer_ok!(
+                bmm(false, false),
+                "[2,1,2,3];[5,3,4]",
+                "[d0_0,d1_0,d0_2,d1_2]"
+            );
+            infer_ok!(bmm(true, false), "[7,3,2];[7,3,4]", "[d0_0,d0_2,d1_2]");
+            infer_ok!(bmm(false, true), "[7,2,3];[7,4,3]", "[d0_0,d0_1,d1_1]");
+            infer_ok!(bmm(true, true), "[7,3,2];[7,4,3]", "[d0_0,d0_2,d1_1]");
+            infer_error!(
+                bmm(false, false),
+                "[2];[2,2]",
+                "Shape must be at least rank 2 but is rank 1"
+            );
+            infer_error!(
+                bmm(false, false),
+                "[2,2,3];[2,4,5]",
+                "Dimensions must be equal, but are 3 and 4"
+            );
+            infer_error!(
+                bmm(false, false),
+                "[2,2,3];[4,3,5]",
+                "Dimensions must be equal, but are 2 and 4"
+            );
+            infer_error!(
+                ShapeTestOp::new("BatchMatMulV2"),
+                "[2,3];[3,4]",
+                "No attr named 'adj_x'"
+            );
+        }
     }
 }

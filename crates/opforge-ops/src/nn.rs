@@ -17,6 +17,7 @@ use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::shape_inference::{common, InferenceContext};
 use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result,
     Status, Tensor, TensorShape,
@@ -51,6 +52,7 @@ pub fn relu() -> OpDefBuilder {
         .input("features: T")
         .output("activations: T")
         .attr("T: {realnumbertype, qint8}")
+        .set_shape_fn(common::unchanged_shape)
         .doc("Computes rectified linear: `max(features, 0)`.")
 }
 
@@ -61,6 +63,7 @@ pub fn relu_grad() -> OpDefBuilder {
         .input("features: T")
         .output("backprops: T")
         .attr("T: realnumbertype")
+        .set_shape_fn(merge_both_inputs_shape)
         .doc(
             "Computes rectified linear gradients for a Relu operation.\n\n\
              `backprops = gradients * (features > 0)`; `gradients` and `features`\n\
@@ -74,6 +77,7 @@ pub fn relu6() -> OpDefBuilder {
         .input("features: T")
         .output("activations: T")
         .attr("T: realnumbertype")
+        .set_shape_fn(common::unchanged_shape)
         .doc("Computes rectified linear 6: `min(max(features, 0), 6)`.")
 }
 
@@ -83,6 +87,7 @@ pub fn softmax() -> OpDefBuilder {
         .input("logits: T")
         .output("softmax: T")
         .attr("T: {half, bfloat16, float, double}")
+        .set_shape_fn(softmax_shape)
         .doc(
             "Computes softmax activations.\n\n\
              For each batch `i` and class `j` we have\n\n\
@@ -97,6 +102,7 @@ pub fn log_softmax() -> OpDefBuilder {
         .input("logits: T")
         .output("logsoftmax: T")
         .attr("T: {half, bfloat16, float, double}")
+        .set_shape_fn(softmax_shape)
         .doc(
             "Computes log softmax activations.\n\n\
              For each batch `i` and class `j` we have\n\n\
@@ -113,6 +119,7 @@ pub fn softmax_cross_entropy_with_logits() -> OpDefBuilder {
         .output("loss: T")
         .output("backprop: T")
         .attr("T: {half, bfloat16, float, double}")
+        .set_shape_fn(softmax_cross_entropy_shape)
         .doc(
             "Computes softmax cross entropy cost and gradients to backpropagate.\n\n\
              Inputs are the logits, not probabilities. `features` and `labels` are\n\
@@ -131,6 +138,7 @@ pub fn sparse_softmax_cross_entropy_with_logits() -> OpDefBuilder {
         .output("backprop: T")
         .attr("T: {half, bfloat16, float, double}")
         .attr("Tlabels: {int32, int64} = DT_INT64")
+        .set_shape_fn(sparse_softmax_cross_entropy_shape)
         .doc(
             "Computes softmax cross entropy cost and gradients to backpropagate.\n\n\
              Unlike `SoftmaxCrossEntropyWithLogits`, this operation does not accept a\n\
@@ -147,6 +155,7 @@ pub fn bias_add() -> OpDefBuilder {
         .input("value: T")
         .input("bias: T")
         .attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+        .set_shape_fn(bias_add_shape)
         .output("output: T")
         .doc(
             "Adds `bias` to `value`.\n\n\
@@ -163,6 +172,7 @@ pub fn bias_add_grad() -> OpDefBuilder {
         .attr("T: numbertype")
         .input("out_backprop: T")
         .attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+        .set_shape_fn(bias_add_grad_shape)
         .output("output: T")
         .doc(
             "The backward operation for \"BiasAdd\" on the \"bias\" tensor.\n\n\
@@ -170,6 +180,117 @@ pub fn bias_add_grad() -> OpDefBuilder {
              dimension. For NHWC data format, the feature dimension is the last. For\n\
              NCHW data format, the feature dimension is the third-to-last.",
         )
+}
+
+// ---- Shape functions (TensorFlow's nn_ops.cc) ----
+
+/// TensorFlow's `MergeBothInputsShapeFn`.
+fn merge_both_inputs_shape(c: &mut InferenceContext) -> Result<()> {
+    let (a, b) = (c.input(0), c.input(1));
+    let out = c.merge(a, b)?;
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// TensorFlow's `UnchangedShapeWithRankAtLeast(c, 1)`.
+fn softmax_shape(c: &mut InferenceContext) -> Result<()> {
+    let s = c.input(0);
+    let out = c.with_rank_at_least(s, 1)?;
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// TensorFlow 2.x's `SoftmaxCrossEntropyWithLogits` shape function: equal
+/// `[batch, classes]` inputs, else their broadcast, which must be of rank 2.
+fn softmax_cross_entropy_shape(c: &mut InferenceContext) -> Result<()> {
+    let (features, labels) = (c.input(0), c.input(1));
+    if let Ok(input) = c.with_rank(features, 2) {
+        if let Ok(input) = c.merge(input, labels) {
+            let batch = c.dim(input, 0);
+            let loss = c.vector(batch);
+            c.set_output(0, loss);
+            c.set_output(1, input);
+            return Ok(());
+        }
+    }
+    let out = common::broadcast_shapes(c, features, labels, true)?;
+    c.set_output(1, out);
+    match c.rank(out) {
+        None => Err(Status::invalid_argument(
+            "Shape must be broadcasted with rank 2, but is rank is unknown.",
+        )),
+        Some(r) if r != 2 => Err(Status::invalid_argument(format!(
+            "Shape must be broadcasted with rank 2, but is rank {r}"
+        ))),
+        Some(_) => {
+            let batch = c.dim(out, 0);
+            let loss = c.vector(batch);
+            c.set_output(0, loss);
+            Ok(())
+        }
+    }
+}
+
+/// TensorFlow's `SparseSoftmaxCrossEntropyWithLogits` shape function.
+fn sparse_softmax_cross_entropy_shape(c: &mut InferenceContext) -> Result<()> {
+    let (f0, l0) = (c.input(0), c.input(1));
+    let features = c.with_rank(f0, 2)?;
+    let labels = c.with_rank(l0, 1)?;
+    let (fb, lb) = (c.dim(features, 0), c.dim(labels, 0));
+    let batch = c.merge_dim(fb, lb)?;
+    let features = c.replace_dim(features, 0, batch)?;
+    let loss = c.vector(batch);
+    c.set_output(0, loss);
+    c.set_output(1, features);
+    Ok(())
+}
+
+/// Whether the node's `data_format` is NCHW (a missing attr counts as NHWC,
+/// as TensorFlow's shape functions tolerate it).
+fn shape_is_nchw(c: &InferenceContext) -> bool {
+    matches!(c.get_attr::<String>("data_format"), Ok(f) if f == "NCHW")
+}
+
+/// TensorFlow's `BiasAddShape`.
+fn bias_add_shape(c: &mut InferenceContext) -> Result<()> {
+    let nchw = shape_is_nchw(c);
+    let value = c.input(0);
+    let input = c.with_rank_at_least(value, if nchw { 3 } else { 2 })?;
+    let b = c.input(1);
+    let bias = c.with_rank(b, 1)?;
+    let bias_dim = c.dim(bias, 0);
+    if c.rank(input).is_none() {
+        return common::unknown_shape(c);
+    }
+    let out = if nchw {
+        let first = c.subshape(input, 0, Some(1))?;
+        let last = c.subshape(input, 2, None)?;
+        let input_bias_dim = c.dim(input, 1);
+        let merged = c.merge_dim(input_bias_dim, bias_dim)?;
+        let merged = c.vector(merged);
+        let temp = c.concatenate(first, merged)?;
+        c.concatenate(temp, last)?
+    } else {
+        let all_but_bias = c.subshape(input, 0, Some(-1))?;
+        let input_bias_dim = c.dim(input, -1);
+        let merged = c.merge_dim(input_bias_dim, bias_dim)?;
+        let merged = c.vector(merged);
+        c.concatenate(all_but_bias, merged)?
+    };
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// TensorFlow's `BiasAddGradShape`: a vector of the channel dim (the last
+/// for NHWC, the third-to-last for NCHW).
+fn bias_add_grad_shape(c: &mut InferenceContext) -> Result<()> {
+    let nchw = shape_is_nchw(c);
+    let g = c.input(0);
+    let input = c.with_rank_at_least(g, if nchw { 3 } else { 2 })?;
+    let d = c.dim(input, if nchw { -3 } else { -1 });
+    let out = c.vector(d);
+    c.set_output(0, out);
+    Ok(())
 }
 
 register_op!(relu());
@@ -1508,5 +1629,142 @@ mod tests {
         assert_close(&g, &[3], &[0.0; 3], 0.0);
         let g = bias_grad(Tensor::zeros(DataType::Double, &[2, 0]).unwrap(), "NHWC").unwrap();
         assert_eq!(g.dims(), &[0]);
+    }
+
+    // ---- Shape functions ----
+
+    mod shapes {
+        use opforge_core::shape_inference::testutil::ShapeTestOp;
+        use opforge_core::{infer_error, infer_ok};
+
+        #[test]
+        fn relu_family() {
+            for op in ["Relu", "Relu6"] {
+                let o = ShapeTestOp::new(op);
+                infer_ok!(o, "?", "in0");
+                infer_ok!(o, "[]", "in0");
+                infer_ok!(o, "[2,?,3]", "in0");
+            }
+            let o = ShapeTestOp::new("ReluGrad");
+            infer_ok!(o, "?;?", "in0");
+            infer_ok!(o, "?;[2,?]", "in1");
+            infer_ok!(o, "[2,?];?", "in0");
+            infer_ok!(o, "[2,3];[2,3]", "in0");
+            infer_ok!(o, "[2,?];[2,3]", "in1");
+            infer_ok!(o, "[2,?];[?,3]", "[d0_0,d1_1]");
+            infer_error!(o, "[2];[2,3]", "Shapes must be equal rank, but are 1 and 2");
+            infer_error!(
+                o,
+                "[2,3];[2,4]",
+                "Dimension 1 in both shapes must be equal, but are 3 and 4"
+            );
+        }
+
+        #[test]
+        fn softmax_family() {
+            for op in ["Softmax", "LogSoftmax"] {
+                let o = ShapeTestOp::new(op);
+                infer_ok!(o, "?", "in0");
+                infer_ok!(o, "[5]", "in0");
+                infer_ok!(o, "[2,?,3]", "in0");
+                infer_error!(o, "[]", "Shape must be at least rank 1 but is rank 0");
+            }
+        }
+
+        #[test]
+        fn softmax_cross_entropy() {
+            let o = ShapeTestOp::new("SoftmaxCrossEntropyWithLogits");
+            infer_ok!(o, "[2,3];[2,3]", "[d0_0];in0");
+            infer_ok!(o, "[?,3];[2,3]", "[d1_0];in1");
+            infer_ok!(o, "[?,3];[2,?]", "[d1_0];[d1_0,d0_1]");
+            infer_ok!(o, "?;?", "[?];[?,?]");
+            infer_ok!(o, "?;[2,3]", "[d1_0];in1");
+            infer_ok!(o, "[2,3];?", "[d0_0];in0");
+            // Not mergeable: TensorFlow 2.x broadcasts features and labels.
+            infer_ok!(o, "[2,3];[3]", "[d0_0];[d0_0,d0_1]");
+            infer_ok!(o, "[1,3];[4,3]", "[d1_0];[d1_0,d0_1]");
+            infer_ok!(o, "[4,1];[4,3]", "[d0_0];[d0_0,d1_1]");
+            infer_ok!(o, "[3];[2,3]", "[d1_0];[d1_0,d0_0]");
+            infer_error!(o, "[2,3];[4]", "Dimensions must be equal, but are 3 and 4");
+            infer_error!(
+                o,
+                "[3];[3]",
+                "Shape must be broadcasted with rank 2, but is rank 1"
+            );
+            infer_error!(
+                o,
+                "[2,2,3];[2,2,3]",
+                "Shape must be broadcasted with rank 2, but is rank 3"
+            );
+            infer_error!(
+                o,
+                "?;[3]",
+                "Shape must be broadcasted with rank 2, but is rank is unknown."
+            );
+        }
+
+        #[test]
+        fn sparse_softmax_cross_entropy() {
+            let o = ShapeTestOp::new("SparseSoftmaxCrossEntropyWithLogits");
+            infer_ok!(o, "?;?", "[?];[?,?]");
+            infer_ok!(o, "[2,3];?", "[d0_0];[d0_0,d0_1]");
+            infer_ok!(o, "[2,3];[?]", "[d0_0];[d0_0,d0_1]");
+            infer_ok!(o, "[?,3];[2]", "[d1_0];[d1_0,d0_1]");
+            infer_ok!(o, "?;[2]", "[d1_0];[d1_0,?]");
+            infer_error!(o, "[2,3];[3]", "Dimensions must be equal, but are 2 and 3");
+            infer_error!(o, "[2];[2]", "Shape must be rank 2 but is rank 1");
+            infer_error!(o, "[2,3];[2,1]", "Shape must be rank 1 but is rank 2");
+        }
+
+        #[test]
+        fn bias_add() {
+            let nhwc = ShapeTestOp::new("BiasAdd").attr("data_format", "NHWC");
+            let nchw = ShapeTestOp::new("BiasAdd").attr("data_format", "NCHW");
+            // A bare node (no data_format) is NHWC, as in TensorFlow.
+            let bare = ShapeTestOp::new("BiasAdd");
+            for o in [&nhwc, &bare] {
+                infer_ok!(o, "?;?", "?");
+                infer_ok!(o, "?;[3]", "?");
+                infer_ok!(o, "[2,3];[3]", "[d0_0,d0_1]");
+                infer_ok!(o, "[2,?];[3]", "[d0_0,d1_0]");
+                infer_ok!(o, "[2,4,?];?", "[d0_0,d0_1,d0_2]");
+                infer_ok!(o, "[2,4,5,3];[?]", "[d0_0,d0_1,d0_2,d0_3]");
+                infer_error!(o, "[2];[2]", "Shape must be at least rank 2 but is rank 1");
+                infer_error!(o, "[2,3];[4]", "Dimensions must be equal, but are 3 and 4");
+                infer_error!(o, "[2,3];[3,1]", "Shape must be rank 1 but is rank 2");
+            }
+            infer_ok!(nchw, "?;[3]", "?");
+            infer_ok!(nchw, "[2,3,4,5];[3]", "[d0_0,d0_1,d0_2,d0_3]");
+            infer_ok!(nchw, "[2,?,4,5];[3]", "[d0_0,d1_0,d0_2,d0_3]");
+            infer_ok!(nchw, "[2,?,4];?", "[d0_0,d0_1,d0_2]");
+            infer_error!(
+                nchw,
+                "[2,3];[3]",
+                "Shape must be at least rank 3 but is rank 2"
+            );
+            infer_error!(
+                nchw,
+                "[2,3,4,5];[5]",
+                "Dimensions must be equal, but are 3 and 5"
+            );
+        }
+
+        #[test]
+        fn bias_add_grad() {
+            let nhwc = ShapeTestOp::new("BiasAddGrad").attr("data_format", "NHWC");
+            let nchw = ShapeTestOp::new("BiasAddGrad").attr("data_format", "NCHW");
+            let bare = ShapeTestOp::new("BiasAddGrad");
+            for o in [&nhwc, &bare] {
+                infer_ok!(o, "?", "[?]");
+                infer_ok!(o, "[2,3]", "[d0_1]");
+                infer_ok!(o, "[2,4,5,?]", "[d0_3]");
+                infer_error!(o, "[3]", "Shape must be at least rank 2 but is rank 1");
+            }
+            infer_ok!(nchw, "?", "[?]");
+            infer_ok!(nchw, "[2,3,4,5]", "[d0_1]");
+            // TensorFlow's BiasAddGradShape takes the third-to-last dim for NCHW.
+            infer_ok!(nchw, "[2,3,4]", "[d0_0]");
+            infer_error!(nchw, "[2,3]", "Shape must be at least rank 3 but is rank 2");
+        }
     }
 }

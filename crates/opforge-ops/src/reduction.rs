@@ -21,6 +21,7 @@ use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::shape_inference::{common, InferenceContext};
 use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result,
     Status, Tensor, TensorShape,
@@ -51,6 +52,7 @@ fn reduction_op(name: &str, types: &str, summary: &str) -> OpDefBuilder {
         .attr("keep_dims: bool = false")
         .attr(format!("T: {types}"))
         .attr("Tidx: {int32, int64} = DT_INT32")
+        .set_shape_fn(common::reduction_shape)
         .doc(format!(
             "{summary}\n\n\
              Reduces `input` along the dimensions given in `reduction_indices`\n\
@@ -68,6 +70,7 @@ fn bool_reduction_op(name: &str, summary: &str) -> OpDefBuilder {
         .output("output: bool")
         .attr("keep_dims: bool = false")
         .attr("Tidx: {int32, int64} = DT_INT32")
+        .set_shape_fn(common::reduction_shape)
         .doc(format!(
             "{summary}\n\n\
              Reduces `input` along the dimensions given in `reduction_indices`.\n\
@@ -147,6 +150,7 @@ pub fn arg_max() -> OpDefBuilder {
         .attr("T: {realnumbertype, quantizedtype, bool}")
         .attr("Tidx: {int16, int32, int64} = DT_INT32")
         .attr("output_type: {int16, uint16, int32, int64} = DT_INT64")
+        .set_shape_fn(arg_op_shape)
         .doc(
             "Returns the index with the largest value across dimensions of a tensor.\n\n\
              Ties are broken in favour of the smallest index. `dimension` is a scalar in\n\
@@ -164,12 +168,63 @@ pub fn arg_min() -> OpDefBuilder {
         .attr("T: {realnumbertype, quantizedtype, bool}")
         .attr("Tidx: {int32, int64} = DT_INT32")
         .attr("output_type: {int32, int64} = DT_INT64")
+        .set_shape_fn(arg_op_shape)
         .doc(
             "Returns the index with the smallest value across dimensions of a tensor.\n\n\
              Ties are broken in favour of the smallest index. `dimension` is a scalar in\n\
              `[-rank(input), rank(input))`; the output has the shape of `input` without\n\
              that dimension.",
         )
+}
+
+/// TensorFlow's `ArgOpShape`: input 0 without the constant `dimension`
+/// (input 1); unknown values give unknown dims of rank `rank - 1`, and
+/// inputs of rank 0 or 1 a scalar.
+fn arg_op_shape(c: &mut InferenceContext) -> Result<()> {
+    let dim_in = c.input(1);
+    c.with_rank(dim_in, 0)?;
+    let input = c.input(0);
+    let Some(rank) = c.rank(input) else {
+        return common::unknown_shape(c);
+    };
+    if rank <= 1 {
+        return common::scalar_shape(c);
+    }
+    let Some(t) = c.input_tensor(1) else {
+        let dims = (0..rank - 1).map(|_| c.unknown_dim()).collect();
+        let out = c.make_shape_from_dims(dims);
+        c.set_output(0, out);
+        return Ok(());
+    };
+    let value: i64 = match t.dtype() {
+        DataType::Int16 => t.flat::<i16>()?.first().map(|&v| v as i64),
+        DataType::Int32 => t.flat::<i32>()?.first().map(|&v| v as i64),
+        DataType::Int64 => t.flat::<i64>()?.first().copied(),
+        other => {
+            return Err(Status::invalid_argument(format!(
+                "dimension must be int16, int32 or int64, not {other}"
+            )))
+        }
+    }
+    .ok_or_else(|| Status::invalid_argument("dimension must be a scalar"))?;
+    let r = rank as i64;
+    let axis = if value < 0 { value + r } else { value };
+    ensure!(
+        (0..r).contains(&axis),
+        InvalidArgument,
+        "Dimension ({}) must be in the range [{}, {}), where {} is the number of dimensions in the input.",
+        value,
+        -r,
+        r,
+        r
+    );
+    let dims = (0..r)
+        .filter(|&i| i != axis)
+        .map(|i| c.dim(input, i))
+        .collect();
+    let out = c.make_shape_from_dims(dims);
+    c.set_output(0, out);
+    Ok(())
 }
 
 register_op!(sum());
@@ -2023,5 +2078,106 @@ mod tests {
                 .contains("Expected dimension in the range [0, 0), but got 0"),
             "{err}"
         );
+    }
+
+    // ---- Shape functions ----
+
+    mod shapes {
+        use opforge_core::shape_inference::testutil::ShapeTestOp;
+        use opforge_core::{infer_error, infer_ok, Tensor};
+
+        fn red(op: &str, keep_dims: bool) -> ShapeTestOp {
+            ShapeTestOp::new(op).attr("keep_dims", keep_dims)
+        }
+
+        #[test]
+        fn reductions_without_constant_axes() {
+            for op in ["Sum", "Mean", "Max", "Min", "Prod", "All", "Any"] {
+                infer_ok!(red(op, false), "?;?", "?");
+                infer_ok!(red(op, false), "[2,3];[1]", "?");
+                infer_ok!(red(op, true), "[2,?];[1]", "[?,?]");
+                infer_ok!(red(op, true), "?;[1]", "?");
+                infer_error!(
+                    red(op, false),
+                    "[2,3];[1,1]",
+                    "Shape must be at most rank 1 but is rank 2"
+                );
+                infer_error!(
+                    ShapeTestOp::new(op),
+                    "[2,3];[1]",
+                    "No attr named 'keep_dims'"
+                );
+            }
+        }
+
+        #[test]
+        fn reductions_with_constant_axes() {
+            let v = |a: &[i32]| Tensor::from_slice(&[a.len() as i64], a).unwrap();
+            for op in ["Sum", "Mean", "Max", "Min", "Prod", "All", "Any"] {
+                let o = red(op, false).input_tensor(1, v(&[1]));
+                infer_ok!(o, "[2,3,4];[1]", "[d0_0,d0_2]");
+                infer_ok!(o, "[2,?,?];[1]", "[d0_0,d0_2]");
+                infer_ok!(o, "?;[1]", "?");
+                let o = red(op, true).input_tensor(1, v(&[1]));
+                infer_ok!(o, "[2,3,4];[1]", "[d0_0,1,d0_2]");
+                let o = red(op, false).input_tensor(1, v(&[0, -1, 0]));
+                infer_ok!(o, "[2,?,4];[3]", "[d0_1]");
+                let o = red(op, false).input_tensor(1, Tensor::scalar(-2i64));
+                infer_ok!(o, "[2,3];[]", "[d0_1]");
+                let o = red(op, true).input_tensor(1, v(&[]));
+                infer_ok!(o, "[2,3];[0]", "[d0_0,d0_1]");
+                let o = red(op, false).input_tensor(1, v(&[0, 1]));
+                infer_ok!(o, "[2,3];[2]", "[]");
+                let o = red(op, false).input_tensor(1, v(&[2]));
+                infer_error!(
+                    o,
+                    "[2,3];[1]",
+                    "Invalid reduction dimension 2 for input with 2 dimensions."
+                );
+                let o = red(op, false).input_tensor(1, Tensor::scalar(-3i64));
+                infer_error!(
+                    o,
+                    "[2,3];[]",
+                    "Invalid reduction dimension -3 for input with 2 dimensions."
+                );
+                let o = red(op, false).input_tensor(1, v(&[0]));
+                infer_error!(
+                    o,
+                    "[];[1]",
+                    "Invalid reduction dimension 0 for input with 0 dimensions."
+                );
+            }
+        }
+
+        #[test]
+        fn arg_ops() {
+            for op in ["ArgMax", "ArgMin"] {
+                let o = ShapeTestOp::new(op);
+                infer_ok!(o, "?;?", "?");
+                infer_ok!(o, "?;[]", "?");
+                infer_ok!(o, "[];[]", "[]");
+                infer_ok!(o, "[5];?", "[]");
+                infer_ok!(o, "[2,3,4];[]", "[?,?]");
+                infer_ok!(o, "[2,3,4];?", "[?,?]");
+                infer_error!(o, "[2,3];[1]", "Shape must be rank 0 but is rank 1");
+                let c = |v: i32| ShapeTestOp::new(op).input_tensor(1, Tensor::scalar(v));
+                infer_ok!(c(1), "[2,3,4];[]", "[d0_0,d0_2]");
+                infer_ok!(c(-1), "[2,?,4];[]", "[d0_0,d0_1]");
+                infer_ok!(c(0), "[2,?,4];[]", "[d0_1,d0_2]");
+                infer_ok!(c(7), "?;[]", "?");
+                infer_error!(
+                    c(3),
+                    "[2,3,4];[]",
+                    "Dimension (3) must be in the range [-3, 3), where 3 is the number of dimensions in the input."
+                );
+                infer_error!(
+                    c(-4),
+                    "[2,3,4];[]",
+                    "Dimension (-4) must be in the range [-3, 3)"
+                );
+                let o = ShapeTestOp::new(op).input_tensor(1, Tensor::scalar(-3i64));
+                infer_ok!(o, "[2,3,4];[]", "[d0_1,d0_2]");
+            }
+        }
     }
 }
