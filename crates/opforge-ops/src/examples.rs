@@ -4,6 +4,7 @@
 
 use crate::util::fmt_shape;
 use opforge_core::dtype::REAL_NUMBER_TYPES;
+use opforge_core::shape_inference::common::{no_outputs, unchanged_shape, unknown_shape};
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
@@ -36,6 +37,7 @@ pub fn zero_out() -> OpDefBuilder {
         .attr("preserve_index: int = 0")
         .input("to_zero: T")
         .output("zeroed: T")
+        .set_shape_fn(unchanged_shape)
         .doc(
             "Zeros out every element of the input except one.\n\
              \n\
@@ -51,6 +53,7 @@ pub fn string_to_number() -> OpDefBuilder {
         .input("string_tensor: string")
         .output("output: out_type")
         .attr("out_type: {float, double, int32, int64, uint32, uint64} = DT_FLOAT")
+        .set_shape_fn(unchanged_shape)
         .doc(
             "Converts each string in the input Tensor to the specified numeric type.\n\
              \n\
@@ -71,6 +74,7 @@ pub fn attr_default_example_for_all_types() -> OpDefBuilder {
         .attr("te: tensor = { dtype: DT_INT32 int_val: 5 }")
         .attr("l_empty: list(int) = []")
         .attr("l_int: list(int) = [2, 3, 5, 7]")
+        .set_shape_fn(no_outputs)
         .doc("Shows a default value for an attr of every type.")
 }
 
@@ -80,6 +84,7 @@ pub fn polymorphic_list_example() -> OpDefBuilder {
         .attr("T: list(type)")
         .input("in: T")
         .output("out: T")
+        .set_shape_fn(unknown_shape)
         .doc("Takes a list of tensors of any types and returns a list of the same types.")
 }
 
@@ -90,6 +95,7 @@ pub fn same_list_input_example() -> OpDefBuilder {
         .attr("T: type")
         .input("in: N * T")
         .output("out: T")
+        .set_shape_fn(unknown_shape)
         .doc("Takes N tensors of one type T and returns one tensor of type T.")
 }
 
@@ -99,6 +105,7 @@ pub fn min_length_int_list_example() -> OpDefBuilder {
         .attr("N: int >= 2")
         .input("in: N * int32")
         .output("out: int32")
+        .set_shape_fn(unknown_shape)
         .doc("Takes at least two int32 tensors and returns one int32 tensor.")
 }
 
@@ -109,6 +116,7 @@ pub fn multiple_ins_and_outs() -> OpDefBuilder {
         .input("z: float")
         .output("a: string")
         .output("b: int32")
+        .set_shape_fn(unknown_shape)
         .doc("Takes an int32 and a float tensor and returns a string and an int32 tensor.")
 }
 
@@ -358,6 +366,38 @@ register_op!(polymorphic_list_example());
 register_op!(same_list_input_example());
 register_op!(min_length_int_list_example());
 register_op!(multiple_ins_and_outs());
+
+// ---- Gradients ----
+
+/// `ZeroOut`'s gradient, from TensorFlow's "Create an op" guide: only the
+/// kept element of the input gets a gradient (the guide's
+/// `sparse_to_dense([index], shape, grad[index], 0)`). `ZeroOut` is linear,
+/// so its gradient is `ZeroOut` of the incoming gradient with the same
+/// `preserve_index` (the guide's op keeps element 0, the default): exactly
+/// zeros elsewhere, and itself differentiable to any order.
+/// `StringToNumber` (a string input) is not differentiable.
+mod gradients {
+    use opforge_core::attrs::IntoAttrValue;
+    use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
+    use opforge_core::{register_gradient, register_not_differentiable, Result};
+
+    fn zero_out_grad(
+        o: &mut dyn Ops,
+        op: &GradOp<'_>,
+        grads: &[Option<Sym>],
+    ) -> Result<Vec<Option<Sym>>> {
+        let Some(g) = grads[0] else { return Ok(vec![None]) };
+        let preserve_index: i64 = op.attr("preserve_index").unwrap_or(0);
+        Ok(vec![Some(o.op1(
+            "ZeroOut",
+            &[g],
+            &[("preserve_index", preserve_index.into_attr_value())],
+        )?)])
+    }
+
+    register_gradient!("ZeroOut", zero_out_grad);
+    register_not_differentiable!("StringToNumber");
+}
 
 #[cfg(test)]
 mod tests {

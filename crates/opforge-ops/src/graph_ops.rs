@@ -110,6 +110,25 @@ register_kernel!(KernelDefBuilder::new("NoOp"), NoOpKernel);
 register_kernel!(KernelDefBuilder::new("Placeholder"), PlaceholderKernel);
 register_kernel!(KernelDefBuilder::new("PlaceholderWithDefault"), PassThrough);
 
+// ---- Gradients ----
+
+/// `PlaceholderWithDefault` passes its gradient through (TensorFlow's
+/// `_IdGrad`); `NoOp` and `Placeholder` have no inputs to differentiate.
+mod gradients {
+    use opforge_core::autodiff::{GradOp, Ops, Sym};
+    use opforge_core::{register_gradient, Result};
+
+    fn identity_grad(
+        _: &mut dyn Ops,
+        _: &GradOp<'_>,
+        grads: &[Option<Sym>],
+    ) -> Result<Vec<Option<Sym>>> {
+        Ok(vec![grads[0]])
+    }
+
+    register_gradient!("PlaceholderWithDefault", identity_grad);
+}
+
 #[cfg(test)]
 mod tests {
     use crate::testutil::ctx;

@@ -24,6 +24,8 @@ use crate::util::{
     binary_map, binary_same, broadcast_shapes, broadcast_zip, chunk_len, BroadcastPlan,
 };
 use opforge_core::kernel::{KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext};
+use opforge_core::shape_inference::common::{self as shape_common, broadcast_binary_op_shape};
+use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
 use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
@@ -330,6 +332,7 @@ macro_rules! binary_op {
             .output("z: T")
             .attr(concat!("T: {", $types, "}"))
             $(.$flag())*
+            .set_shape_fn(broadcast_binary_op_shape)
             .doc($doc));
         register_kernel!(
             KernelDefBuilder::new($name).type_constraint_list("T", &[$(DataType::$k),*]),
@@ -434,6 +437,7 @@ macro_rules! comparison_op {
             .input("y: T")
             .output("z: bool")
             .attr("T: realnumbertype")
+            .set_shape_fn(broadcast_binary_op_shape)
             .doc($doc));
         register_kernel!(
             KernelDefBuilder::new($name).type_constraint_list("T", opforge_core::dtype::REAL_NUMBER_TYPES),
@@ -492,6 +496,7 @@ macro_rules! equality_op {
             .attr("T: type")
             .attr("incompatible_shape_error: bool = true")
             .commutative()
+            .set_shape_fn(equality_shape)
             .doc($doc));
         register_kernel!(
             KernelDefBuilder::new($name).type_constraint_list("T", EQUALITY_TYPES),
@@ -518,6 +523,7 @@ macro_rules! logical_op {
             .input("y: bool")
             .output("z: bool")
             .commutative()
+            .set_shape_fn(broadcast_binary_op_shape)
             .doc($doc));
         register_kernel!(
             KernelDefBuilder::new($name),
@@ -619,6 +625,7 @@ register_op!(OpDefBuilder::new("AddN")
     .attr("T: {numbertype, variant}")
     .commutative()
     .aggregate()
+    .set_shape_fn(add_n_shape)
     .doc("Add all input tensors element wise.\n\nInputs must be of same size and shape."));
 register_kernel!(
     KernelDefBuilder::new("AddN").type_constraint_list(
@@ -976,6 +983,7 @@ register_op!(OpDefBuilder::new("Select")
     .input("e: T")
     .output("output: T")
     .attr("T: type")
+    .set_shape_fn(select_shape)
     .doc(
         "Selects elements from `t` or `e`, depending on `condition`.\n\n\
          The `t`, and `e` tensors must all have the same shape, and the output will\n\
@@ -994,6 +1002,7 @@ register_op!(OpDefBuilder::new("SelectV2")
     .input("e: T")
     .output("output: T")
     .attr("T: type")
+    .set_shape_fn(select_v2_shape)
     .doc(
         "Selects elements from `t` or `e`, depending on `condition`.\n\n\
          `condition`, `t` and `e` are broadcast against each other (NumPy rules)."
@@ -1002,6 +1011,359 @@ register_kernel!(
     KernelDefBuilder::new("SelectV2").type_constraint_list("T", SELECT_TYPES),
     fn = |_| Ok(Box::new(SelectKernel { v2: true }) as Box<dyn OpKernel>)
 );
+
+// ---------------------------------------------------------------------------
+// Shape functions (TensorFlow's math_ops.cc)
+// ---------------------------------------------------------------------------
+
+/// `Equal`/`NotEqual`: the broadcast of `x` and `y`; with
+/// `incompatible_shape_error = false`, shapes that do not broadcast give an
+/// unknown shape (or a scalar when both dims are known), as the kernel's
+/// scalar result.
+fn equality_shape(c: &mut InferenceContext) -> Result<()> {
+    let (x, y) = (c.input(0), c.input(1));
+    let incompatible_shape_error: bool = c.get_attr("incompatible_shape_error")?;
+    let out = shape_common::broadcast_shapes(c, x, y, incompatible_shape_error)?;
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// `AddN`: every input shape merged, from the last to the first; for
+/// `variant` inputs, the shapes and dtypes their handles hold merged too.
+fn add_n_shape(c: &mut InferenceContext) -> Result<()> {
+    let n = c.num_inputs();
+    ensure!(n >= 1, InvalidArgument, "AddN needs at least one input");
+    let mut cur = c.input(n - 1);
+    for i in (0..n - 1).rev() {
+        let s = c.input(i);
+        cur = c.merge(s, cur).map_err(|e| {
+            e.append(format!("\n\tFrom merging shape {i} with other shapes."))
+        })?;
+    }
+    c.set_output(0, cur);
+    let dtype: DataType = c.get_attr("T")?;
+    if dtype != DataType::Variant {
+        return Ok(());
+    }
+    // As TensorFlow: the handle data of the first input (from the end) that
+    // has some, merged with that of the inputs before it. Only the last
+    // input's data seeds the merged result.
+    let mut first: Option<Vec<ShapeAndType>> = c.input_handle_shapes_and_types(n - 1).map(<[_]>::to_vec);
+    let mut cur: Vec<ShapeAndType> = first.clone().unwrap_or_default();
+    for i in (0..n - 1).rev() {
+        let Some(data_i) = c.input_handle_shapes_and_types(i).map(<[_]>::to_vec) else {
+            continue;
+        };
+        let Some(data) = first.clone() else {
+            first = Some(data_i);
+            continue;
+        };
+        ensure!(
+            data_i.len() == data.len(),
+            InvalidArgument,
+            "shapes_and_types[{i}].size() == {} != shapes_and_types[0].size() == {}",
+            data_i.len(),
+            data.len()
+        );
+        for (j, (a, b)) in data_i.iter().zip(&data).enumerate() {
+            ensure!(
+                a.dtype == b.dtype,
+                InvalidArgument,
+                "shapes_and_types[{i}][{j}].dtype() == {} != shapes_and_types[0][{j}].dtype == {}",
+                a.dtype,
+                b.dtype
+            );
+            // TensorFlow indexes its (possibly empty) merged list here, which
+            // aborts when the last input had no handle data: an error instead.
+            let Some(slot) = cur.get_mut(j) else {
+                return Err(Status::invalid_argument(format!(
+                    "AddN: input {} has no handle shapes and types to merge shapes_and_types[{i}][{j}] into",
+                    n - 1
+                )));
+            };
+            let merged = c.merge(a.shape, slot.shape).map_err(|e| {
+                e.append(format!(
+                    "\n\tFrom merging shapes_and_types[{i}][{j}].shape with shapes_and_types[0][{j}].shape"
+                ))
+            })?;
+            if let Some(slot) = cur.get_mut(j) {
+                slot.shape = merged;
+            }
+        }
+    }
+    if first.is_some() {
+        c.set_output_handle_shapes_and_types(0, cur);
+    }
+    Ok(())
+}
+
+/// The selects: when both `t` and `e` carry handle data (resources,
+/// variants), output 0 carries their merge.
+fn merge_select_handle_data(c: &mut InferenceContext) -> Result<()> {
+    let (Some(h1), Some(h2)) = (
+        c.input_handle_shapes_and_types(1).map(<[_]>::to_vec),
+        c.input_handle_shapes_and_types(2).map(<[_]>::to_vec),
+    ) else {
+        return Ok(());
+    };
+    ensure!(
+        h1.len() == h2.len(),
+        InvalidArgument,
+        "Trying to merge handles pointing to different numbers of tensors."
+    );
+    let mut merged = Vec::with_capacity(h1.len());
+    for (a, b) in h1.iter().zip(&h2) {
+        ensure!(
+            a.dtype == b.dtype,
+            InvalidArgument,
+            "Trying to merge handles pointing to different dtypes."
+        );
+        let shape = c.merge(a.shape, b.shape)?;
+        merged.push(ShapeAndType {
+            shape,
+            dtype: a.dtype,
+        });
+    }
+    c.set_output_handle_shapes_and_types(0, merged);
+    Ok(())
+}
+
+/// `Select`: `t` and `e` merged; `condition` is a scalar, a vector of
+/// `t`'s first dim (when `t` is at least a vector), or `t`'s shape.
+fn select_shape(c: &mut InferenceContext) -> Result<()> {
+    merge_select_handle_data(c)?;
+    let (t, e) = (c.input(1), c.input(2));
+    let mut data = c.merge(t, e)?;
+    let cond = c.input(0);
+    let (Some(cond_rank), Some(data_rank)) = (c.rank(cond), c.rank(data)) else {
+        c.set_output(0, data);
+        return Ok(());
+    };
+    if cond_rank == 0 {
+        // A scalar condition picks all of `t` or all of `e`.
+    } else if cond_rank != 1 || data_rank == 0 {
+        // Not a vector (or `t` is a scalar): the condition has `t`'s shape.
+        data = c.merge(data, cond)?;
+    } else {
+        // A vector condition picks rows of `t` / `e`.
+        let rows = c.dim(data, 0);
+        let v = c.vector(rows);
+        c.merge(cond, v)?;
+    }
+    c.set_output(0, data);
+    Ok(())
+}
+
+/// `SelectV2`: the broadcast of `condition` with the broadcast of `t` and `e`.
+fn select_v2_shape(c: &mut InferenceContext) -> Result<()> {
+    merge_select_handle_data(c)?;
+    let (cond, t, e) = (c.input(0), c.input(1), c.input(2));
+    let other = shape_common::broadcast_shapes(c, t, e, true)?;
+    let out = shape_common::broadcast_shapes(c, cond, other, true)?;
+    c.set_output(0, out);
+    Ok(())
+}
+
+// ---- Gradients ----
+
+/// The gradients of the binary ops, `AddN` and the selects, as TensorFlow's
+/// `math_grad.py` defines them; broadcasting ops reduce their gradients to
+/// their inputs' shapes with [`crate::util::unbroadcast_grads`]. TensorFlow
+/// conjugates `x` and `y` first for complex types; without a `Conj` op these
+/// are written for real types.
+mod gradients {
+    use crate::util::unbroadcast_grads;
+    use opforge_core::attrs::IntoAttrValue;
+    use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+    use opforge_core::{register_gradient, register_not_differentiable, Result};
+
+    type Grads = Result<Vec<Option<Sym>>>;
+
+    fn reduced(o: &mut dyn Ops, op: &GradOp<'_>, gx: Sym, gy: Sym) -> Grads {
+        let (gx, gy) = unbroadcast_grads(o, op.inputs[0], op.inputs[1], Some(gx), Some(gy))?;
+        Ok(vec![gx, gy])
+    }
+
+    fn add_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        reduced(o, op, g, g)
+    }
+
+    fn sub_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let minus_g = o.neg(g)?;
+        reduced(o, op, g, minus_g)
+    }
+
+    fn mul_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let (x, y) = (op.inputs[0], op.inputs[1]);
+        let gx = o.mul(g, y)?;
+        let gy = o.mul(x, g)?;
+        reduced(o, op, gx, gy)
+    }
+
+    /// `Div` and `RealDiv` (on floating types TensorFlow's `divide` is `RealDiv`):
+    /// `(grad / y, grad * (-x / y / y))`.
+    fn div_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let (x, y) = (op.inputs[0], op.inputs[1]);
+        let gx = o.div(g, y)?;
+        let minus_x = o.neg(x)?;
+        let t = o.div(minus_x, y)?;
+        let t = o.div(t, y)?;
+        let gy = o.mul(g, t)?;
+        reduced(o, op, gx, gy)
+    }
+
+    /// `FloorDiv`: piecewise constant; TensorFlow returns None for both.
+    fn floor_div_grad(_: &mut dyn Ops, _: &GradOp<'_>, _: &[Option<Sym>]) -> Grads {
+        Ok(vec![None, None])
+    }
+
+    /// `FloorMod`: `(grad, grad * -floor_div(x, y))`.
+    fn floor_mod_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let (x, y) = (op.inputs[0], op.inputs[1]);
+        let q = o.op1("FloorDiv", &[x, y], &[])?;
+        let minus_q = o.neg(q)?;
+        let gy = o.mul(g, minus_q)?;
+        reduced(o, op, g, gy)
+    }
+
+    /// `Maximum`/`Minimum`: the gradient goes to `x` where `selector(x, y)`
+    /// (ties included), to `y` elsewhere.
+    fn max_min_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>], selector: &str) -> Grads {
+        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let (x, y) = (op.inputs[0], op.inputs[1]);
+        let zeros = o.zeros_like(g)?;
+        let xmask = o.op1(selector, &[x, y], &[])?;
+        let gx = o.op1("SelectV2", &[xmask, g, zeros], &[])?;
+        let gy = o.op1("SelectV2", &[xmask, zeros, g], &[])?;
+        reduced(o, op, gx, gy)
+    }
+
+    fn maximum_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        max_min_grad(o, op, grads, "GreaterEqual")
+    }
+
+    fn minimum_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        max_min_grad(o, op, grads, "LessEqual")
+    }
+
+    /// `Pow`: `(grad * y * x^(y - 1), grad * z * log(x))`, with `log(x)`
+    /// taken as 0 where `x <= 0` (no false singularity at 0).
+    fn pow_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let (x, y, z) = (op.inputs[0], op.inputs[1], op.outputs[0]);
+        let dt = o.dtype(x);
+        let one = o.scalar(dt, 1.0)?;
+        let y_minus_one = o.sub(y, one)?;
+        let p = o.op1("Pow", &[x, y_minus_one], &[])?;
+        let t = o.mul(g, y)?;
+        let gx = o.mul(t, p)?;
+        let zero = o.scalar(dt, 0.0)?;
+        let mask = if dt.is_complex() {
+            o.op1("NotEqual", &[x, zero], &[])?
+        } else {
+            o.op1("Greater", &[x, zero], &[])?
+        };
+        let ones = o.ones_like(x)?;
+        let safe_x = o.op1("Select", &[mask, x, ones], &[])?;
+        let log = o.op1("Log", &[safe_x], &[])?;
+        let zeros = o.zeros_like(x)?;
+        let log_x = o.op1("Select", &[mask, log, zeros], &[])?;
+        let t = o.mul(g, z)?;
+        let gy = o.mul(t, log_x)?;
+        reduced(o, op, gx, gy)
+    }
+
+    /// `SquaredDifference`: with `d = 2 * grad * (x - y)`, `(d, -d)`, each
+    /// reduced to its input's shape (`y`'s negated after the reduction).
+    fn squared_difference_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let (x, y) = (op.inputs[0], op.inputs[1]);
+        let two = o.scalar(o.dtype(g), 2.0)?;
+        let two_g = o.mul(two, g)?;
+        let diff = o.sub(x, y)?;
+        let d = o.mul(two_g, diff)?;
+        let (gx, gy) = unbroadcast_grads(o, x, y, Some(d), Some(d))?;
+        let gy = match gy {
+            Some(gy) => Some(o.neg(gy)?),
+            None => None,
+        };
+        Ok(vec![gx, gy])
+    }
+
+    /// `AddN`: the gradient, to every input.
+    fn add_n_grad(_: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        Ok(vec![grads[0]; op.inputs.len()])
+    }
+
+    /// `Select`: the gradient where the condition picks `t`, zeros elsewhere
+    /// (and the reverse for `e`); none for the condition.
+    fn select_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else { return Ok(vec![None, None, None]) };
+        let (c, x) = (op.inputs[0], op.inputs[1]);
+        let zeros = o.zeros_like(x)?;
+        let gx = o.op1("Select", &[c, g, zeros], &[])?;
+        let gy = o.op1("Select", &[c, zeros, g], &[])?;
+        Ok(vec![None, Some(gx), Some(gy)])
+    }
+
+    /// `SelectV2`: as `Select`, each summed over the dims its input was
+    /// broadcast along (kept as size 1) and reshaped to the input's shape.
+    fn select_v2_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else { return Ok(vec![None, None, None]) };
+        let c = op.inputs[0];
+        let zero = o.scalar(o.dtype(g), 0.0)?;
+        let out_shape = o.shape_of(op.outputs[0])?;
+        let mut result = vec![None];
+        for (i, picked) in [(1, true), (2, false)] {
+            let input = op.inputs[i];
+            let masked = if picked {
+                o.op1("SelectV2", &[c, g, zero], &[])?
+            } else {
+                o.op1("SelectV2", &[c, zero, g], &[])?
+            };
+            let shape = o.shape_of(input)?;
+            let r = o.call(
+                "BroadcastGradientArgs",
+                &[SymArg::One(shape), SymArg::One(out_shape)],
+                &Default::default(),
+            )?;
+            let summed = o.op1("Sum", &[masked, r[0]], &[("keep_dims", true.into_attr_value())])?;
+            result.push(Some(o.reshape(summed, shape)?));
+        }
+        Ok(result)
+    }
+
+    register_gradient!("Add", add_grad);
+    register_gradient!("AddV2", add_grad);
+    register_gradient!("Sub", sub_grad);
+    register_gradient!("Mul", mul_grad);
+    register_gradient!("Div", div_grad);
+    register_gradient!("RealDiv", div_grad);
+    register_gradient!("FloorDiv", floor_div_grad);
+    register_gradient!("FloorMod", floor_mod_grad);
+    register_gradient!("Maximum", maximum_grad);
+    register_gradient!("Minimum", minimum_grad);
+    register_gradient!("Pow", pow_grad);
+    register_gradient!("SquaredDifference", squared_difference_grad);
+    register_gradient!("AddN", add_n_grad);
+    register_gradient!("Select", select_grad);
+    register_gradient!("SelectV2", select_v2_grad);
+    register_not_differentiable!(
+        "Less",
+        "LessEqual",
+        "Greater",
+        "GreaterEqual",
+        "Equal",
+        "NotEqual",
+        "LogicalAnd",
+        "LogicalOr",
+    );
+}
 
 #[cfg(test)]
 mod tests {

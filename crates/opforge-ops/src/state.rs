@@ -33,6 +33,8 @@ use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
 use opforge_core::proto::TensorShapeProto;
+use opforge_core::shape_inference::common::no_outputs;
+use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
 use opforge_core::resource::{Resource, ResourceHandle};
 use opforge_core::{
     dispatch, register_kernel, register_op, Code, DataType, Element, OpDefBuilder, Result, Status,
@@ -166,6 +168,7 @@ pub fn var_handle_op() -> OpDefBuilder {
         .attr("shape: shape")
         .attr("allowed_devices: list(string) = []")
         .stateful()
+        .set_shape_fn(var_handle_shape)
         .doc(
             "Creates a handle to a Variable resource.\n\
              \n\
@@ -184,6 +187,7 @@ pub fn read_variable_op() -> OpDefBuilder {
         .output("value: dtype")
         .attr("dtype: type")
         .stateful()
+        .set_shape_fn(read_variable_shape)
         .doc(
             "Reads the value of a variable.\n\
              \n\
@@ -201,6 +205,7 @@ pub fn assign_variable_op() -> OpDefBuilder {
         .attr("dtype: type")
         .attr("validate_shape: bool = false")
         .stateful()
+        .set_shape_fn(assign_shape)
         .doc(
             "Assigns a new value to a variable.\n\
              \n\
@@ -217,6 +222,7 @@ pub fn assign_add_variable_op() -> OpDefBuilder {
         .input("value: dtype")
         .attr("dtype: type")
         .stateful()
+        .set_shape_fn(assign_shape)
         .doc(
             "Adds a value to the current value of a variable.\n\
              \n\
@@ -232,6 +238,7 @@ pub fn assign_sub_variable_op() -> OpDefBuilder {
         .input("value: dtype")
         .attr("dtype: type")
         .stateful()
+        .set_shape_fn(assign_shape)
         .doc(
             "Subtracts a value from the current value of a variable.\n\
              \n\
@@ -246,6 +253,7 @@ pub fn destroy_resource_op() -> OpDefBuilder {
         .input("resource: resource")
         .attr("ignore_lookup_error: bool = true")
         .stateful()
+        .set_shape_fn(no_outputs)
         .doc(
             "Deletes the resource specified by the handle.\n\
              \n\
@@ -261,6 +269,83 @@ register_op!(assign_variable_op());
 register_op!(assign_add_variable_op());
 register_op!(assign_sub_variable_op());
 register_op!(destroy_resource_op());
+
+// ---- Shape functions (TensorFlow's resource_variable_ops.cc) ----
+
+/// `VarHandleOp`: a scalar handle, holding a value of the `dtype` and
+/// `shape` attrs.
+fn var_handle_shape(c: &mut InferenceContext) -> Result<()> {
+    let scalar = c.scalar();
+    c.set_output(0, scalar);
+    let dtype: DataType = c.get_attr("dtype")?;
+    let shape: TensorShapeProto = c.get_attr("shape")?;
+    let shape = c.make_shape_from_proto(&shape)?;
+    c.set_output_handle_shapes_and_types(0, vec![ShapeAndType { shape, dtype }]);
+    Ok(())
+}
+
+/// What resource input 0 holds: its handle data, checked against the
+/// `dtype` attr, or an unknown shape (and dtype) when it has none
+/// (TensorFlow's `ValidateVariableResourceHandle`).
+fn variable_handle_data(c: &mut InferenceContext) -> Result<Vec<ShapeAndType>> {
+    match c.input_handle_shapes_and_types(0) {
+        Some(data) if !data.is_empty() => {
+            let data = data.to_vec();
+            let value_dtype: DataType = c.get_attr("dtype")?;
+            if data[0].dtype != value_dtype {
+                return Err(Status::invalid_argument(format!(
+                    "Trying to read variable with wrong dtype. Expected {} got {value_dtype}",
+                    data[0].dtype
+                )));
+            }
+            Ok(data)
+        }
+        _ => {
+            let shape = c.unknown_shape();
+            Ok(vec![ShapeAndType {
+                shape,
+                dtype: DataType::Invalid,
+            }])
+        }
+    }
+}
+
+/// `ReadVariableOp`: the shape of a `_shape` annotation if the node has
+/// one, else the shape the handle holds (unknown without handle data); a
+/// `variant` variable's nested handle data passes on.
+fn read_variable_shape(c: &mut InferenceContext) -> Result<()> {
+    if let Ok(p) = c.get_attr::<TensorShapeProto>("_shape") {
+        let s = c.make_shape_from_proto(&p)?;
+        c.set_output(0, s);
+        return Ok(());
+    }
+    let data = variable_handle_data(c)?;
+    c.set_output(0, data[0].shape);
+    if data[0].dtype == DataType::Variant && data.len() > 1 {
+        c.set_output_handle_shapes_and_types(0, data[1..].to_vec());
+    }
+    Ok(())
+}
+
+/// `AssignVariableOp`, `AssignAddVariableOp`, `AssignSubVariableOp`: no
+/// outputs; the value's shape must merge with the shape the handle holds.
+fn assign_shape(c: &mut InferenceContext) -> Result<()> {
+    let data = variable_handle_data(c)?;
+    let value = c.input(1);
+    c.merge(data[0].shape, value)?;
+    if data[0].dtype == DataType::Variant && data.len() > 1 {
+        if let Some(value_data) = c.input_handle_shapes_and_types(1) {
+            if value_data.len() != data.len() - 1 {
+                return Err(Status::invalid_argument(format!(
+                    "Incompatible handle variant shape_and_type size and input shape_and_type size: {} vs. {}",
+                    data.len() - 1,
+                    value_data.len()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// The handle in resource input `i`, checked to be one handle to a [`Var`]
 /// on this device; an empty container means [`DEFAULT_CONTAINER`].
@@ -627,6 +712,36 @@ register_kernel!(
     KernelDefBuilder::new("DestroyResourceOp"),
     DestroyResourceKernel
 );
+
+// ---- Gradients ----
+
+/// `ReadVariableOp`'s gradient is TensorFlow's pass-through (`_ReadGrad`):
+/// the value's gradient is returned for the resource input. Gradients do not
+/// flow into `resource` values, so what training uses is the gradient with
+/// respect to the *read value* (as `GradientTape.watch` on a variable does).
+/// The ops without inputs or outputs a gradient could flow through are
+/// registered not differentiable.
+mod gradients {
+    use opforge_core::autodiff::{GradOp, Ops, Sym};
+    use opforge_core::{register_gradient, register_not_differentiable, Result};
+
+    fn read_variable_grad(
+        _: &mut dyn Ops,
+        _: &GradOp<'_>,
+        grads: &[Option<Sym>],
+    ) -> Result<Vec<Option<Sym>>> {
+        Ok(vec![grads[0]])
+    }
+
+    register_gradient!("ReadVariableOp", read_variable_grad);
+    register_not_differentiable!(
+        "VarHandleOp",
+        "AssignVariableOp",
+        "AssignAddVariableOp",
+        "AssignSubVariableOp",
+        "DestroyResourceOp",
+    );
+}
 
 #[cfg(test)]
 mod tests {
