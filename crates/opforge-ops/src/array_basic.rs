@@ -21,9 +21,11 @@ use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
 use opforge_core::proto::attr_value::Value;
-use opforge_core::proto::{FullTypeDef, FullTypeId};
+use opforge_core::proto::{FullTypeDef, FullTypeId, TensorShapeProto};
+use opforge_core::shape_inference::common::scalar_shape;
+use opforge_core::shape_inference::{DimensionHandle, InferenceContext, ShapeHandle};
 use opforge_core::{
-    dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result,
+    dispatch, ensure, register_kernel, register_op, Code, DataType, Element, OpDefBuilder, Result,
     Status, Tensor, TensorShape,
 };
 use rayon::prelude::*;
@@ -414,7 +416,64 @@ impl OpKernel for ConstOp {
     }
 }
 
-register_op!(const_op());
+/// TensorFlow's `TensorShapeProto` debug string: `[1,?,3]` (`<unknown>`
+/// before it for an unknown rank).
+fn proto_shape_string(p: &TensorShapeProto) -> String {
+    let dims: Vec<String> = p
+        .dim
+        .iter()
+        .map(|d| {
+            if d.size == -1 {
+                "?".to_string()
+            } else {
+                d.size.to_string()
+            }
+        })
+        .collect();
+    match (p.unknown_rank, dims.is_empty()) {
+        (true, true) => "<unknown>".to_string(),
+        (true, false) => format!("<unknown>[{}]", dims.join(",")),
+        _ => format!("[{}]", dims.join(",")),
+    }
+}
+
+/// `Const`: the shape of attr `value`, which must be a valid fully defined
+/// shape (TensorFlow's `TensorShape::IsValidShape`).
+fn const_shape(c: &mut InferenceContext) -> Result<()> {
+    let proto = match c.attrs().get("value").and_then(|v| v.value.as_ref()) {
+        Some(Value::Tensor(t)) => t.tensor_shape.clone().unwrap_or_default(),
+        _ => {
+            return Err(c.get_attr::<Tensor>("value").err().unwrap_or_else(|| {
+                Status::invalid_argument("Const: attr 'value' must be a tensor")
+            }))
+        }
+    };
+    let shape = proto_shape_string(&proto);
+    ensure!(
+        proto.dim.len() <= 254,
+        InvalidArgument,
+        "Shape {shape} has too many dimensions"
+    );
+    let mut elements: i64 = 1;
+    for d in &proto.dim {
+        ensure!(
+            d.size >= 0,
+            InvalidArgument,
+            "Shape {shape} is not fully defined"
+        );
+        elements = elements.checked_mul(d.size).ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "Shape {shape} is too large (more than 2**63 - 1 entries)"
+            ))
+        })?;
+    }
+    let dims: Vec<i64> = proto.dim.iter().map(|d| d.size).collect();
+    let out = c.make_partial_shape(Some(&dims));
+    c.set_output(0, out);
+    Ok(())
+}
+
+register_op!(const_op().set_shape_fn(const_shape));
 register_kernel!(KernelDefBuilder::new("Const"), ConstOp);
 
 // ---------------------------------------------------------------------------
@@ -480,9 +539,35 @@ impl OpKernel for IdentityOp {
     }
 }
 
-register_op!(identity());
-register_op!(identity_n());
-register_op!(stop_gradient());
+/// TensorFlow's `UnchangedShape`: output 0 is input 0 (the very same
+/// handle), holding what a resource input holds.
+pub(crate) fn unchanged_shape_and_handle(c: &mut InferenceContext) -> Result<()> {
+    let s = c.input(0);
+    c.set_output(0, s);
+    if let Some(data) = c.input_handle_shapes_and_types(0).map(<[_]>::to_vec) {
+        c.set_output_handle_shapes_and_types(0, data);
+    }
+    Ok(())
+}
+
+/// `IdentityN`: output `i` is input `i`.
+fn identity_n_shape(c: &mut InferenceContext) -> Result<()> {
+    let n = c.num_inputs();
+    ensure!(
+        c.num_outputs() == n,
+        InvalidArgument,
+        "Must have exactly {n} shapes."
+    );
+    for i in 0..n {
+        let s = c.input(i);
+        c.set_output(i, s);
+    }
+    Ok(())
+}
+
+register_op!(identity().set_shape_fn(unchanged_shape_and_handle));
+register_op!(identity_n().set_shape_fn(identity_n_shape));
+register_op!(stop_gradient().set_shape_fn(unchanged_shape_and_handle));
 register_kernel!(KernelDefBuilder::new("Identity"), IdentityOp);
 register_kernel!(KernelDefBuilder::new("IdentityN"), IdentityOp);
 register_kernel!(KernelDefBuilder::new("StopGradient"), IdentityOp);
@@ -606,10 +691,23 @@ impl OpKernel for RankOp {
     }
 }
 
-register_op!(shape());
-register_op!(shape_n());
-register_op!(size());
-register_op!(rank());
+/// `Shape` and `ShapeN`: output `i` is a vector of input `i`'s rank.
+fn shape_shape(c: &mut InferenceContext) -> Result<()> {
+    for i in 0..c.num_inputs().min(c.num_outputs()) {
+        let d = match c.rank(c.input(i)) {
+            Some(r) => c.make_dim(r as i64),
+            None => c.unknown_dim(),
+        };
+        let out = c.vector(d);
+        c.set_output(i, out);
+    }
+    Ok(())
+}
+
+register_op!(shape().set_shape_fn(shape_shape));
+register_op!(shape_n().set_shape_fn(shape_shape));
+register_op!(size().set_shape_fn(scalar_shape));
+register_op!(rank().set_shape_fn(scalar_shape));
 register_kernel!(
     KernelDefBuilder::new("Shape")
         .type_constraint_list("out_type", INDEX_TYPES)
@@ -857,9 +955,184 @@ impl OpKernel for SqueezeOp {
     }
 }
 
-register_op!(reshape());
-register_op!(expand_dims());
-register_op!(squeeze());
+/// TensorFlow's `InferenceContext::NumElements`: the number of elements of
+/// `s` as a new dim, known if every dim is known or one is 0.
+pub(crate) fn num_elements_dim(c: &mut InferenceContext, s: ShapeHandle) -> DimensionHandle {
+    let Some(dims) = c.shape_values(s) else {
+        return c.unknown_dim();
+    };
+    let mut unknown = false;
+    let mut size: i64 = 1;
+    for v in dims {
+        if v < 0 {
+            unknown = true;
+        } else if v == 0 {
+            return c.make_dim(0);
+        } else {
+            size = size.saturating_mul(v);
+        }
+    }
+    if unknown {
+        c.unknown_dim()
+    } else {
+        c.make_dim(size)
+    }
+}
+
+/// For `Reshape`: the product of the known dims of `s` (of known rank) and
+/// the index of its only unknown dim; a second unknown dim sets `too_many`.
+fn known_elements(
+    c: &mut InferenceContext,
+    s: ShapeHandle,
+    too_many: &mut bool,
+) -> Result<(DimensionHandle, Option<usize>)> {
+    let mut known = num_elements_dim(c, s);
+    let mut unknown_idx = None;
+    if c.value(known).is_none() {
+        known = c.make_dim(1);
+        let dims = c.dims(s).map(<[_]>::to_vec).unwrap_or_default();
+        for (i, d) in dims.into_iter().enumerate() {
+            if c.value(d).is_none() {
+                if unknown_idx.is_some() {
+                    *too_many = true;
+                    break;
+                }
+                unknown_idx = Some(i);
+            } else {
+                known = c.multiply(known, d)?;
+            }
+        }
+    }
+    Ok((known, unknown_idx))
+}
+
+/// `Reshape` (TensorFlow's `SetOutputShapeForReshape`): the shape held by
+/// input 1, with its one unknown dim inferred from the element count where
+/// the input's is known.
+fn reshape_shape(c: &mut InferenceContext) -> Result<()> {
+    let input = c.input(0);
+    let mut out = c.make_shape_from_shape_tensor(1)?;
+    if c.rank_known(out) && c.rank_known(input) {
+        let mut too_many = false;
+        let (known_out, out_unknown) = known_elements(c, out, &mut too_many)?;
+        let (known_in, in_unknown) = known_elements(c, input, &mut too_many)?;
+        if !too_many {
+            let (n_in, n_out) = (c.raw_value(known_in), c.raw_value(known_out));
+            match (in_unknown, out_unknown) {
+                (None, None) => ensure!(
+                    n_in == n_out,
+                    InvalidArgument,
+                    "Cannot reshape a tensor with {} elements to shape {} ({} elements)",
+                    c.dim_string(known_in),
+                    c.debug_string(out),
+                    c.dim_string(known_out)
+                ),
+                (None, Some(o)) if n_out > 0 => {
+                    let inferred = c.divide(known_in, n_out, true)?;
+                    out = c.replace_dim(out, o as i64, inferred)?;
+                }
+                (Some(i), None) if n_in != 0 => {
+                    let inferred = c.divide(known_out, n_in, true)?;
+                    let d = c.dim(input, i as i64);
+                    c.merge_dim(d, inferred)?;
+                }
+                (Some(i), Some(o)) if n_in == n_out => {
+                    let d = c.dim(input, i as i64);
+                    out = c.replace_dim(out, o as i64, d)?;
+                }
+                _ => {}
+            }
+        }
+    }
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// `ExpandDims`: input 0 with a dim of 1 inserted at the constant `dim`.
+fn expand_dims_shape(c: &mut InferenceContext) -> Result<()> {
+    let input = c.input(0);
+    let dim_t = c.input_tensor(1).cloned();
+    if let Some(t) = &dim_t {
+        ensure!(
+            t.num_elements() == 1,
+            InvalidArgument,
+            "'dim' input must be a tensor with a single value"
+        );
+    }
+    let (Some(t), Some(rank)) = (dim_t, c.rank(input)) else {
+        let out = c.unknown_shape();
+        c.set_output(0, out);
+        return Ok(());
+    };
+    let dim = index_values(&t, "dim")?[0];
+    let rank = rank as i64;
+    let min_dim = -rank - 1;
+    ensure!(
+        dim >= min_dim && dim <= rank,
+        InvalidArgument,
+        "dim {dim} not in the interval [{min_dim}, {rank}]."
+    );
+    let dim = if dim < 0 { dim + rank + 1 } else { dim };
+    let end = c.subshape(input, dim, None)?;
+    let start = c.subshape(input, 0, Some(dim))?;
+    let one = c.vector(1);
+    let out = c.concatenate(start, one)?;
+    let out = c.concatenate(out, end)?;
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// `Squeeze`: input 0 without the listed dims (or, with none listed,
+/// without every dim known to be 1; unknown if a dim is unknown).
+fn squeeze_shape(c: &mut InferenceContext) -> Result<()> {
+    let input = c.input(0);
+    let Some(dims) = c.dims(input).map(<[_]>::to_vec) else {
+        let out = c.unknown_shape();
+        c.set_output(0, out);
+        return Ok(());
+    };
+    let rank = dims.len() as i64;
+    let mut squeeze_dims: Vec<i32> = c.get_attr("squeeze_dims")?;
+    for (i, d) in squeeze_dims.iter_mut().enumerate() {
+        let v = i64::from(*d);
+        ensure!(
+            v >= -rank && v < rank,
+            InvalidArgument,
+            "squeeze_dims[{i}] not in [{},{rank}).",
+            -rank
+        );
+        if v < 0 {
+            *d = (v + rank) as i32;
+        }
+    }
+    let mut result = Vec::with_capacity(dims.len());
+    for (i, &d) in dims.iter().enumerate() {
+        let explicit = squeeze_dims.contains(&(i as i32));
+        match c.value(d) {
+            None if explicit => continue,
+            None if squeeze_dims.is_empty() => {
+                let out = c.unknown_shape();
+                c.set_output(0, out);
+                return Ok(());
+            }
+            Some(1) if explicit || squeeze_dims.is_empty() => continue,
+            Some(v) if v != 1 && explicit => {
+                return Err(Status::invalid_argument(format!(
+                    "Can not squeeze dim[{i}], expected a dimension of 1, got {v}"
+                )))
+            }
+            _ => {}
+        }
+        result.push(d);
+    }
+    let out = c.make_shape_from_dims(result);
+    c.set_output(0, out);
+    Ok(())
+}
+
+register_op!(reshape().set_shape_fn(reshape_shape));
+register_op!(expand_dims().set_shape_fn(expand_dims_shape));
+register_op!(squeeze().set_shape_fn(squeeze_shape));
 register_kernel!(
     KernelDefBuilder::new("Reshape")
         .type_constraint_list("Tshape", INDEX_TYPES)
@@ -974,9 +1247,34 @@ impl OpKernel for OnesLikeOp {
     }
 }
 
-register_op!(fill());
-register_op!(zeros_like());
-register_op!(ones_like());
+/// `Fill`: the shape held by `dims` (whose values must be >= 0).
+fn fill_shape(c: &mut InferenceContext) -> Result<()> {
+    let index_type = match c.get_attr::<DataType>("index_type") {
+        Ok(t) => t,
+        Err(e) if e.code() == Code::NotFound => DataType::Int32,
+        Err(e) => return Err(e),
+    };
+    let (dims, value) = (c.input(0), c.input(1));
+    c.with_rank(dims, 1)?;
+    c.with_rank(value, 0)?;
+    if let Some(t) = c.input_tensor(0) {
+        if matches!(index_type, DataType::Int32 | DataType::Int64) {
+            for v in index_values(t, "dims")? {
+                ensure!(v >= 0, InvalidArgument, "Fill dimensions must be >= 0");
+            }
+        }
+    }
+    let out = c.make_shape_from_shape_tensor(0)?;
+    c.set_output(0, out);
+    if let Some(data) = c.input_handle_shapes_and_types(1).map(<[_]>::to_vec) {
+        c.set_output_handle_shapes_and_types(0, data);
+    }
+    Ok(())
+}
+
+register_op!(fill().set_shape_fn(fill_shape));
+register_op!(zeros_like().set_shape_fn(unchanged_shape_and_handle));
+register_op!(ones_like().set_shape_fn(unchanged_shape_and_handle));
 register_kernel!(
     KernelDefBuilder::new("Fill")
         .type_constraint_list("T", &types(&[&all_types(), QUANTIZED]))
@@ -1150,9 +1448,61 @@ impl OpKernel for BroadcastGradientArgsOp {
     }
 }
 
-register_op!(broadcast_to());
-register_op!(broadcast_args());
-register_op!(broadcast_gradient_args());
+/// `BroadcastTo`: the shape held by `shape`, whose dims must equal the
+/// input's dims greater than 1 (aligned at the end).
+fn broadcast_to_shape(c: &mut InferenceContext) -> Result<()> {
+    let shape_in = c.input(1);
+    c.with_rank(shape_in, 1)?;
+    let mut out = c.make_shape_from_shape_tensor(1)?;
+    let input = c.input(0);
+    let (Some(out_rank), true) = (c.rank(out), c.rank_known(input)) else {
+        c.set_output(0, out);
+        return Ok(());
+    };
+    let input = c.with_rank_at_most(input, out_rank)?;
+    let in_dims = c.dims(input).map(<[_]>::to_vec).unwrap_or_default();
+    for (i, &in_dim) in in_dims.iter().rev().enumerate() {
+        if c.raw_value(in_dim) > 1 {
+            let idx = (out_rank - i - 1) as i64;
+            let out_dim = c.dim(out, idx);
+            let merged = c.merge_dim(in_dim, out_dim)?;
+            out = c.replace_dim(out, idx, merged)?;
+        }
+    }
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// `BroadcastArgs`: a vector as long as the longer input vector.
+fn broadcast_args_shape(c: &mut InferenceContext) -> Result<()> {
+    let (x, y) = (c.input(0), c.input(1));
+    c.with_rank(x, 1)?;
+    c.with_rank(y, 1)?;
+    let (dx, dy) = (c.dim(x, 0), c.dim(y, 0));
+    let len = match (c.value(dx), c.value(dy)) {
+        (Some(a), Some(b)) => a.max(b),
+        _ => -1,
+    };
+    let out = c.vector(len);
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// `BroadcastGradientArgs`: two vectors of unknown length.
+fn broadcast_gradient_args_shape(c: &mut InferenceContext) -> Result<()> {
+    let (x, y) = (c.input(0), c.input(1));
+    c.with_rank(x, 1)?;
+    c.with_rank(y, 1)?;
+    for i in 0..2 {
+        let out = c.vector(-1);
+        c.set_output(i, out);
+    }
+    Ok(())
+}
+
+register_op!(broadcast_to().set_shape_fn(broadcast_to_shape));
+register_op!(broadcast_args().set_shape_fn(broadcast_args_shape));
+register_op!(broadcast_gradient_args().set_shape_fn(broadcast_gradient_args_shape));
 register_kernel!(
     KernelDefBuilder::new("BroadcastTo")
         .type_constraint_list("T", &all_types())
@@ -1336,7 +1686,69 @@ impl OpKernel for RangeOp {
     }
 }
 
-register_op!(range());
+/// `Range` with constant `start`, `limit` and `delta` of type `T`: a
+/// vector of the number of values (TensorFlow's `RangeSize`).
+fn range_size<T: RangeValue>(
+    c: &mut InferenceContext,
+    start: &Tensor,
+    limit: &Tensor,
+    delta: &Tensor,
+) -> Result<()> {
+    let scalar = |t: &Tensor| -> Result<T> {
+        t.flat::<T>()?
+            .first()
+            .copied()
+            .ok_or_else(|| Status::invalid_argument("start, limit and delta must be scalars"))
+    };
+    let (start, limit, delta) = (scalar(start)?, scalar(limit)?, scalar(delta)?);
+    let zero = T::default();
+    ensure!(
+        !(start > limit && delta > zero),
+        InvalidArgument,
+        "Requires start <= limit when delta > 0: {}/{}",
+        start.show(),
+        limit.show()
+    );
+    ensure!(
+        !(start < limit && delta < zero),
+        InvalidArgument,
+        "Requires start >= limit when delta < 0: {}/{}",
+        start.show(),
+        limit.show()
+    );
+    ensure!(delta != zero, InvalidArgument, "Requires delta != 0");
+    let n = T::count(start, limit, delta)?;
+    let out = c.vector(n);
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// `Range`: a vector, of known length when the three inputs are constant.
+fn range_shape(c: &mut InferenceContext) -> Result<()> {
+    for (i, name) in ["start", "limit", "delta"].iter().enumerate() {
+        let s = c.input(i);
+        c.with_rank(s, 0)
+            .map_err(|e| e.with_context(format!(" for '{name}'")))?;
+    }
+    let dtype: DataType = c.get_attr("Tidx")?;
+    let (Some(start), Some(limit), Some(delta)) = (
+        c.input_tensor(0).cloned(),
+        c.input_tensor(1).cloned(),
+        c.input_tensor(2).cloned(),
+    ) else {
+        let out = c.vector(-1);
+        c.set_output(0, out);
+        return Ok(());
+    };
+    dispatch!(
+        dtype,
+        T => range_size::<T>(c, &start, &limit, &delta),
+        [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, UInt16, UInt32, UInt64],
+        Err(Status::invalid_argument(format!("Unsupported dtype{}", dtype as i32)))
+    )
+}
+
+register_op!(range().set_shape_fn(range_shape));
 register_kernel!(
     KernelDefBuilder::new("Range")
         .type_constraint_list(
@@ -1415,7 +1827,15 @@ impl OpKernel for InvertPermutationOp {
     }
 }
 
-register_op!(invert_permutation());
+/// `InvertPermutation`: the input vector's shape.
+fn invert_permutation_shape(c: &mut InferenceContext) -> Result<()> {
+    let x = c.input(0);
+    let x = c.with_rank(x, 1)?;
+    c.set_output(0, x);
+    Ok(())
+}
+
+register_op!(invert_permutation().set_shape_fn(invert_permutation_shape));
 register_kernel!(
     KernelDefBuilder::new("InvertPermutation").type_constraint_list("T", INDEX_TYPES),
     fn = |_| Ok(Box::new(InvertPermutationOp))
@@ -2251,5 +2671,325 @@ mod tests {
         assert_eq!(carrier_of(DataType::Half).unwrap(), DataType::UInt16);
         assert_eq!(carrier_of(DataType::Complex64).unwrap(), DataType::UInt64);
         assert_eq!(carrier_of(DataType::Bool).unwrap(), DataType::Bool);
+    }
+}
+
+#[cfg(test)]
+mod shape_fn_tests {
+    use super::*;
+    use opforge_core::attrs::AttrMap;
+    use opforge_core::proto::attr_value::Value;
+    use opforge_core::proto::{tensor_shape_proto::Dim, AttrValue, TensorProto};
+    use opforge_core::shape_inference::testutil::ShapeTestOp;
+    use opforge_core::shape_inference::ShapeAndType;
+    use opforge_core::{infer_error, infer_ok, OpRegistry};
+
+    fn ints(v: &[i32]) -> Tensor {
+        Tensor::from_vec(&[v.len() as i64], v.to_vec()).unwrap()
+    }
+
+    fn longs(v: &[i64]) -> Tensor {
+        Tensor::from_vec(&[v.len() as i64], v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn const_shape_fn() {
+        let value = Tensor::from_vec(&[2, 3], vec![0f32; 6]).unwrap();
+        let op = ShapeTestOp::new("Const")
+            .attr("value", &value)
+            .attr("dtype", DataType::Float);
+        infer_ok!(op, "", "[2,3]");
+        let op = ShapeTestOp::new("Const").attr("value", &Tensor::scalar(1i32));
+        infer_ok!(op, "", "[]");
+        let op = ShapeTestOp::new("Const")
+            .attr("value", &Tensor::zeros(DataType::Int64, &[0, 4]).unwrap());
+        infer_ok!(op, "", "[0,4]");
+        let proto = |dims: &[i64]| AttrValue {
+            value: Some(Value::Tensor(TensorProto {
+                tensor_shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&size| Dim {
+                            size,
+                            name: String::new(),
+                        })
+                        .collect(),
+                    unknown_rank: false,
+                }),
+                ..Default::default()
+            })),
+        };
+        let op = ShapeTestOp::new("Const").attr("value", proto(&[1, -1]));
+        infer_error!(op, "", "Shape [1,?] is not fully defined");
+        let op = ShapeTestOp::new("Const").attr("value", proto(&[1 << 40, 1 << 40]));
+        infer_error!(op, "", "is too large (more than 2**63 - 1 entries)");
+        infer_error!(ShapeTestOp::new("Const"), "", "No attr named 'value'");
+    }
+
+    #[test]
+    fn pass_through_shape_fns() {
+        for name in ["Identity", "StopGradient", "ZerosLike", "OnesLike"] {
+            let op = ShapeTestOp::new(name);
+            infer_ok!(op, "?", "in0");
+            infer_ok!(op, "[]", "in0");
+            infer_ok!(op, "[1,?,3]", "in0");
+        }
+        let op = ShapeTestOp::new("IdentityN").attr("T", vec![DataType::Float, DataType::Int32]);
+        infer_ok!(op, "[1,?];?", "in0;in1");
+        infer_error!(op, "[1]", "Must have exactly 1 shapes.");
+    }
+
+    #[test]
+    fn unchanged_shape_keeps_resource_data() {
+        let op_def = OpRegistry::global().op_def("Identity").unwrap();
+        let mut c = InferenceContext::new(&op_def, "n", &AttrMap::new(), &[Some(vec![])], 1);
+        let held = c.make_partial_shape(Some(&[2, -1]));
+        let data = vec![ShapeAndType {
+            shape: held,
+            dtype: DataType::Float,
+        }];
+        c.set_input_handle_shapes_and_types(0, data.clone());
+        unchanged_shape_and_handle(&mut c).unwrap();
+        assert_eq!(c.output(0), Some(c.input(0)));
+        assert_eq!(c.output_handle_shapes_and_types(0), Some(&data[..]));
+    }
+
+    #[test]
+    fn shape_size_rank_shape_fns() {
+        let op = ShapeTestOp::new("Shape");
+        infer_ok!(op, "?", "[?]");
+        infer_ok!(op, "[]", "[0]");
+        infer_ok!(op, "[1,?,3]", "[3]");
+        let op = ShapeTestOp::new("ShapeN")
+            .attr("N", 3i64)
+            .attr("T", DataType::Float)
+            .attr("out_type", DataType::Int32);
+        infer_ok!(op, "?;[];[?,2]", "[?];[0];[2]");
+        for name in ["Size", "Rank"] {
+            let op = ShapeTestOp::new(name);
+            infer_ok!(op, "?", "[]");
+            infer_ok!(op, "[1,?,3]", "[]");
+        }
+    }
+
+    #[test]
+    fn reshape_shape_fn() {
+        let op = ShapeTestOp::new("Reshape");
+        infer_ok!(op, "?;?", "?");
+        infer_ok!(op, "[2,3];[?]", "?");
+        infer_ok!(op, "[2,3];[3]", "[?,?,?]");
+        infer_error!(op, "[2,3];[3,1]", "Shape must be rank 1 but is rank 2");
+        let with = |t: Tensor| ShapeTestOp::new("Reshape").input_tensor(1, t);
+        infer_ok!(with(ints(&[3, 2])), "[2,3];[2]", "[3,2]");
+        infer_ok!(with(ints(&[3, 2])), "?;[2]", "[3,2]");
+        infer_error!(
+            with(ints(&[3, 3])),
+            "[2,3];[2]",
+            "Cannot reshape a tensor with 6 elements to shape [3,3] (9 elements)"
+        );
+        // One unknown output dim, inferred from a known input.
+        infer_ok!(with(longs(&[-1, 2])), "[2,3];[2]", "[3,2]");
+        infer_error!(
+            with(ints(&[-1, 4])),
+            "[2,3];[2]",
+            "Dimension size must be evenly divisible by 4 but is 6"
+        );
+        // One unknown input dim: checked against a known output.
+        infer_ok!(with(ints(&[3, 4])), "[2,?];[2]", "[3,4]");
+        infer_error!(
+            with(ints(&[5, 3])),
+            "[2,?];[2]",
+            "Dimension size must be evenly divisible by 2 but is 15"
+        );
+        // One unknown dim on each side, with equal known parts: the same dim.
+        infer_ok!(with(ints(&[-1, 6])), "[6,?];[2]", "[d0_1,6]");
+        infer_ok!(with(ints(&[-1, 5])), "[6,?];[2]", "[?,5]");
+        // Two unknown input dims: nothing to infer.
+        infer_ok!(with(ints(&[-1, 4])), "[?,?];[2]", "[?,4]");
+        infer_ok!(with(ints(&[0, -1])), "[0,5];[2]", "[0,?]");
+        infer_ok!(with(ints(&[])), "[1,1];[0]", "[]");
+        infer_error!(
+            with(ints(&[2, -2])),
+            "[4];[2]",
+            "Invalid value in tensor used for shape: -2"
+        );
+    }
+
+    #[test]
+    fn expand_dims_shape_fn() {
+        let op = ShapeTestOp::new("ExpandDims");
+        infer_ok!(op, "?;?", "?");
+        infer_ok!(op, "[2,?];[]", "?");
+        let with = |t: Tensor| ShapeTestOp::new("ExpandDims").input_tensor(1, t);
+        infer_ok!(with(Tensor::scalar(0i32)), "?;[]", "?");
+        infer_ok!(with(Tensor::scalar(0i32)), "[2,?];[]", "[1,d0_0,d0_1]");
+        infer_ok!(with(Tensor::scalar(1i64)), "[2,?];[]", "[d0_0,1,d0_1]");
+        infer_ok!(with(Tensor::scalar(2i32)), "[2,?];[]", "[d0_0,d0_1,1]");
+        infer_ok!(with(Tensor::scalar(-1i32)), "[2,?];[]", "[d0_0,d0_1,1]");
+        infer_ok!(with(Tensor::scalar(-3i64)), "[2,?];[]", "[1,d0_0,d0_1]");
+        infer_ok!(with(ints(&[0])), "[];[1]", "[1]");
+        infer_error!(
+            with(Tensor::scalar(3i32)),
+            "[2,?];[]",
+            "dim 3 not in the interval [-3, 2]."
+        );
+        infer_error!(
+            with(Tensor::scalar(-4i32)),
+            "[2,?];[]",
+            "dim -4 not in the interval [-3, 2]."
+        );
+        infer_error!(
+            with(ints(&[0, 1])),
+            "?;[2]",
+            "'dim' input must be a tensor with a single value"
+        );
+    }
+
+    #[test]
+    fn squeeze_shape_fn() {
+        let all = ShapeTestOp::new("Squeeze").attr("squeeze_dims", Vec::<i64>::new());
+        infer_ok!(all, "?", "?");
+        infer_ok!(all, "[1,4,1,5,1]", "[d0_1,d0_3]");
+        infer_ok!(all, "[1,?,1]", "?");
+        infer_ok!(all, "[1,1]", "[]");
+        let some = ShapeTestOp::new("Squeeze").attr("squeeze_dims", vec![1i64, -1]);
+        infer_ok!(some, "?", "?");
+        infer_ok!(some, "[4,1,?]", "[d0_0]");
+        infer_ok!(some, "[1,?,1,1]", "[d0_0,d0_2]");
+        infer_error!(
+            some,
+            "[4,6,1]",
+            "Can not squeeze dim[1], expected a dimension of 1, got 6"
+        );
+        infer_error!(some, "[1]", "squeeze_dims[0] not in [-1,1).");
+        infer_error!(
+            ShapeTestOp::new("Squeeze"),
+            "[1]",
+            "No attr named 'squeeze_dims'"
+        );
+    }
+
+    #[test]
+    fn fill_shape_fn() {
+        let op = ShapeTestOp::new("Fill");
+        infer_ok!(op, "?;?", "?");
+        infer_ok!(op, "[?];[]", "?");
+        infer_ok!(op, "[3];[]", "[?,?,?]");
+        infer_error!(op, "[2,2];[]", "Shape must be rank 1 but is rank 2");
+        infer_error!(op, "[2];[1]", "Shape must be rank 0 but is rank 1");
+        let with = |t: Tensor| ShapeTestOp::new("Fill").input_tensor(0, t);
+        infer_ok!(with(ints(&[2, 0, 3])), "[3];[]", "[2,0,3]");
+        infer_ok!(with(ints(&[2, 3])), "?;?", "[2,3]");
+        infer_error!(
+            with(ints(&[2, -1])),
+            "[2];[]",
+            "Fill dimensions must be >= 0"
+        );
+        let op = ShapeTestOp::new("Fill")
+            .attr("index_type", DataType::Int64)
+            .input_tensor(0, longs(&[4]));
+        infer_ok!(op, "[1];[]", "[4]");
+    }
+
+    #[test]
+    fn broadcast_shape_fns() {
+        let op = ShapeTestOp::new("BroadcastTo");
+        infer_ok!(op, "?;[?]", "?");
+        infer_ok!(op, "?;[2]", "[?,?]");
+        infer_ok!(op, "[2,1];[3]", "[?,d0_0,?]");
+        infer_error!(op, "[2];[]", "Shape must be rank 1 but is rank 0");
+        infer_error!(
+            op,
+            "[1,2,3];[2]",
+            "Shape must be at most rank 2 but is rank 3"
+        );
+        let with = |t: Tensor| ShapeTestOp::new("BroadcastTo").input_tensor(1, t);
+        infer_ok!(with(ints(&[2, 5])), "[5];[2]", "[2,d0_0]");
+        infer_ok!(with(ints(&[2, 5])), "[?];[2]", "[2,5]");
+        infer_ok!(with(longs(&[4, 3])), "?;[2]", "[4,3]");
+        infer_ok!(with(ints(&[-1, 3])), "[7,1];[2]", "[d0_0,3]");
+        infer_error!(
+            with(ints(&[2, 4])),
+            "[3];[2]",
+            "Dimensions must be equal, but are 3 and 4"
+        );
+        let op = ShapeTestOp::new("BroadcastArgs");
+        infer_ok!(op, "?;?", "[?]");
+        infer_ok!(op, "[3];[?]", "[?]");
+        infer_ok!(op, "[2];[4]", "[4]");
+        infer_error!(op, "[2,2];[2]", "Shape must be rank 1 but is rank 2");
+        let op = ShapeTestOp::new("BroadcastGradientArgs");
+        infer_ok!(op, "?;?", "[?];[?]");
+        infer_ok!(op, "[2];[4]", "[?];[?]");
+        infer_error!(op, "[2];[]", "Shape must be rank 1 but is rank 0");
+    }
+
+    #[test]
+    fn range_shape_fn() {
+        let op = ShapeTestOp::new("Range").attr("Tidx", DataType::Int32);
+        infer_ok!(op, "?;?;?", "[?]");
+        infer_ok!(op, "[];[];[]", "[?]");
+        infer_error!(
+            op,
+            "[1];[];[]",
+            "Shape must be rank 0 but is rank 1\n\t for 'start'"
+        );
+        infer_error!(op, "[];[];[2]", "for 'delta'");
+        infer_error!(
+            ShapeTestOp::new("Range"),
+            "[];[];[]",
+            "No attr named 'Tidx'"
+        );
+        let consts = |dtype: DataType, s: Tensor, l: Tensor, d: Tensor| {
+            ShapeTestOp::new("Range")
+                .attr("Tidx", dtype)
+                .input_tensor(0, s)
+                .input_tensor(1, l)
+                .input_tensor(2, d)
+        };
+        let i32s = |s: i32, l: i32, d: i32| {
+            consts(
+                DataType::Int32,
+                Tensor::scalar(s),
+                Tensor::scalar(l),
+                Tensor::scalar(d),
+            )
+        };
+        infer_ok!(i32s(0, 10, 3), "[];[];[]", "[4]");
+        infer_ok!(i32s(10, 0, -2), "[];[];[]", "[5]");
+        infer_ok!(i32s(3, 3, 1), "[];[];[]", "[0]");
+        infer_error!(
+            i32s(5, 1, 1),
+            "[];[];[]",
+            "Requires start <= limit when delta > 0: 5/1"
+        );
+        infer_error!(
+            i32s(1, 5, -1),
+            "[];[];[]",
+            "Requires start >= limit when delta < 0: 1/5"
+        );
+        infer_error!(i32s(1, 1, 0), "[];[];[]", "Requires delta != 0");
+        let f = consts(
+            DataType::Float,
+            Tensor::scalar(0f32),
+            Tensor::scalar(1f32),
+            Tensor::scalar(0.3f32),
+        );
+        infer_ok!(f, "[];[];[]", "[4]");
+        let big = consts(
+            DataType::Int64,
+            Tensor::scalar(-(1i64 << 62)),
+            Tensor::scalar(1i64 << 62),
+            Tensor::scalar(1i64 << 61),
+        );
+        infer_ok!(big, "[];[];[]", "[4]");
+    }
+
+    #[test]
+    fn invert_permutation_shape_fn() {
+        let op = ShapeTestOp::new("InvertPermutation");
+        infer_ok!(op, "?", "[?]");
+        infer_ok!(op, "[3]", "in0");
+        infer_error!(op, "[]", "Shape must be rank 1 but is rank 0");
     }
 }

@@ -10,14 +10,15 @@
 //! for cache efficiency, and shards over the thread pool.
 
 use crate::array_basic::{
-    all_types, for_each_chunk, int_values, move_elements, strides_of, types, MoveElements,
-    POD_TYPES, QUANTIZED,
+    all_types, for_each_chunk, int_values, move_elements, num_elements_dim, strides_of, types,
+    MoveElements, POD_TYPES, QUANTIZED,
 };
 use crate::util::{fmt_shape, index_values};
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::shape_inference::{DimensionHandle, InferenceContext};
 use opforge_core::{
     ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
@@ -250,7 +251,65 @@ impl OpKernel for TransposeOp {
     }
 }
 
-register_op!(transpose());
+/// `Transpose` (TensorFlow's `TransposeShapeFn`): the input's dims in the
+/// order of the constant `perm`; without it, unknown dims of the rank the
+/// input or `perm`'s length gives.
+fn transpose_shape(c: &mut InferenceContext) -> Result<()> {
+    let input = c.input(0);
+    let perm_shape = c.input(1);
+    let perm = c.input_tensor(1).cloned();
+    let perm_elems = num_elements_dim(c, perm_shape);
+    let input_rank = c.rank(input);
+    let rank = match (input_rank, c.value(perm_elems), &perm) {
+        (Some(r), _, _) => r as i64,
+        (None, Some(n), _) => n,
+        (None, None, Some(p)) => p.num_elements() as i64,
+        (None, None, None) => {
+            let out = c.unknown_shape();
+            c.set_output(0, out);
+            return Ok(());
+        }
+    };
+    if input_rank.is_none() && rank < 2 {
+        // A one-element permutation could be of a scalar or a vector; both
+        // are returned unchanged.
+        c.set_output(0, input);
+        return Ok(());
+    }
+    let input = c.with_rank(input, rank as usize)?;
+    c.with_rank(perm_shape, 1)?;
+    c.with_value(perm_elems, rank)?;
+    let mut dims: Vec<DimensionHandle> = Vec::with_capacity(rank as usize);
+    match perm {
+        Some(perm) => {
+            let data = index_values(&perm, "perm")?;
+            ensure!(
+                data.len() as i64 >= rank,
+                InvalidArgument,
+                "Dimension must be {rank} but is {}",
+                data.len()
+            );
+            for &in_idx in &data[..rank as usize] {
+                ensure!(
+                    in_idx < rank && in_idx > -rank,
+                    InvalidArgument,
+                    "perm dim {in_idx} is out of range of input rank {rank}"
+                );
+                dims.push(c.dim(input, in_idx));
+            }
+        }
+        None => {
+            for _ in 0..rank {
+                dims.push(c.unknown_dim());
+            }
+        }
+    }
+    let out = c.make_shape_from_dims(dims);
+    c.set_output(0, out);
+    Ok(())
+}
+
+register_op!(transpose().set_shape_fn(transpose_shape));
 register_kernel!(
     KernelDefBuilder::new("Transpose")
         .type_constraint_list(
@@ -454,7 +513,59 @@ impl OpKernel for GatherV2Op {
     }
 }
 
-register_op!(gather_v2());
+/// `GatherV2`: `params.shape[:axis] + indices.shape[batch_dims:] +
+/// params.shape[axis + 1:]` for a constant `axis`; without it, unknown dims
+/// of that rank where the ranks are known.
+fn gather_v2_shape(c: &mut InferenceContext) -> Result<()> {
+    let params = c.input(0);
+    let params = c.with_rank_at_least(params, 1)?;
+    let indices = c.input(1);
+    let axis_shape = c.input(2);
+    c.with_rank(axis_shape, 0)?;
+    let Some(axis_t) = c.input_tensor(2).cloned() else {
+        let out = match (c.rank(params), c.rank(indices)) {
+            (Some(p), Some(i)) => {
+                let batch_dims: i32 = c.get_attr("batch_dims")?;
+                let rank = p as i64 + i as i64 - 1 - i64::from(batch_dims);
+                if rank >= 0 {
+                    c.unknown_shape_of_rank(rank as usize)
+                } else {
+                    c.unknown_shape()
+                }
+            }
+            _ => c.unknown_shape(),
+        };
+        c.set_output(0, out);
+        return Ok(());
+    };
+    let axis = *index_values(&axis_t, "axis")?
+        .first()
+        .ok_or_else(|| Status::invalid_argument("axis must be a scalar"))?;
+    let min_rank = if axis < 0 {
+        axis.unsigned_abs()
+    } else {
+        axis as u64 + 1
+    };
+    c.with_rank_at_least(params, min_rank as usize)?;
+    let mut batch_dims = i64::from(c.get_attr::<i32>("batch_dims")?);
+    c.with_rank_at_least(indices, batch_dims.unsigned_abs() as usize)?;
+    if batch_dims < 0 {
+        // An unknown rank counts as -1, as in TensorFlow.
+        batch_dims += c.rank(indices).map_or(-1, |r| r as i64);
+    }
+    c.with_rank_at_least(params, (batch_dims + 1).max(0) as usize)?;
+    let outer = c.subshape(params, 0, Some(axis))?;
+    let inner = c.subshape(indices, batch_dims, None)?;
+    let mut out = c.concatenate(outer, inner)?;
+    if axis != -1 {
+        let suffix = c.subshape(params, axis + 1, None)?;
+        out = c.concatenate(out, suffix)?;
+    }
+    c.set_output(0, out);
+    Ok(())
+}
+
+register_op!(gather_v2().set_shape_fn(gather_v2_shape));
 register_kernel!(
     KernelDefBuilder::new("GatherV2")
         .type_constraint_list("Tparams", &types(&[&all_types(), QUANTIZED]))
@@ -583,7 +694,68 @@ impl OpKernel for OneHotOp {
     }
 }
 
-register_op!(one_hot());
+/// The value of constant scalar input `idx` (int32 or int64), if known
+/// (TensorFlow's `GetScalarFromTensor`).
+pub(crate) fn scalar_input_value(c: &InferenceContext, idx: usize) -> Result<Option<i64>> {
+    let Some(t) = c.input_tensor(idx) else {
+        return Ok(None);
+    };
+    ensure!(
+        t.rank() == 0,
+        InvalidArgument,
+        "Input must be scalar but has rank {}",
+        t.rank()
+    );
+    match t.dtype() {
+        DataType::Int32 | DataType::Int64 => Ok(index_values(t, "input")?.first().copied()),
+        _ => Err(Status::invalid_argument(
+            "Scalar input for dim size must be int32 or int64",
+        )),
+    }
+}
+
+/// A dim of the value of constant scalar input `idx`, unknown if the value
+/// is (TensorFlow's `MakeDimForScalarInput`).
+pub(crate) fn dim_for_scalar_input(
+    c: &mut InferenceContext,
+    idx: usize,
+) -> Result<DimensionHandle> {
+    match scalar_input_value(c, idx)? {
+        None => Ok(c.unknown_dim()),
+        Some(v) => {
+            ensure!(
+                v >= 0,
+                InvalidArgument,
+                "Dimension size, given by scalar input {idx}, must be non-negative but is {v}"
+            );
+            Ok(c.make_dim(v))
+        }
+    }
+}
+
+/// `OneHot`: the indices' shape with a dim of `depth` inserted at `axis`.
+fn one_hot_shape(c: &mut InferenceContext) -> Result<()> {
+    let axis: i32 = c.get_attr("axis")?;
+    ensure!(axis >= -1, InvalidArgument, "axis must be >= -1");
+    let depth = dim_for_scalar_input(c, 1)?;
+    let indices = c.input(0);
+    let Some(rank) = c.rank(indices) else {
+        let out = c.unknown_shape();
+        c.set_output(0, out);
+        return Ok(());
+    };
+    let new_rank = rank as i64 + 1;
+    let depth_index = (i64::from(axis) + new_rank) % new_rank;
+    let front = c.subshape(indices, 0, Some(depth_index))?;
+    let back = c.subshape(indices, depth_index, None)?;
+    let depth = c.vector(depth);
+    let front = c.concatenate(front, depth)?;
+    let out = c.concatenate(front, back)?;
+    c.set_output(0, out);
+    Ok(())
+}
+
+register_op!(one_hot().set_shape_fn(one_hot_shape));
 register_kernel!(
     KernelDefBuilder::new("OneHot")
         .type_constraint_list("T", &all_types())
@@ -789,8 +961,60 @@ impl OpKernel for ReverseV2Op {
     }
 }
 
-register_op!(reverse());
-register_op!(reverse_v2());
+/// `Reverse`: the input's shape, of rank `len(dims)` (at most 8).
+fn reverse_shape(c: &mut InferenceContext) -> Result<()> {
+    let mut input = c.input(0);
+    let dims = c.input(1);
+    let dims = c.with_rank(dims, 1)?;
+    let n = c.dim(dims, 0);
+    if let Some(n) = c.value(n) {
+        input = c.with_rank(input, n as usize)?;
+    }
+    ensure!(
+        c.rank(input).is_none_or(|r| r <= 8),
+        InvalidArgument,
+        "reverse does not work on tensors with more than 8 dimensions"
+    );
+    c.set_output(0, input);
+    Ok(())
+}
+
+/// `ReverseV2`: the input's shape (rank at most 8), checking a constant
+/// `axis` against it.
+fn reverse_v2_shape(c: &mut InferenceContext) -> Result<()> {
+    let input = c.input(0);
+    let axis = c.input(1);
+    c.with_rank(axis, 1)?;
+    ensure!(
+        c.rank(input).is_none_or(|r| r <= 8),
+        InvalidArgument,
+        "reverse does not work on tensors with more than 8 dimensions"
+    );
+    if let (Some(t), Some(rank)) = (c.input_tensor(1), c.rank(input)) {
+        let rank = rank as i64;
+        let mut seen = vec![false; rank as usize];
+        for (i, &a) in index_values(t, "axis")?.iter().enumerate() {
+            let canonical = if a < 0 { rank + a } else { a };
+            ensure!(
+                (0..rank).contains(&canonical),
+                InvalidArgument,
+                "'axis'[{i}] = {a} is out of valid range [0, {}",
+                rank - 1
+            );
+            ensure!(
+                !seen[canonical as usize],
+                InvalidArgument,
+                "axis {canonical} specified more than once."
+            );
+            seen[canonical as usize] = true;
+        }
+    }
+    c.set_output(0, input);
+    Ok(())
+}
+
+register_op!(reverse().set_shape_fn(reverse_shape));
+register_op!(reverse_v2().set_shape_fn(reverse_v2_shape));
 register_kernel!(
     KernelDefBuilder::new("Reverse")
         .type_constraint_list("T", &types(&[POD_TYPES, &[DataType::String]]))
@@ -1461,5 +1685,182 @@ mod tests {
         assert_eq!(slice_debug_string(&[5], 3), "[3]");
         assert_eq!(slice_debug_string(&[2, 3], 4), "[1,1]");
         assert_eq!(slice_debug_string(&[2, 3, 4], 23), "[1,2,3]");
+    }
+}
+
+#[cfg(test)]
+mod shape_fn_tests {
+    use opforge_core::shape_inference::testutil::ShapeTestOp;
+    use opforge_core::{infer_error, infer_ok, Tensor};
+
+    fn ints(v: &[i32]) -> Tensor {
+        Tensor::from_vec(&[v.len() as i64], v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn transpose_shape_fn() {
+        let op = ShapeTestOp::new("Transpose");
+        infer_ok!(op, "?;?", "?");
+        infer_ok!(op, "?;[?]", "?");
+        infer_ok!(op, "?;[3]", "[?,?,?]");
+        infer_ok!(op, "?;[1]", "in0");
+        infer_ok!(op, "[?,2];?", "[?,?]");
+        infer_error!(op, "[1,2,3];[2]", "Dimension must be 3 but is 2");
+        infer_error!(op, "[1,2];[2,2]", "Shape must be rank 1 but is rank 2");
+        let with = |perm: &[i32]| ShapeTestOp::new("Transpose").input_tensor(1, ints(perm));
+        infer_ok!(with(&[1, 0]), "[2,?];[2]", "[d0_1,d0_0]");
+        infer_ok!(with(&[1, 0]), "?;[2]", "[?,?]");
+        infer_ok!(with(&[2, 0, 1]), "?;?", "[?,?,?]");
+        infer_ok!(with(&[2, 0, 1]), "[1,2,3];[3]", "[d0_2,d0_0,d0_1]");
+        // Negative entries above -rank count from the end, as in TensorFlow.
+        infer_ok!(with(&[-1, 0, 1]), "[1,2,3];[3]", "[d0_2,d0_0,d0_1]");
+        infer_error!(
+            with(&[-3, 0, 1]),
+            "[1,2,3];[3]",
+            "perm dim -3 is out of range of input rank 3"
+        );
+        infer_error!(
+            with(&[0, 3, 1]),
+            "[1,2,3];[3]",
+            "perm dim 3 is out of range of input rank 3"
+        );
+    }
+
+    #[test]
+    fn gather_v2_shape_fn() {
+        let op = ShapeTestOp::new("GatherV2").attr("batch_dims", 0i64);
+        infer_ok!(op, "?;?;?", "?");
+        infer_ok!(op, "[1,2,3];?;[]", "?");
+        infer_ok!(op, "[1,2,3];[4,5];[]", "[?,?,?,?]");
+        infer_error!(
+            op,
+            "[];[1];[]",
+            "Shape must be at least rank 1 but is rank 0"
+        );
+        infer_error!(op, "[1];[1];[1]", "Shape must be rank 0 but is rank 1");
+        let with = |axis: i32, batch_dims: i64| {
+            ShapeTestOp::new("GatherV2")
+                .attr("batch_dims", batch_dims)
+                .input_tensor(2, Tensor::scalar(axis))
+        };
+        infer_ok!(with(0, 0), "[1,2,3];[4,5];[]", "[d1_0,d1_1,d0_1,d0_2]");
+        infer_ok!(with(1, 0), "[1,2,3];[4,5];[]", "[d0_0,d1_0,d1_1,d0_2]");
+        infer_ok!(with(-1, 0), "[1,2,3];[4,5];[]", "[d0_0,d0_1,d1_0,d1_1]");
+        infer_ok!(with(1, 0), "[1,2,3];[];[]", "[d0_0,d0_2]");
+        infer_ok!(with(1, 0), "[1,2,3];?;[]", "?");
+        infer_ok!(with(1, 0), "?;[4];[]", "?");
+        infer_error!(
+            with(3, 0),
+            "[1,2,3];[4];[]",
+            "Shape must be at least rank 4 but is rank 3"
+        );
+        infer_error!(
+            with(-4, 0),
+            "[1,2,3];[4];[]",
+            "Shape must be at least rank 4 but is rank 3"
+        );
+        // batch_dims leading dims are shared by params and indices.
+        infer_ok!(with(1, 1), "[5,2,3];[5,4];[]", "[d0_0,d1_1,d0_2]");
+        infer_ok!(with(2, -1), "[5,2,3];[5,4];[]", "[d0_0,d0_1,d1_1]");
+        infer_error!(
+            with(1, 3),
+            "[5,2,3];[5,4];[]",
+            "Shape must be at least rank 3 but is rank 2"
+        );
+        let unknown_axis = ShapeTestOp::new("GatherV2").attr("batch_dims", 1i64);
+        infer_ok!(unknown_axis, "[5,2,3];[5,4];[]", "[?,?,?]");
+        // A bare node has no batch_dims (TensorFlow 2.21 fails the same way).
+        infer_error!(
+            ShapeTestOp::new("GatherV2").input_tensor(2, Tensor::scalar(0i32)),
+            "[1,2];[3];[]",
+            "No attr named 'batch_dims'"
+        );
+    }
+
+    #[test]
+    fn one_hot_shape_fn() {
+        let op = ShapeTestOp::new("OneHot").attr("axis", -1i64);
+        infer_ok!(op, "?;[];[];[]", "?");
+        infer_ok!(op, "[2,?];[];[];[]", "[d0_0,d0_1,?]");
+        let with = |axis: i64, depth: Tensor| {
+            ShapeTestOp::new("OneHot")
+                .attr("axis", axis)
+                .input_tensor(1, depth)
+        };
+        infer_ok!(
+            with(-1, Tensor::scalar(5i32)),
+            "[2,?];[];[];[]",
+            "[d0_0,d0_1,5]"
+        );
+        infer_ok!(
+            with(0, Tensor::scalar(5i32)),
+            "[2,?];[];[];[]",
+            "[5,d0_0,d0_1]"
+        );
+        infer_ok!(
+            with(1, Tensor::scalar(5i64)),
+            "[2,?];[];[];[]",
+            "[d0_0,5,d0_1]"
+        );
+        infer_ok!(with(0, Tensor::scalar(3i32)), "[];[];[];[]", "[3]");
+        infer_ok!(with(0, Tensor::scalar(3i32)), "?;[];[];[]", "?");
+        infer_error!(
+            with(-2, Tensor::scalar(3i32)),
+            "[2];[];[];[]",
+            "axis must be >= -1"
+        );
+        infer_error!(
+            with(-1, Tensor::scalar(-1i32)),
+            "[2];[];[];[]",
+            "Dimension size, given by scalar input 1, must be non-negative but is -1"
+        );
+        infer_error!(
+            with(-1, ints(&[2])),
+            "[2];[1];[];[]",
+            "Input must be scalar but has rank 1"
+        );
+        infer_error!(
+            with(-1, Tensor::scalar(2.0f32)),
+            "[2];[];[];[]",
+            "Scalar input for dim size must be int32 or int64"
+        );
+    }
+
+    #[test]
+    fn reverse_shape_fns() {
+        let op = ShapeTestOp::new("Reverse");
+        infer_ok!(op, "?;?", "in0");
+        infer_ok!(op, "?;[3]", "[?,?,?]");
+        infer_ok!(op, "[1,?,3];[3]", "in0");
+        infer_error!(op, "[1,2,3];[2]", "Shape must be rank 2 but is rank 3");
+        infer_error!(op, "?;[]", "Shape must be rank 1 but is rank 0");
+        infer_error!(
+            op,
+            "[1,1,1,1,1,1,1,1,1];?",
+            "reverse does not work on tensors with more than 8 dimensions"
+        );
+        let op = ShapeTestOp::new("ReverseV2");
+        infer_ok!(op, "?;?", "in0");
+        infer_ok!(op, "?;[3]", "in0");
+        infer_ok!(op, "[1,?,3];[5]", "in0");
+        infer_error!(op, "?;[1,1]", "Shape must be rank 1 but is rank 2");
+        infer_error!(
+            op,
+            "[1,1,1,1,1,1,1,1,1];[1]",
+            "reverse does not work on tensors with more than 8 dimensions"
+        );
+        let with = |axes: &[i32]| ShapeTestOp::new("ReverseV2").input_tensor(1, ints(axes));
+        infer_ok!(with(&[0, -1]), "[1,?,3];[2]", "in0");
+        infer_ok!(with(&[0, 5]), "?;[2]", "in0");
+        infer_error!(
+            with(&[0, 3]),
+            "[1,?,3];[2]",
+            "'axis'[1] = 3 is out of valid range [0, 2"
+        );
+        infer_error!(
+            with(&[1, -2]),
+            "[1,?,3];[2]",
+            "axis 1 specified more than once."
+        );
     }
 }

@@ -14,11 +14,14 @@
 //! `Split` along axis 0, most `Slice`s of dimension 0) the output is a
 //! zero-copy view of the input's buffer, as in TensorFlow.
 
+use crate::array_index::scalar_input_value;
 use crate::util::{fmt_shape, index_values, PARALLEL_THRESHOLD};
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::shape_inference::common::concat_shape_helper;
+use opforge_core::shape_inference::{DimensionHandle, InferenceContext};
 use opforge_core::{
     ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
@@ -47,6 +50,7 @@ register_op!(OpDefBuilder::new("ConcatV2")
     .attr("N: int >= 2")
     .attr("T: type")
     .attr("Tidx: {int32, int64} = DT_INT32")
+    .set_shape_fn(concat_v2_shape)
     .doc(
         "Concatenates tensors along one dimension.\n\n\
          Every input must have the same rank and the same size in every dimension\n\
@@ -57,12 +61,33 @@ register_op!(OpDefBuilder::new("ConcatV2")
          output: The concatenated tensor."
     ));
 
+/// `ConcatV2` (TensorFlow's `ConcatV2Shape`): the values joined along the
+/// constant `axis` (the last input).
+fn concat_v2_shape(c: &mut InferenceContext) -> Result<()> {
+    let n = c.num_inputs();
+    ensure!(
+        n >= 2,
+        InvalidArgument,
+        "ConcatV2 needs at least one value and the axis, got {n} inputs"
+    );
+    if let Some(t) = c.input_tensor(n - 1) {
+        ensure!(
+            t.num_elements() > 0,
+            InvalidArgument,
+            "axis must be a scalar, got shape {}",
+            fmt_shape(t.dims())
+        );
+    }
+    concat_shape_helper(c, 0, n - 1, n - 1)
+}
+
 register_op!(OpDefBuilder::new("Pack")
     .input("values: N * T")
     .output("output: T")
     .attr("N: int >= 1")
     .attr("T: type")
     .attr("axis: int = 0")
+    .set_shape_fn(pack_shape)
     .doc(
         "Packs a list of `N` rank-`R` tensors into one rank-`(R+1)` tensor.\n\n\
          The tensors, which must all have the same shape, are stacked along a new\n\
@@ -73,12 +98,60 @@ register_op!(OpDefBuilder::new("Pack")
          output: The packed tensor."
     ));
 
+/// Attr `axis` of `Pack` / `Unpack`, checked against the rank of the
+/// packed tensor and made non-negative (TensorFlow's `GetAxisForPackAndUnpack`).
+fn pack_axis(c: &InferenceContext, rank_after_pack: i64) -> Result<usize> {
+    let axis = i64::from(c.get_attr::<i32>("axis")?);
+    ensure!(
+        axis >= -rank_after_pack && axis < rank_after_pack,
+        InvalidArgument,
+        "Invalid axis: {axis}; must be in [{},{rank_after_pack})",
+        -rank_after_pack
+    );
+    Ok(if axis < 0 {
+        axis + rank_after_pack
+    } else {
+        axis
+    } as usize)
+}
+
+/// `Pack`: the merged input shapes with a dim of `N` inserted at `axis`.
+fn pack_shape(c: &mut InferenceContext) -> Result<()> {
+    let n = c.num_inputs();
+    let Some(last) = n.checked_sub(1) else {
+        let out = c.unknown_shape();
+        c.set_output(0, out);
+        return Ok(());
+    };
+    let mut cur = c.input(last);
+    for i in (0..last).rev() {
+        let s = c.input(i);
+        cur = c
+            .merge(s, cur)
+            .map_err(|e| e.with_context(format!("From merging shape {i} with other shapes.")))?;
+    }
+    let Some(dims) = c.dims(cur).map(<[_]>::to_vec) else {
+        let out = c.unknown_shape();
+        c.set_output(0, out);
+        return Ok(());
+    };
+    let axis = pack_axis(c, dims.len() as i64 + 1)?;
+    let mut out: Vec<DimensionHandle> = Vec::with_capacity(dims.len() + 1);
+    out.extend_from_slice(&dims[..axis]);
+    out.push(c.make_dim(n as i64));
+    out.extend_from_slice(&dims[axis..]);
+    let out = c.make_shape_from_dims(out);
+    c.set_output(0, out);
+    Ok(())
+}
+
 register_op!(OpDefBuilder::new("Unpack")
     .input("value: T")
     .output("output: num * T")
     .attr("num: int >= 0")
     .attr("T: type")
     .attr("axis: int = 0")
+    .set_shape_fn(unpack_shape)
     .doc(
         "Unpacks a given dimension of a rank-`R` tensor into `num` rank-`(R-1)` tensors.\n\n\
          The dimension `axis` of `value` (negative values count from the end) must have\n\
@@ -89,12 +162,37 @@ register_op!(OpDefBuilder::new("Unpack")
          output: The list of tensors unpacked from `value`."
     ));
 
+/// `Unpack`: every output is the input's shape without dim `axis`, which
+/// must be `num`.
+fn unpack_shape(c: &mut InferenceContext) -> Result<()> {
+    let s = c.input(0);
+    let out = match c.dims(s).map(<[_]>::to_vec) {
+        Some(dims) => {
+            let axis = pack_axis(c, dims.len() as i64)?;
+            c.with_value(dims[axis], c.num_outputs() as i64)?;
+            let kept: Vec<DimensionHandle> = dims
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != axis)
+                .map(|(_, &d)| d)
+                .collect();
+            c.make_shape_from_dims(kept)
+        }
+        None => c.unknown_shape(),
+    };
+    for i in 0..c.num_outputs() {
+        c.set_output(i, out);
+    }
+    Ok(())
+}
+
 register_op!(OpDefBuilder::new("Split")
     .input("split_dim: int32")
     .input("value: T")
     .output("output: num_split * T")
     .attr("num_split: int >= 1")
     .attr("T: type")
+    .set_shape_fn(split_shape)
     .doc(
         "Splits a tensor into `num_split` tensors along one dimension.\n\n\
          The size of dimension `split_dim` must be a multiple of `num_split`; every\n\
@@ -106,6 +204,60 @@ register_op!(OpDefBuilder::new("Split")
          except along `split_dim`, where their sizes are `value.shape[split_dim] / num_split`."
     ));
 
+/// A dim of the value of constant scalar input `idx`, an axis of a tensor
+/// of `input_rank` (negative values count from the end); unknown if the
+/// value is (TensorFlow's `MakeDimForScalarInputWithNegativeIndexing`).
+fn axis_dim_for_scalar_input(
+    c: &mut InferenceContext,
+    idx: usize,
+    input_rank: Option<usize>,
+) -> Result<DimensionHandle> {
+    let Some(mut v) = scalar_input_value(c, idx)? else {
+        return Ok(c.unknown_dim());
+    };
+    match input_rank {
+        None if v < 0 => return Ok(c.unknown_dim()),
+        None => {}
+        Some(r) => {
+            let r = r as i64;
+            ensure!(
+                v >= -r && v < r,
+                InvalidArgument,
+                "Dimension size, given by scalar input {v} must be in range [-{r}, {r})"
+            );
+            if v < 0 {
+                v += r;
+            }
+        }
+    }
+    Ok(c.make_dim(v))
+}
+
+/// `Split`: every output is the input's shape with dim `split_dim` divided
+/// by `num_split`.
+fn split_shape(c: &mut InferenceContext) -> Result<()> {
+    let input = c.input(1);
+    let rank = c.rank(input);
+    let split_dim = axis_dim_for_scalar_input(c, 0, rank)?;
+    let num_split = c.num_outputs();
+    let out = match (c.value(split_dim), rank) {
+        (None, Some(r)) => c.unknown_shape_of_rank(r),
+        (None, None) => c.unknown_shape(),
+        (Some(d), _) => {
+            let input = c.with_rank_at_least(input, d as usize + 1)?;
+            let dim = c.dim(input, d);
+            let size = c.divide(dim, num_split as i64, true).map_err(|e| {
+                e.with_context("Number of ways to split should evenly divide the split dimension")
+            })?;
+            c.replace_dim(input, d, size)?
+        }
+    };
+    for i in 0..num_split {
+        c.set_output(i, out);
+    }
+    Ok(())
+}
+
 register_op!(OpDefBuilder::new("Slice")
     .input("input: T")
     .input("begin: Index")
@@ -113,6 +265,7 @@ register_op!(OpDefBuilder::new("Slice")
     .output("output: T")
     .attr("T: type")
     .attr("Index: {int32,int64}")
+    .set_shape_fn(slice_shape)
     .doc(
         "Returns a slice from 'input'.\n\n\
          The output is the part of `input` of size `size` whose first element is at\n\
@@ -123,12 +276,67 @@ register_op!(OpDefBuilder::new("Slice")
          slice, or -1 for all remaining elements."
     ));
 
+/// `Slice` (TensorFlow's `SliceShape`): the constant `size` (`-1` is the
+/// rest of the dim after `begin`), or what is known of it.
+fn slice_shape(c: &mut InferenceContext) -> Result<()> {
+    let mut input = c.input(0);
+    let (b, s) = (c.input(1), c.input(2));
+    let begin_shape = c.with_rank(b, 1)?;
+    let sizes_shape = c.with_rank(s, 1)?;
+    let begin_shape = c.merge(begin_shape, sizes_shape)?;
+    let ndims = c.dim(begin_shape, 0);
+    if let Some(n) = c.value(ndims) {
+        input = c.with_rank(input, n as usize)?;
+    }
+    // `begin` read as a shape, to keep partially known values.
+    let begin = c.make_shape_from_shape_tensor(1)?;
+    if let Some(sizes_t) = c.input_tensor(2).cloned() {
+        let sizes = index_values(&sizes_t, "size")?;
+        let begin = c.with_rank(begin, sizes.len())?;
+        if c.rank_known(input) {
+            c.with_rank(input, sizes.len())?;
+        }
+        let input = c.input(0);
+        let mut dims = Vec::with_capacity(sizes.len());
+        for (i, &size) in sizes.iter().enumerate() {
+            let dim = c.dim(input, i as i64);
+            if size == -1 {
+                let b = c.dim(begin, i as i64);
+                dims.push(c.subtract(dim, b)?);
+            } else {
+                ensure!(
+                    size >= 0,
+                    InvalidArgument,
+                    "Out of bounds slicing on dimension {i} of length {}: sizes vector cannot be < -1, but was {size}",
+                    c.raw_value(dim)
+                );
+                dims.push(c.make_dim(size));
+            }
+        }
+        let out = c.make_shape_from_dims(dims);
+        c.set_output(0, out);
+        return Ok(());
+    }
+    let sizes = c.make_shape_from_shape_tensor(2)?;
+    let out = if let Some(dims) = c.dims(sizes).map(<[_]>::to_vec) {
+        c.with_rank(begin, dims.len())?;
+        c.make_shape_from_dims(dims)
+    } else if let Some(r) = c.rank(input) {
+        c.unknown_shape_of_rank(r)
+    } else {
+        c.unknown_shape()
+    };
+    c.set_output(0, out);
+    Ok(())
+}
+
 register_op!(OpDefBuilder::new("Tile")
     .input("input: T")
     .input("multiples: Tmultiples")
     .output("output: T")
     .attr("T: type")
     .attr("Tmultiples: {int32, int64} = DT_INT32")
+    .set_shape_fn(tile_shape)
     .doc(
         "Constructs a tensor by tiling a given tensor.\n\n\
          The output replicates `input` `multiples[i]` times along dimension `i`: its\n\
@@ -138,12 +346,39 @@ register_op!(OpDefBuilder::new("Tile")
          multiples: 1-D. Length must be the same as the number of dimensions in `input`."
     ));
 
+/// `Tile`: each input dim times the constant `multiples` entry.
+fn tile_shape(c: &mut InferenceContext) -> Result<()> {
+    let mut input = c.input(0);
+    // `multiples` read as a shape, to keep partially known values.
+    let mut multiples = c.make_shape_from_shape_tensor(1)?;
+    if let Some(r) = c.rank(input) {
+        multiples = c.with_rank(multiples, r)?;
+        let (m, v) = (c.input(1), c.vector(r as i64));
+        c.merge(m, v)?;
+    }
+    let Some(rank) = c.rank(multiples) else {
+        let out = c.unknown_shape();
+        c.set_output(0, out);
+        return Ok(());
+    };
+    input = c.with_rank(input, rank)?;
+    let mut dims = Vec::with_capacity(rank);
+    for i in 0..rank as i64 {
+        let (d, m) = (c.dim(input, i), c.dim(multiples, i));
+        dims.push(c.multiply(d, m)?);
+    }
+    let out = c.make_shape_from_dims(dims);
+    c.set_output(0, out);
+    Ok(())
+}
+
 register_op!(OpDefBuilder::new("Pad")
     .input("input: T")
     .input("paddings: Tpaddings")
     .output("output: T")
     .attr("T: type")
     .attr("Tpaddings: {int32, int64} = DT_INT32")
+    .set_shape_fn(pad_shape)
     .doc(
         "Pads a tensor with zeros.\n\n\
          `paddings` is an integer tensor of shape `[rank(input), 2]`: for each dimension\n\
@@ -152,6 +387,53 @@ register_op!(OpDefBuilder::new("Pad")
          `paddings(D, 0) + input.dim_size(D) + paddings(D, 1)`."
     ));
 
+/// `Pad`, `PadV2` (TensorFlow's `PadShapeFn`): each input dim plus the two
+/// constant paddings of that dim; `paddings` is `[rank, 2]`.
+pub(crate) fn pad_shape(c: &mut InferenceContext) -> Result<()> {
+    let paddings = c.input(1);
+    let paddings = c.with_rank(paddings, 2)?;
+    let cols = c.dim(paddings, 1);
+    c.with_value(cols, 2)?;
+    let mut input = c.input(0);
+    let mut n_dim = c.dim(paddings, 0);
+    if let Some(n) = c.value(n_dim) {
+        input = c.with_rank(input, n as usize)?;
+    } else if let Some(r) = c.rank(input) {
+        n_dim = c.with_value(n_dim, r as i64)?;
+    }
+    let Some(t) = c.input_tensor(1).cloned() else {
+        let out = match c.value(n_dim) {
+            Some(n) => c.unknown_shape_of_rank(n as usize),
+            None => c.unknown_shape(),
+        };
+        c.set_output(0, out);
+        return Ok(());
+    };
+    ensure!(
+        t.rank() == 2 && t.dims()[1] == 2,
+        InvalidArgument,
+        "paddings must be a matrix with 2 columns, got shape {}",
+        fmt_shape(t.dims())
+    );
+    let num_dims = t.dims()[0];
+    let input = c.with_rank(input, num_dims as usize)?;
+    c.with_value(n_dim, num_dims)?;
+    let values = index_values(&t, "paddings")?;
+    let mut dims = Vec::with_capacity(num_dims as usize);
+    for (i, pads) in values.chunks_exact(2).enumerate() {
+        ensure!(
+            pads[0] >= 0 && pads[1] >= 0,
+            InvalidArgument,
+            "Paddings must be non-negative"
+        );
+        let d = c.dim(input, i as i64);
+        dims.push(c.add(d, pads[0].saturating_add(pads[1]))?);
+    }
+    let out = c.make_shape_from_dims(dims);
+    c.set_output(0, out);
+    Ok(())
+}
+
 register_op!(OpDefBuilder::new("PadV2")
     .input("input: T")
     .input("paddings: Tpaddings")
@@ -159,6 +441,7 @@ register_op!(OpDefBuilder::new("PadV2")
     .output("output: T")
     .attr("T: type")
     .attr("Tpaddings: {int32, int64} = DT_INT32")
+    .set_shape_fn(pad_shape)
     .doc(
         "Pads a tensor.\n\n\
          Like `Pad`, but the added elements have the value of the scalar\n\
@@ -2137,5 +2420,223 @@ mod tests {
         assert!(pad.constraints[0].1.contains(&DataType::String));
         assert!(pad.constraints[0].1.contains(&DataType::QUInt16));
         assert!(!pad.constraints[0].1.contains(&DataType::Resource));
+    }
+}
+
+#[cfg(test)]
+mod shape_fn_tests {
+    use opforge_core::shape_inference::testutil::ShapeTestOp;
+    use opforge_core::{infer_error, infer_ok, DataType, Tensor};
+
+    fn ints(v: &[i32]) -> Tensor {
+        Tensor::from_vec(&[v.len() as i64], v.to_vec()).unwrap()
+    }
+
+    fn concat(n: i64) -> ShapeTestOp {
+        ShapeTestOp::new("ConcatV2")
+            .attr("N", n)
+            .attr("T", DataType::Float)
+    }
+
+    #[test]
+    fn concat_v2_shape_fn() {
+        let op = concat(2);
+        infer_ok!(op, "?;?;[]", "?");
+        infer_ok!(op, "?;[1,?];[]", "[?,?]");
+        infer_error!(op, "[1];[2];[1]", "Shape must be rank 0 but is rank 1");
+        infer_error!(
+            op,
+            "[];?;[]",
+            "Can't concatenate scalars (use tf.stack instead)"
+        );
+        infer_error!(op, "[1,2];[1,2,3];[]", "Shape must be rank 2 but is rank 3");
+        let with = |n: i64, axis: i32| concat(n).input_tensor(n as usize, Tensor::scalar(axis));
+        infer_ok!(with(2, 0), "[1,2];[3,2];[]", "[4,d0_1|d1_1]");
+        infer_ok!(with(2, 0), "[1,?];[3,2];[]", "[4,d1_1]");
+        infer_ok!(with(2, 1), "[?,2];[3,?];[]", "[d1_0,?]");
+        infer_ok!(with(2, -1), "[5,2];[5,3];[]", "[d0_0|d1_0,5]");
+        infer_ok!(with(3, 0), "?;[2,3];?;[]", "[?,d1_1]");
+        infer_ok!(with(2, 0), "?;?;[]", "?");
+        infer_error!(
+            with(2, 0),
+            "[1,2];[3,4];[]",
+            "Dimension 0 in both shapes must be equal, but are 2 and 4"
+        );
+        infer_error!(
+            with(2, 2),
+            "[1,2];[3,4];[]",
+            "Shape must be at least rank 3 but is rank 2"
+        );
+        infer_error!(
+            concat(2).input_tensor(2, ints(&[])),
+            "[1];[1];[]",
+            "axis must be a scalar"
+        );
+    }
+
+    #[test]
+    fn pack_unpack_shape_fns() {
+        let pack = |axis: i64| {
+            ShapeTestOp::new("Pack")
+                .attr("N", 2i64)
+                .attr("T", DataType::Float)
+                .attr("axis", axis)
+        };
+        infer_ok!(pack(0), "?;?", "?");
+        infer_ok!(pack(0), "[];?", "[2]");
+        infer_ok!(pack(0), "[2,?];[?,3]", "[2,d0_0,d1_1]");
+        infer_ok!(pack(1), "[2,3];?", "[d0_0,2,d0_1]");
+        infer_ok!(pack(-1), "[2,3];[2,3]", "[d0_0,d0_1,2]");
+        infer_error!(pack(3), "[2,3];?", "Invalid axis: 3; must be in [-3,3)");
+        infer_error!(pack(-4), "[2,3];?", "Invalid axis: -4; must be in [-3,3)");
+        infer_error!(
+            pack(0),
+            "[2,3];[2,4]",
+            "Dimension 1 in both shapes must be equal, but are 3 and 4"
+        );
+        infer_error!(
+            pack(0),
+            "[2,3];[2]",
+            "From merging shape 0 with other shapes."
+        );
+        let unpack = |num: i64, axis: i64| {
+            ShapeTestOp::new("Unpack")
+                .attr("num", num)
+                .attr("T", DataType::Float)
+                .attr("axis", axis)
+        };
+        infer_ok!(unpack(2, 0), "?", "?;?");
+        infer_ok!(unpack(2, 0), "[2,?,3]", "[d0_1,d0_2];[d0_1,d0_2]");
+        infer_ok!(unpack(2, 1), "[4,?,3]", "[d0_0,d0_2];[d0_0,d0_2]");
+        infer_ok!(
+            unpack(3, -1),
+            "[4,?,3]",
+            "[d0_0,d0_1];[d0_0,d0_1];[d0_0,d0_1]"
+        );
+        infer_ok!(unpack(0, 0), "[0,2]", "");
+        infer_error!(unpack(2, 0), "[3,2]", "Dimension must be 2 but is 3");
+        infer_error!(unpack(1, 0), "[]", "Invalid axis: 0; must be in [0,0)");
+        infer_error!(unpack(1, 2), "[1,1]", "Invalid axis: 2; must be in [-2,2)");
+    }
+
+    #[test]
+    fn split_shape_fn() {
+        let op = ShapeTestOp::new("Split")
+            .attr("num_split", 2i64)
+            .attr("T", DataType::Float);
+        infer_ok!(op, "?;?", "?;?");
+        infer_ok!(op, "[];[4,?]", "[?,?];[?,?]");
+        let with = |d: i32| op.clone().input_tensor(0, Tensor::scalar(d));
+        infer_ok!(with(0), "[];[4,?]", "[2,d1_1];[2,d1_1]");
+        infer_ok!(with(-1), "[];[4,?]", "[d1_0,?];[d1_0,?]");
+        infer_ok!(with(1), "[];?", "?;?");
+        infer_ok!(with(-1), "[];?", "?;?");
+        infer_error!(
+            with(0),
+            "[];[5,?]",
+            "Dimension size must be evenly divisible by 2 but is 5"
+        );
+        infer_error!(
+            with(0),
+            "[];[5,?]",
+            "Number of ways to split should evenly divide the split dimension"
+        );
+        infer_error!(
+            with(2),
+            "[];[4,?]",
+            "Dimension size, given by scalar input 2 must be in range [-2, 2)"
+        );
+        infer_error!(
+            with(-3),
+            "[];[4,?]",
+            "Dimension size, given by scalar input -3 must be in range [-2, 2)"
+        );
+        infer_error!(
+            op.clone().input_tensor(0, ints(&[0])),
+            "[1];[4]",
+            "Input must be scalar but has rank 1"
+        );
+    }
+
+    #[test]
+    fn slice_shape_fn() {
+        let op = ShapeTestOp::new("Slice");
+        infer_ok!(op, "?;?;?", "?");
+        infer_ok!(op, "[2,3];?;?", "[?,?]");
+        infer_ok!(op, "?;[2];[2]", "[?,?]");
+        infer_ok!(op, "?;[2];?", "[?,?]");
+        infer_error!(op, "[2,3];[2,1];[2]", "Shape must be rank 1 but is rank 2");
+        infer_error!(op, "[2,3];[3];[3]", "Shape must be rank 3 but is rank 2");
+        infer_error!(
+            op,
+            "?;[2];[3]",
+            "Dimension 0 in both shapes must be equal, but are 2 and 3"
+        );
+        let with = |begin: &[i32], size: &[i32]| {
+            ShapeTestOp::new("Slice")
+                .input_tensor(1, ints(begin))
+                .input_tensor(2, ints(size))
+        };
+        infer_ok!(with(&[0, 1], &[2, 1]), "[2,3];[2];[2]", "[2,1]");
+        infer_ok!(with(&[0, 1], &[-1, -1]), "[2,?];[2];[2]", "[d0_0,?]");
+        infer_ok!(with(&[1, 1], &[-1, -1]), "[2,3];[2];[2]", "[1,2]");
+        infer_ok!(with(&[0, 0], &[1, -1]), "?;[2];[2]", "[1,?]");
+        infer_error!(
+            with(&[0, 4], &[1, -1]),
+            "[2,3];[2];[2]",
+            "Negative dimension size caused by subtracting 4 from 3"
+        );
+        infer_error!(
+            with(&[0, 0], &[1, -2]),
+            "[2,3];[2];[2]",
+            "Out of bounds slicing on dimension 1 of length 3: sizes vector cannot be < -1, but was -2"
+        );
+        // Only `size` known: the begin is not needed for explicit sizes.
+        let sizes_only = ShapeTestOp::new("Slice").input_tensor(2, ints(&[1, 2]));
+        infer_ok!(sizes_only, "[4,5];[2];[2]", "[1,2]");
+        let sizes_only = ShapeTestOp::new("Slice").input_tensor(2, ints(&[1, -1]));
+        infer_ok!(sizes_only, "[4,5];[2];[2]", "[1,?]");
+    }
+
+    #[test]
+    fn tile_shape_fn() {
+        let op = ShapeTestOp::new("Tile");
+        infer_ok!(op, "?;?", "?");
+        infer_ok!(op, "[2,3];?", "[?,?]");
+        infer_ok!(op, "?;[2]", "[?,?]");
+        infer_error!(op, "[2,3];[3]", "Shape must be rank 2 but is rank 3");
+        infer_error!(op, "[2,3];[2,1]", "Shape must be rank 1 but is rank 2");
+        let with = |m: Tensor| ShapeTestOp::new("Tile").input_tensor(1, m);
+        infer_ok!(with(ints(&[1, 3])), "[2,?];[2]", "[d0_0,?]");
+        infer_ok!(with(ints(&[2, 3])), "[2,4];[2]", "[4,12]");
+        infer_ok!(with(ints(&[0, 3])), "[?,4];[2]", "[0,12]");
+        infer_ok!(
+            with(Tensor::from_vec(&[2], vec![2i64, 1]).unwrap()),
+            "?;[2]",
+            "[?,?]"
+        );
+        infer_ok!(with(ints(&[-1, 2])), "[5,1];[2]", "[?,2]");
+    }
+
+    #[test]
+    fn pad_shape_fns() {
+        for (name, ins) in [("Pad", ""), ("PadV2", ";[]")] {
+            let op = ShapeTestOp::new(name);
+            let i = |s: &str| format!("{s}{ins}");
+            infer_ok!(op, &i("?;?"), "?");
+            infer_ok!(op, &i("[2,?];?"), "[?,?]");
+            infer_ok!(op, &i("?;[3,2]"), "[?,?,?]");
+            infer_error!(op, &i("?;[3]"), "Shape must be rank 2 but is rank 1");
+            infer_error!(op, &i("?;[3,3]"), "Dimension must be 2 but is 3");
+            infer_error!(op, &i("[1,2];[3,2]"), "Shape must be rank 3 but is rank 2");
+            infer_ok!(op, &i("[1,2];[?,2]"), "[?,?]");
+            let pads = Tensor::from_vec(&[2, 2], vec![1i32, 2, 0, 0]).unwrap();
+            let op = ShapeTestOp::new(name).input_tensor(1, pads);
+            infer_ok!(op, &i("[4,?];[2,2]"), "[7,d0_1]");
+            infer_ok!(op, &i("?;?"), "[?,?]");
+            let pads = Tensor::from_vec(&[1, 2], vec![-1i64, 2]).unwrap();
+            let op = ShapeTestOp::new(name).input_tensor(1, pads);
+            infer_error!(op, &i("[4];[1,2]"), "Paddings must be non-negative");
+        }
     }
 }

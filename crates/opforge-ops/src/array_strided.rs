@@ -10,6 +10,7 @@ use crate::array_slice::{
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::shape_inference::InferenceContext;
 use opforge_core::{
     ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
@@ -64,7 +65,52 @@ register_op!(OpDefBuilder::new("StridedSlice")
          creates a new shape 1 dimension.\n\n\
          shrink_axis_mask: a bitmask where bit `i` implies that the `i`th\n\
          specification should shrink the dimensionality."
-    ));
+    )
+    .set_shape_fn(strided_slice_shape));
+
+/// `StridedSlice`: the final shape of [`validate_strided_slice_partial`] on
+/// what is known of the input shape, with the constant `strides` (and
+/// `begin`/`end` where constant); unknown without `strides`, the input's
+/// rank or the spec's length.
+fn strided_slice_shape(c: &mut InferenceContext) -> Result<()> {
+    let input = c.input(0);
+    let (b, e, s) = (c.input(1), c.input(2), c.input(3));
+    let begin_shape = c.with_rank(b, 1)?;
+    let end_shape = c.with_rank(e, 1)?;
+    let strides_shape = c.with_rank(s, 1)?;
+    let spec_shape = c.merge(begin_shape, end_shape)?;
+    let spec_shape = c.merge(spec_shape, strides_shape)?;
+    let sparse_dims = c.dim(spec_shape, 0);
+    let (Some(input_shape), Some(_), Some(strides)) = (
+        c.shape_values(input),
+        c.value(sparse_dims),
+        c.input_tensor(3).cloned(),
+    ) else {
+        let out = c.unknown_shape();
+        c.set_output(0, out);
+        return Ok(());
+    };
+    let masks = StridedSliceMasks {
+        begin: c.get_attr("begin_mask")?,
+        end: c.get_attr("end_mask")?,
+        ellipsis: c.get_attr("ellipsis_mask")?,
+        new_axis: c.get_attr("new_axis_mask")?,
+        shrink_axis: c.get_attr("shrink_axis_mask")?,
+    };
+    let info = validate_strided_slice_partial(
+        &input_shape,
+        c.input_tensor(1),
+        c.input_tensor(2),
+        &strides,
+        &masks,
+    )?;
+    let out = c.make_partial_shape(Some(&info.final_shape));
+    c.set_output(0, out);
+    if let Some(data) = c.input_handle_shapes_and_types(0).map(<[_]>::to_vec) {
+        c.set_output_handle_shapes_and_types(0, data);
+    }
+    Ok(())
+}
 
 /// The five mask attrs of a strided slice (TensorFlow reads them as int32).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -149,25 +195,46 @@ pub(crate) fn validate_strided_slice(
     strides_t: &Tensor,
     masks: &StridedSliceMasks,
 ) -> Result<StridedSliceInfo> {
+    validate_strided_slice_partial(input_shape, Some(begin_t), Some(end_t), strides_t, masks)
+}
+
+/// TensorFlow's `ValidateStridedSliceOp` on a partially known input shape
+/// (`-1` dims are unknown) with `begin` and `end` possibly unknown, as shape
+/// inference uses it: the shapes then hold `-1` where a size is unknown (the
+/// `begin`/`end` fields are meaningful only when both are known).
+pub(crate) fn validate_strided_slice_partial(
+    input_shape: &[i64],
+    begin_t: Option<&Tensor>,
+    end_t: Option<&Tensor>,
+    strides_t: &Tensor,
+    masks: &StridedSliceMasks,
+) -> Result<StridedSliceInfo> {
     let n = strides_t.num_elements();
-    let begin_ok = begin_t.rank() == 1 && begin_t.num_elements() == n && n < 32;
-    let end_ok = end_t.rank() == 1 && end_t.num_elements() == n;
-    ensure!(
-        begin_ok && end_ok && strides_t.rank() == 1,
-        InvalidArgument,
-        "Expected begin, end, and strides to be 1D equal size tensors, but got shapes {}, {}, and {} instead.",
-        begin_t.shape(),
-        end_t.shape(),
-        strides_t.shape()
-    );
+    let begin_ok = begin_t.is_none_or(|b| b.rank() == 1 && b.num_elements() == n && n < 32);
+    let end_ok = end_t.is_none_or(|e| e.rank() == 1 && e.num_elements() == n);
+    if !(begin_ok && end_ok && strides_t.rank() == 1) {
+        return Err(match (begin_t, end_t) {
+            (Some(b), Some(e)) => Status::invalid_argument(format!(
+                "Expected begin, end, and strides to be 1D equal size tensors, but got shapes {}, {}, and {} instead.",
+                b.shape(),
+                e.shape(),
+                strides_t.shape()
+            )),
+            _ => Status::invalid_argument(format!(
+                "Expected begin, end, and strides to be 1D equal size tensors, but got shape {} for strides.",
+                strides_t.shape()
+            )),
+        });
+    }
     let ellipsis_mask = masks.ellipsis as u32;
     ensure!(
         ellipsis_mask & ellipsis_mask.wrapping_sub(1) == 0,
         InvalidArgument,
         "Multiple ellipses in slice spec not allowed"
     );
-    let begin = index_vec(begin_t, "begin")?;
-    let end = index_vec(end_t, "end")?;
+    let begin = begin_t.map(|t| index_vec(t, "begin")).transpose()?;
+    let end = end_t.map(|t| index_vec(t, "end")).transpose()?;
+    let (begin_valid, end_valid) = (begin.is_some(), end.is_some());
     let strides = index_vec(strides_t, "strides")?;
     let (begin_mask, end_mask) = (masks.begin as u32, masks.end as u32);
     let (new_axis_mask, shrink_mask) = (masks.new_axis as u32, masks.shrink_axis as u32);
@@ -225,8 +292,8 @@ pub(crate) fn validate_strided_slice(
                 full_index,
                 dims
             );
-            d_begin[full_index] = begin[i];
-            d_end[full_index] = end[i];
+            d_begin[full_index] = begin.as_ref().map_or(0, |b| b[i]);
+            d_end[full_index] = end.as_ref().map_or(0, |e| e[i]);
             d_strides[full_index] = strides[i];
             d_begin_mask[full_index] = bit(begin_mask, i);
             d_end_mask[full_index] = bit(end_mask, i);
@@ -255,6 +322,11 @@ pub(crate) fn validate_strided_slice(
             i
         );
         let shrink = d_shrink[i];
+        if dim == -1 {
+            // An unknown dim (shape inference only): a shrunk one is 1.
+            processing_shape.push(if shrink { 1 } else { -1 });
+            continue;
+        }
         ensure!(
             !(shrink && stride <= 0),
             InvalidArgument,
@@ -276,30 +348,45 @@ pub(crate) fn validate_strided_slice(
                 fwd.clamp(lo, hi)
             }
         };
-        if shrink {
-            let b = d_begin[i];
-            let fwd = if b < 0 { dim.saturating_add(b) } else { b };
-            ensure!(
-                0 <= fwd && fwd < dim,
-                InvalidArgument,
-                "slice index {} of dimension {} out of bounds.",
-                fwd,
-                i
-            );
-            d_begin[i] = fwd;
-            d_end[i] = fwd + 1;
+        let both_masked = d_begin_mask[i] && d_end_mask[i];
+        let interval = if begin_valid && end_valid {
+            if shrink {
+                let b = d_begin[i];
+                let fwd = if b < 0 { dim.saturating_add(b) } else { b };
+                ensure!(
+                    0 <= fwd && fwd < dim,
+                    InvalidArgument,
+                    "slice index {} of dimension {} out of bounds.",
+                    fwd,
+                    i
+                );
+                d_begin[i] = fwd;
+                d_end[i] = fwd + 1;
+            } else {
+                d_begin[i] = canonical(d_begin[i], d_begin_mask[i], true);
+                d_end[i] = canonical(d_end[i], d_end_mask[i], false);
+            }
+            let take_all = stride == 1 && d_begin[i] == 0 && d_end[i] == dim;
+            is_identity &= take_all;
+            slice_dim0 &= (i == 0 && stride == 1) || take_all;
+            Some(d_end[i] - d_begin[i])
         } else {
-            d_begin[i] = canonical(d_begin[i], d_begin_mask[i], true);
-            d_end[i] = canonical(d_end[i], d_end_mask[i], false);
-        }
-        let take_all = stride == 1 && d_begin[i] == 0 && d_end[i] == dim;
-        is_identity &= take_all;
-        slice_dim0 &= (i == 0 && stride == 1) || take_all;
-        let interval = d_end[i] - d_begin[i];
-        let size = if interval == 0 || ((interval < 0) != (stride < 0)) {
-            0
-        } else {
-            interval / stride + i64::from(interval % stride != 0)
+            // Unknown begin or end (shape inference only): a shrunk dim has
+            // size 1, a fully masked one covers the whole dim.
+            is_identity &= stride == 1 && both_masked;
+            slice_dim0 &= (i == 0 && stride == 1) || both_masked;
+            if shrink {
+                Some(1)
+            } else if both_masked {
+                Some(if stride < 0 { -dim } else { dim })
+            } else {
+                None
+            }
+        };
+        let size = match interval {
+            None => -1,
+            Some(interval) if interval == 0 || ((interval < 0) != (stride < 0)) => 0,
+            Some(interval) => interval / stride + i64::from(interval % stride != 0),
         };
         processing_shape.push(size);
     }
@@ -1160,5 +1247,194 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod shape_fn_tests {
+    use super::*;
+    use opforge_core::shape_inference::testutil::ShapeTestOp;
+    use opforge_core::{infer_error, infer_ok};
+
+    fn ints(v: &[i32]) -> Tensor {
+        Tensor::from_vec(&[v.len() as i64], v.to_vec()).unwrap()
+    }
+
+    /// A `StridedSlice` node with these masks (begin, end, ellipsis,
+    /// new_axis, shrink_axis) and constant `strides`.
+    fn ss(masks: [i64; 5], strides: &[i32]) -> ShapeTestOp {
+        ShapeTestOp::new("StridedSlice")
+            .attr("begin_mask", masks[0])
+            .attr("end_mask", masks[1])
+            .attr("ellipsis_mask", masks[2])
+            .attr("new_axis_mask", masks[3])
+            .attr("shrink_axis_mask", masks[4])
+            .input_tensor(3, ints(strides))
+    }
+
+    fn ss_const(masks: [i64; 5], begin: &[i32], end: &[i32], strides: &[i32]) -> ShapeTestOp {
+        ss(masks, strides)
+            .input_tensor(1, ints(begin))
+            .input_tensor(2, ints(end))
+    }
+
+    #[test]
+    fn unknown_without_strides_rank_or_spec_length() {
+        let no_strides = ShapeTestOp::new("StridedSlice");
+        infer_ok!(no_strides, "[2,3];[1];[1];[1]", "?");
+        infer_ok!(ss([0; 5], &[1]), "?;[1];[1];[1]", "?");
+        infer_ok!(ss([0; 5], &[1]), "[2,3];[?];[?];[?]", "?");
+        infer_error!(
+            no_strides,
+            "[2,3];[2];[3];[?]",
+            "Dimension 0 in both shapes must be equal, but are 2 and 3"
+        );
+        infer_error!(
+            no_strides,
+            "[2,3];[2,1];[2];[2]",
+            "Shape must be rank 1 but is rank 2"
+        );
+        // The masks are read only once the slice can be worked out.
+        infer_error!(
+            ShapeTestOp::new("StridedSlice").input_tensor(3, ints(&[1])),
+            "[2,3];[1];[1];[1]",
+            "No attr named 'begin_mask'"
+        );
+    }
+
+    #[test]
+    fn unknown_begin_and_end() {
+        // x[b:e] with b and e unknown: dim 0 unknown, the rest kept.
+        infer_ok!(ss([0; 5], &[1]), "[2,3];[1];[1];[1]", "[?,3]");
+        // x[b] (shrink): the dim goes away.
+        infer_ok!(
+            ss([0, 0, 0, 0, 1], &[1]),
+            "[2,3,4,5];[1];[1];[1]",
+            "[3,4,5]"
+        );
+        infer_ok!(
+            ss([0, 0, 0, 0, 1], &[1]),
+            "[2,0,3,4];[1];[1];[1]",
+            "[0,3,4]"
+        );
+        // x[:, :, ::2] with every begin and end masked: sizes known.
+        infer_ok!(
+            ss([7, 7, 0, 0, 0], &[1, 1, 2]),
+            "[10,?,5];[3];[3];[3]",
+            "[10,?,3]"
+        );
+        infer_ok!(
+            ss([7, 7, 0, 0, 0], &[1, 1, -2]),
+            "[10,?,5];[3];[3];[3]",
+            "[10,?,3]"
+        );
+    }
+
+    #[test]
+    fn constant_spec_on_partially_known_input() {
+        // x[2:8, :, ::-1]
+        infer_ok!(
+            ss_const([6, 6, 0, 0, 0], &[2, 0, 0], &[8, 0, 0], &[1, 1, -1]),
+            "[10,?,4];[3];[3];[3]",
+            "[6,?,4]"
+        );
+        // x[-3:], x[:100], x[5:2]
+        infer_ok!(
+            ss_const([0; 5], &[-3], &[100], &[1]),
+            "[10,2];[1];[1];[1]",
+            "[3,2]"
+        );
+        infer_ok!(
+            ss_const([1, 0, 0, 0, 0], &[0], &[100], &[1]),
+            "[10];[1];[1];[1]",
+            "[10]"
+        );
+        infer_ok!(
+            ss_const([0; 5], &[5], &[2], &[1]),
+            "[10];[1];[1];[1]",
+            "[0]"
+        );
+        infer_ok!(
+            ss_const([0; 5], &[1], &[8], &[3]),
+            "[10];[1];[1];[1]",
+            "[3]"
+        );
+        // x[tf.newaxis, ..., 1]
+        infer_ok!(
+            ss_const([0, 0, 2, 1, 4], &[0, 0, 1], &[0, 0, 2], &[1, 1, 1]),
+            "[?,3,4];[3];[3];[3]",
+            "[1,?,3]"
+        );
+        // x[0] on an unknown dim: shrunk without a bounds check.
+        infer_ok!(
+            ss_const([0, 0, 0, 0, 1], &[7], &[8], &[1]),
+            "[?,3];[1];[1];[1]",
+            "[3]"
+        );
+        // x[..., 1:5] with an ellipsis first.
+        infer_ok!(
+            ss_const([0, 0, 1, 0, 0], &[0, 1], &[0, 5], &[1, 1]),
+            "[2,?,6];[2];[2];[2]",
+            "[2,?,4]"
+        );
+    }
+
+    #[test]
+    fn invalid_specs() {
+        infer_error!(
+            ss_const([0; 5], &[0], &[1], &[0]),
+            "[10];[1];[1];[1]",
+            "strides[0] must be non-zero"
+        );
+        infer_error!(
+            ss_const([0, 0, 3, 0, 0], &[0, 0], &[1, 1], &[1, 1]),
+            "[10];[2];[2];[2]",
+            "Multiple ellipses in slice spec not allowed"
+        );
+        infer_error!(
+            ss_const([0, 0, 0, 0, 1], &[5], &[6], &[1]),
+            "[2,3];[1];[1];[1]",
+            "slice index 5 of dimension 0 out of bounds."
+        );
+        infer_error!(
+            ss_const([0, 0, 0, 0, 1], &[0], &[1], &[-1]),
+            "[2,3];[1];[1];[1]",
+            "only stride 1 allowed on non-range indexing."
+        );
+        infer_error!(
+            ss_const([0; 5], &[0, 0], &[1, 1], &[1, 1]),
+            "[2];[2];[2];[2]",
+            "Index out of range using input dim 1; input has only 1 dims"
+        );
+        infer_error!(
+            ss([0; 5], &[1, 1]).input_tensor(1, ints(&[0, 0, 0])),
+            "[5,5];[?];[?];[2]",
+            "Expected begin, end, and strides to be 1D equal size tensors, but got shape [2] for strides."
+        );
+        infer_error!(
+            ss_const([0; 5], &[0, 0, 0], &[1, 1], &[1, 1]),
+            "[5,5];[?];[?];[2]",
+            "but got shapes [3], [2], and [2] instead."
+        );
+    }
+
+    #[test]
+    fn partial_validation_matches_the_kernel_on_known_shapes() {
+        let masks = StridedSliceMasks {
+            begin: 1,
+            end: 0,
+            ellipsis: 0,
+            new_axis: 0,
+            shrink_axis: 2,
+        };
+        let (b, e, s) = (ints(&[0, 1]), ints(&[3, 2]), ints(&[2, 1]));
+        let full = validate_strided_slice(&[5, 4], &b, &e, &s, &masks).unwrap();
+        let partial =
+            validate_strided_slice_partial(&[5, 4], Some(&b), Some(&e), &s, &masks).unwrap();
+        assert_eq!(full, partial);
+        assert_eq!(full.final_shape, vec![2]);
+        let unknown = validate_strided_slice_partial(&[-1, 4], None, None, &s, &masks).unwrap();
+        assert_eq!(unknown.processing_shape, vec![-1, 1]);
+        assert_eq!(unknown.final_shape, vec![-1]);
     }
 }

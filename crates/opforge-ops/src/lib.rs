@@ -16,6 +16,9 @@ pub mod examples;
 pub mod graph_ops;
 pub mod math_binary;
 pub mod math_unary;
+pub mod matmul;
+pub mod nn;
+pub mod reduction;
 pub mod state;
 pub mod util;
 

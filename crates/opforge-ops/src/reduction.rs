@@ -1,0 +1,2027 @@
+//! Reductions with TensorFlow 2.21's OpDefs and CPU kernel semantics:
+//! `Sum`, `Mean`, `Max`, `Min`, `Prod` (numeric), `All`, `Any` (bool) over a
+//! set of axes, and `ArgMax`, `ArgMin` along one axis.
+//!
+//! The kernels collapse the input shape into alternating runs of kept and
+//! reduced dimensions (size-1 dimensions join their neighbour), then reduce
+//! the innermost reduced run first, so every step is one of three
+//! cache-friendly patterns: a full reduction (sharded over the intra-op pool
+//! with per-shard partials), a reduction of contiguous rows (softmax-style,
+//! last axis), or an accumulation of rows into a vector of columns
+//! (`BiasAddGrad`-style, first axis). Floating-point sums use several
+//! independent accumulator lanes (which LLVM vectorizes) inside a pairwise
+//! (cascade) summation, so `f32` sums stay accurate for large inputs;
+//! `half`/`bfloat16` accumulate in `f32`, integer means in 64 bits, as
+//! TensorFlow does.
+
+use crate::util::{fmt_shape, index_values};
+use half::{bf16, f16};
+use num_complex::Complex;
+use opforge_core::device::ThreadPool;
+use opforge_core::kernel::{
+    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+};
+use opforge_core::{
+    dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result,
+    Status, Tensor, TensorShape,
+};
+use rayon::prelude::*;
+use std::marker::PhantomData;
+
+/// The names of the ops this module registers.
+pub const OPS: &[&str] = &[
+    "Sum", "Mean", "Max", "Min", "Prod", "All", "Any", "ArgMax", "ArgMin",
+];
+
+/// Keeps this module's registrations in the binary (see [`crate::link`]).
+#[inline(never)]
+pub fn link() {
+    std::hint::black_box(OPS);
+}
+
+// ---------------------------------------------------------------------------
+// OpDefs
+// ---------------------------------------------------------------------------
+
+fn reduction_op(name: &str, types: &str, summary: &str) -> OpDefBuilder {
+    OpDefBuilder::new(name)
+        .input("input: T")
+        .input("reduction_indices: Tidx")
+        .output("output: T")
+        .attr("keep_dims: bool = false")
+        .attr(format!("T: {types}"))
+        .attr("Tidx: {int32, int64} = DT_INT32")
+        .doc(format!(
+            "{summary}\n\n\
+             Reduces `input` along the dimensions given in `reduction_indices`\n\
+             (a scalar or a vector; negative indices count from the end). Unless\n\
+             `keep_dims` is true, the rank of the tensor is reduced by 1 for each\n\
+             entry in `reduction_indices`. If `keep_dims` is true, the reduced\n\
+             dimensions are retained with length 1."
+        ))
+}
+
+fn bool_reduction_op(name: &str, summary: &str) -> OpDefBuilder {
+    OpDefBuilder::new(name)
+        .input("input: bool")
+        .input("reduction_indices: Tidx")
+        .output("output: bool")
+        .attr("keep_dims: bool = false")
+        .attr("Tidx: {int32, int64} = DT_INT32")
+        .doc(format!(
+            "{summary}\n\n\
+             Reduces `input` along the dimensions given in `reduction_indices`.\n\
+             Unless `keep_dims` is true, the rank of the tensor is reduced by 1 for\n\
+             each entry in `reduction_indices`. If `keep_dims` is true, the reduced\n\
+             dimensions are retained with length 1."
+        ))
+}
+
+/// `Sum`.
+pub fn sum() -> OpDefBuilder {
+    reduction_op(
+        "Sum",
+        "numbertype",
+        "Computes the sum of elements across dimensions of a tensor.",
+    )
+}
+
+/// `Mean`.
+pub fn mean() -> OpDefBuilder {
+    reduction_op(
+        "Mean",
+        "numbertype",
+        "Computes the mean of elements across dimensions of a tensor.",
+    )
+}
+
+/// `Prod`.
+pub fn prod() -> OpDefBuilder {
+    reduction_op(
+        "Prod",
+        "numbertype",
+        "Computes the product of elements across dimensions of a tensor.",
+    )
+}
+
+/// `Max`.
+pub fn max() -> OpDefBuilder {
+    reduction_op(
+        "Max",
+        "{realnumbertype, quantizedtype}",
+        "Computes the maximum of elements across dimensions of a tensor.",
+    )
+}
+
+/// `Min`.
+pub fn min() -> OpDefBuilder {
+    reduction_op(
+        "Min",
+        "{realnumbertype, quantizedtype}",
+        "Computes the minimum of elements across dimensions of a tensor.",
+    )
+}
+
+/// `All`.
+pub fn all() -> OpDefBuilder {
+    bool_reduction_op(
+        "All",
+        "Computes the \"logical and\" of elements across dimensions of a tensor.",
+    )
+}
+
+/// `Any`.
+pub fn any() -> OpDefBuilder {
+    bool_reduction_op(
+        "Any",
+        "Computes the \"logical or\" of elements across dimensions of a tensor.",
+    )
+}
+
+/// `ArgMax`.
+pub fn arg_max() -> OpDefBuilder {
+    OpDefBuilder::new("ArgMax")
+        .input("input: T")
+        .input("dimension: Tidx")
+        .output("output: output_type")
+        .attr("T: {realnumbertype, quantizedtype, bool}")
+        .attr("Tidx: {int16, int32, int64} = DT_INT32")
+        .attr("output_type: {int16, uint16, int32, int64} = DT_INT64")
+        .doc(
+            "Returns the index with the largest value across dimensions of a tensor.\n\n\
+             Ties are broken in favour of the smallest index. `dimension` is a scalar in\n\
+             `[-rank(input), rank(input))`; the output has the shape of `input` without\n\
+             that dimension.",
+        )
+}
+
+/// `ArgMin`.
+pub fn arg_min() -> OpDefBuilder {
+    OpDefBuilder::new("ArgMin")
+        .input("input: T")
+        .input("dimension: Tidx")
+        .output("output: output_type")
+        .attr("T: {realnumbertype, quantizedtype, bool}")
+        .attr("Tidx: {int32, int64} = DT_INT32")
+        .attr("output_type: {int32, int64} = DT_INT64")
+        .doc(
+            "Returns the index with the smallest value across dimensions of a tensor.\n\n\
+             Ties are broken in favour of the smallest index. `dimension` is a scalar in\n\
+             `[-rank(input), rank(input))`; the output has the shape of `input` without\n\
+             that dimension.",
+        )
+}
+
+register_op!(sum());
+register_op!(mean());
+register_op!(max());
+register_op!(min());
+register_op!(prod());
+register_op!(all());
+register_op!(any());
+register_op!(arg_max());
+register_op!(arg_min());
+
+// ---------------------------------------------------------------------------
+// Element arithmetic
+// ---------------------------------------------------------------------------
+
+/// The arithmetic of a sum, product or mean accumulator.
+pub(crate) trait AccNum: Copy + Send + Sync + 'static {
+    fn zero() -> Self;
+    fn one() -> Self;
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    /// `self / n`, a mean's last step: NaN for a float `0 / 0`, 0 for an
+    /// integer or complex empty mean (TensorFlow's identities).
+    fn div_count(self, n: usize) -> Self;
+}
+
+macro_rules! acc_float {
+    ($($t:ty),*) => {$(
+        impl AccNum for $t {
+            #[inline(always)] fn zero() -> Self { 0.0 }
+            #[inline(always)] fn one() -> Self { 1.0 }
+            #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn div_count(self, n: usize) -> Self { self / n as $t }
+        }
+        impl AccNum for Complex<$t> {
+            #[inline(always)] fn zero() -> Self { Complex::new(0.0, 0.0) }
+            #[inline(always)] fn one() -> Self { Complex::new(1.0, 0.0) }
+            #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn div_count(self, n: usize) -> Self {
+                if n == 0 { Self::zero() } else { self / n as $t }
+            }
+        }
+    )*};
+}
+acc_float!(f32, f64);
+
+macro_rules! acc_int {
+    ($($t:ty),*) => {$(
+        impl AccNum for $t {
+            #[inline(always)] fn zero() -> Self { 0 }
+            #[inline(always)] fn one() -> Self { 1 }
+            #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            #[inline(always)] fn div_count(self, n: usize) -> Self {
+                if n == 0 { 0 } else { (self as i128 / n as i128) as $t }
+            }
+        }
+    )*};
+}
+acc_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// A numeric element type of `Sum`, `Prod` and `Mean`: its accumulator
+/// types and conversions.
+pub(crate) trait NumElem: Element {
+    /// The accumulator of sums and products (`f32` for `half`/`bfloat16`).
+    type Acc: AccNum;
+    /// The accumulator of means (64-bit for integers, as TensorFlow does).
+    type MeanAcc: AccNum;
+    fn to_acc(self) -> Self::Acc;
+    fn from_acc(a: Self::Acc) -> Self;
+    fn to_mean(self) -> Self::MeanAcc;
+    fn from_mean(a: Self::MeanAcc) -> Self;
+}
+
+macro_rules! num_elem {
+    ($t:ty, $acc:ty, $mean:ty, |$x:ident| $to:expr, |$a:ident| $from:expr, |$y:ident| $to_m:expr, |$b:ident| $from_m:expr) => {
+        impl NumElem for $t {
+            type Acc = $acc;
+            type MeanAcc = $mean;
+            #[inline(always)]
+            fn to_acc(self) -> $acc {
+                let $x = self;
+                $to
+            }
+            #[inline(always)]
+            fn from_acc($a: $acc) -> Self {
+                $from
+            }
+            #[inline(always)]
+            fn to_mean(self) -> $mean {
+                let $y = self;
+                $to_m
+            }
+            #[inline(always)]
+            fn from_mean($b: $mean) -> Self {
+                $from_m
+            }
+        }
+    };
+}
+
+num_elem!(f32, f32, f32, |x| x, |a| a, |x| x, |a| a);
+num_elem!(f64, f64, f64, |x| x, |a| a, |x| x, |a| a);
+num_elem!(
+    f16,
+    f32,
+    f32,
+    |x| x.to_f32(),
+    |a| f16::from_f32(a),
+    |x| x.to_f32(),
+    |a| f16::from_f32(a)
+);
+num_elem!(
+    bf16,
+    f32,
+    f32,
+    |x| x.to_f32(),
+    |a| bf16::from_f32(a),
+    |x| x.to_f32(),
+    |a| bf16::from_f32(a)
+);
+num_elem!(
+    Complex<f32>,
+    Complex<f32>,
+    Complex<f32>,
+    |x| x,
+    |a| a,
+    |x| x,
+    |a| a
+);
+num_elem!(
+    Complex<f64>,
+    Complex<f64>,
+    Complex<f64>,
+    |x| x,
+    |a| a,
+    |x| x,
+    |a| a
+);
+num_elem!(i8, i8, i64, |x| x, |a| a, |x| x as i64, |a| a as i8);
+num_elem!(i16, i16, i64, |x| x, |a| a, |x| x as i64, |a| a as i16);
+num_elem!(i32, i32, i64, |x| x, |a| a, |x| x as i64, |a| a as i32);
+num_elem!(i64, i64, i64, |x| x, |a| a, |x| x, |a| a);
+num_elem!(u8, u8, u64, |x| x, |a| a, |x| x as u64, |a| a as u8);
+num_elem!(u16, u16, u64, |x| x, |a| a, |x| x as u64, |a| a as u16);
+num_elem!(u32, u32, u64, |x| x, |a| a, |x| x as u64, |a| a as u32);
+num_elem!(u64, u64, u64, |x| x, |a| a, |x| x, |a| a);
+
+/// An ordered element type of `Max`, `Min`, `ArgMax` and `ArgMin`, compared
+/// through a key (`f32` for `half`/`bfloat16`, 0/1 for `bool`).
+pub(crate) trait OrdElem: Element {
+    type Key: Copy + PartialOrd + Send + Sync + 'static;
+    /// The identity of `Max`: -inf for floats, the lowest value otherwise.
+    const MAX_IDENTITY: Self::Key;
+    /// The identity of `Min`: +inf for floats, the highest value otherwise.
+    const MIN_IDENTITY: Self::Key;
+    /// Where `ArgMax` starts (Eigen's `NumTraits::lowest`).
+    const ARG_LOWEST: Self::Key;
+    /// Where `ArgMin` starts (Eigen's `NumTraits::highest`).
+    const ARG_HIGHEST: Self::Key;
+    fn key(self) -> Self::Key;
+    fn from_key(k: Self::Key) -> Self;
+    fn is_nan(k: Self::Key) -> bool;
+}
+
+macro_rules! ord_float {
+    ($t:ty, $k:ty, $lowest:expr, $highest:expr, |$x:ident| $key:expr, |$a:ident| $from:expr) => {
+        impl OrdElem for $t {
+            type Key = $k;
+            const MAX_IDENTITY: $k = <$k>::NEG_INFINITY;
+            const MIN_IDENTITY: $k = <$k>::INFINITY;
+            const ARG_LOWEST: $k = $lowest;
+            const ARG_HIGHEST: $k = $highest;
+            #[inline(always)]
+            fn key(self) -> $k {
+                let $x = self;
+                $key
+            }
+            #[inline(always)]
+            fn from_key($a: $k) -> Self {
+                $from
+            }
+            #[inline(always)]
+            fn is_nan(k: $k) -> bool {
+                k.is_nan()
+            }
+        }
+    };
+}
+ord_float!(f32, f32, f32::MIN, f32::MAX, |x| x, |a| a);
+ord_float!(f64, f64, f64::MIN, f64::MAX, |x| x, |a| a);
+ord_float!(f16, f32, -65504.0, 65504.0, |x| x.to_f32(), |a| {
+    f16::from_f32(a)
+});
+ord_float!(
+    bf16,
+    f32,
+    -3.389_531_4e38,
+    3.389_531_4e38,
+    |x| x.to_f32(),
+    |a| bf16::from_f32(a)
+);
+
+macro_rules! ord_int {
+    ($($t:ty),*) => {$(
+        impl OrdElem for $t {
+            type Key = $t;
+            const MAX_IDENTITY: $t = <$t>::MIN;
+            const MIN_IDENTITY: $t = <$t>::MAX;
+            const ARG_LOWEST: $t = <$t>::MIN;
+            const ARG_HIGHEST: $t = <$t>::MAX;
+            #[inline(always)] fn key(self) -> $t { self }
+            #[inline(always)] fn from_key(a: $t) -> Self { a }
+            #[inline(always)] fn is_nan(_: $t) -> bool { false }
+        }
+    )*};
+}
+ord_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl OrdElem for bool {
+    type Key = u8;
+    const MAX_IDENTITY: u8 = 0;
+    const MIN_IDENTITY: u8 = 1;
+    const ARG_LOWEST: u8 = 0;
+    const ARG_HIGHEST: u8 = 1;
+    #[inline(always)]
+    fn key(self) -> u8 {
+        self as u8
+    }
+    #[inline(always)]
+    fn from_key(a: u8) -> Self {
+        a != 0
+    }
+    #[inline(always)]
+    fn is_nan(_: u8) -> bool {
+        false
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reducers
+// ---------------------------------------------------------------------------
+
+/// How a reduction combines elements: an accumulator type with an identity,
+/// a load from the element type, an associative and commutative combine,
+/// and a finish that turns the accumulated value of `count` elements into
+/// an output element.
+pub(crate) trait Reducer: Copy + Send + Sync + 'static {
+    /// The element type (of the input and the output).
+    type In: Element;
+    /// The accumulator type.
+    type Acc: Copy + Send + Sync + 'static;
+    fn identity(self) -> Self::Acc;
+    fn load(self, x: Self::In) -> Self::Acc;
+    fn combine(self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+    fn finish(self, a: Self::Acc, count: usize) -> Self::In;
+}
+
+macro_rules! reducer_struct {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        pub(crate) struct $name<T>(PhantomData<T>);
+        impl<T> Clone for $name<T> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<T> Copy for $name<T> {}
+        impl<T> $name<T> {
+            /// The reducer.
+            pub(crate) const fn new() -> Self {
+                $name(PhantomData)
+            }
+        }
+    };
+}
+
+reducer_struct!(
+    /// `Sum` (wrapping for integers).
+    SumR
+);
+reducer_struct!(
+    /// `Prod` (wrapping for integers).
+    ProdR
+);
+reducer_struct!(
+    /// `Mean` (truncating for integers).
+    MeanR
+);
+reducer_struct!(
+    /// `Max`, propagating NaN.
+    MaxR
+);
+reducer_struct!(
+    /// `Min`, propagating NaN.
+    MinR
+);
+
+impl<T: NumElem> Reducer for SumR<T> {
+    type In = T;
+    type Acc = T::Acc;
+    #[inline(always)]
+    fn identity(self) -> T::Acc {
+        T::Acc::zero()
+    }
+    #[inline(always)]
+    fn load(self, x: T) -> T::Acc {
+        x.to_acc()
+    }
+    #[inline(always)]
+    fn combine(self, a: T::Acc, b: T::Acc) -> T::Acc {
+        a.add(b)
+    }
+    #[inline(always)]
+    fn finish(self, a: T::Acc, _: usize) -> T {
+        T::from_acc(a)
+    }
+}
+
+impl<T: NumElem> Reducer for ProdR<T> {
+    type In = T;
+    type Acc = T::Acc;
+    #[inline(always)]
+    fn identity(self) -> T::Acc {
+        T::Acc::one()
+    }
+    #[inline(always)]
+    fn load(self, x: T) -> T::Acc {
+        x.to_acc()
+    }
+    #[inline(always)]
+    fn combine(self, a: T::Acc, b: T::Acc) -> T::Acc {
+        a.mul(b)
+    }
+    #[inline(always)]
+    fn finish(self, a: T::Acc, _: usize) -> T {
+        T::from_acc(a)
+    }
+}
+
+impl<T: NumElem> Reducer for MeanR<T> {
+    type In = T;
+    type Acc = T::MeanAcc;
+    #[inline(always)]
+    fn identity(self) -> T::MeanAcc {
+        T::MeanAcc::zero()
+    }
+    #[inline(always)]
+    fn load(self, x: T) -> T::MeanAcc {
+        x.to_mean()
+    }
+    #[inline(always)]
+    fn combine(self, a: T::MeanAcc, b: T::MeanAcc) -> T::MeanAcc {
+        a.add(b)
+    }
+    #[inline(always)]
+    fn finish(self, a: T::MeanAcc, count: usize) -> T {
+        T::from_mean(a.div_count(count))
+    }
+}
+
+impl<T: OrdElem> Reducer for MaxR<T> {
+    type In = T;
+    type Acc = T::Key;
+    #[inline(always)]
+    fn identity(self) -> T::Key {
+        T::MAX_IDENTITY
+    }
+    #[inline(always)]
+    fn load(self, x: T) -> T::Key {
+        x.key()
+    }
+    #[inline(always)]
+    fn combine(self, a: T::Key, b: T::Key) -> T::Key {
+        if b > a || T::is_nan(b) {
+            b
+        } else {
+            a
+        }
+    }
+    #[inline(always)]
+    fn finish(self, a: T::Key, _: usize) -> T {
+        T::from_key(a)
+    }
+}
+
+impl<T: OrdElem> Reducer for MinR<T> {
+    type In = T;
+    type Acc = T::Key;
+    #[inline(always)]
+    fn identity(self) -> T::Key {
+        T::MIN_IDENTITY
+    }
+    #[inline(always)]
+    fn load(self, x: T) -> T::Key {
+        x.key()
+    }
+    #[inline(always)]
+    fn combine(self, a: T::Key, b: T::Key) -> T::Key {
+        if b < a || T::is_nan(b) {
+            b
+        } else {
+            a
+        }
+    }
+    #[inline(always)]
+    fn finish(self, a: T::Key, _: usize) -> T {
+        T::from_key(a)
+    }
+}
+
+/// `All`.
+#[derive(Clone, Copy)]
+pub(crate) struct AllR;
+/// `Any`.
+#[derive(Clone, Copy)]
+pub(crate) struct AnyR;
+
+impl Reducer for AllR {
+    type In = bool;
+    type Acc = bool;
+    #[inline(always)]
+    fn identity(self) -> bool {
+        true
+    }
+    #[inline(always)]
+    fn load(self, x: bool) -> bool {
+        x
+    }
+    #[inline(always)]
+    fn combine(self, a: bool, b: bool) -> bool {
+        a & b
+    }
+    #[inline(always)]
+    fn finish(self, a: bool, _: usize) -> bool {
+        a
+    }
+}
+
+impl Reducer for AnyR {
+    type In = bool;
+    type Acc = bool;
+    #[inline(always)]
+    fn identity(self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn load(self, x: bool) -> bool {
+        x
+    }
+    #[inline(always)]
+    fn combine(self, a: bool, b: bool) -> bool {
+        a | b
+    }
+    #[inline(always)]
+    fn finish(self, a: bool, _: usize) -> bool {
+        a
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The reduction engine
+// ---------------------------------------------------------------------------
+
+/// Independent accumulators per sequential fold (LLVM keeps them in vector
+/// registers).
+const LANES: usize = 16;
+/// Elements folded by the lanes before pairwise combination takes over.
+const PAIRWISE_BLOCK: usize = 1024;
+/// Rows accumulated sequentially into a column block before pairwise
+/// combination of blocks.
+const ROW_BLOCK: usize = 32;
+/// The widest column tile accumulated at once.
+const COL_TILE: usize = 1024;
+/// The narrowest column tile handed to a thread.
+const MIN_COL_TILE: usize = 128;
+/// Work (in elements read) below which a reduction runs on one thread.
+const PARALLEL_MIN: usize = 1 << 15;
+/// The smallest shard of a full reduction.
+const MIN_SHARD: usize = 1 << 15;
+
+/// Runs `f(i, chunk)` over the consecutive `len`-element chunks of `data`,
+/// in parallel on `pool` when it has several threads and there are several
+/// chunks. `f` is a `dyn` closure so that rayon's machinery is compiled once
+/// per element type, not once per caller: kernels that dispatch over many
+/// types and closures stay small. Usable by any kernel that writes disjoint
+/// chunks of an output.
+pub(crate) fn par_chunks<T: Send>(
+    pool: &ThreadPool,
+    data: &mut [T],
+    len: usize,
+    f: &(dyn Fn(usize, &mut [T]) + Sync),
+) {
+    let len = len.max(1);
+    if pool.num_threads() <= 1 || data.len() <= len {
+        for (i, c) in data.chunks_mut(len).enumerate() {
+            f(i, c);
+        }
+        return;
+    }
+    pool.install(|| {
+        data.par_chunks_mut(len)
+            .enumerate()
+            .for_each(|(i, c)| f(i, c))
+    });
+}
+
+/// `[f(0), ..., f(n - 1)]`, computed in parallel on `pool` (see [`par_chunks`]).
+pub(crate) fn par_collect<A: Send + Clone>(
+    pool: &ThreadPool,
+    n: usize,
+    init: A,
+    f: &(dyn Fn(usize) -> A + Sync),
+) -> Vec<A> {
+    let mut v = vec![init; n];
+    par_chunks(pool, &mut v, 1, &|i, c| c[0] = f(i));
+    v
+}
+
+/// A fold: identity, load and combine.
+struct Fold<A, L, C> {
+    id: A,
+    load: L,
+    comb: C,
+}
+
+/// Folds a short slice with `LANES` independent accumulators.
+#[inline(always)]
+fn fold_lanes<S, A, L, C>(f: &Fold<A, L, C>, x: &[S]) -> A
+where
+    S: Copy,
+    A: Copy,
+    L: Fn(S) -> A,
+    C: Fn(A, A) -> A,
+{
+    let mut acc = [f.id; LANES];
+    let chunks = x.chunks_exact(LANES);
+    let rem = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = (f.comb)(*a, (f.load)(v));
+        }
+    }
+    let mut tail = f.id;
+    for &v in rem {
+        tail = (f.comb)(tail, (f.load)(v));
+    }
+    let mut w = LANES;
+    while w > 1 {
+        w /= 2;
+        for i in 0..w {
+            acc[i] = (f.comb)(acc[i], acc[i + w]);
+        }
+    }
+    (f.comb)(acc[0], tail)
+}
+
+/// Folds a slice: lanes over blocks, pairwise over blocks.
+fn fold_slice<S, A, L, C>(f: &Fold<A, L, C>, x: &[S]) -> A
+where
+    S: Copy,
+    A: Copy,
+    L: Fn(S) -> A,
+    C: Fn(A, A) -> A,
+{
+    if x.len() <= PAIRWISE_BLOCK {
+        return fold_lanes(f, x);
+    }
+    let mid = (x.len() / 2) / LANES * LANES;
+    let (l, r) = x.split_at(mid);
+    (f.comb)(fold_slice(f, l), fold_slice(f, r))
+}
+
+/// Combines partial results pairwise.
+fn combine_tree<A: Copy>(parts: &[A], id: A, comb: &impl Fn(A, A) -> A) -> A {
+    match parts {
+        [] => id,
+        [one] => *one,
+        _ => {
+            let (l, r) = parts.split_at(parts.len() / 2);
+            comb(combine_tree(l, id, comb), combine_tree(r, id, comb))
+        }
+    }
+}
+
+/// Folds a long slice in parallel: per-shard partials, then combined.
+fn par_fold_slice<S, A, L, C>(pool: &ThreadPool, f: &Fold<A, L, C>, x: &[S]) -> A
+where
+    S: Copy + Sync,
+    A: Copy + Send + Sync,
+    L: Fn(S) -> A + Sync,
+    C: Fn(A, A) -> A + Sync,
+{
+    let threads = pool.num_threads();
+    let shards = (x.len() / MIN_SHARD).min(threads * 4);
+    if threads <= 1 || shards <= 1 {
+        return fold_slice(f, x);
+    }
+    let chunk = x.len().div_ceil(shards).next_multiple_of(PAIRWISE_BLOCK);
+    let parts = par_collect(pool, x.len().div_ceil(chunk), f.id, &|i| {
+        fold_slice(f, &x[i * chunk..((i + 1) * chunk).min(x.len())])
+    });
+    combine_tree(&parts, f.id, &f.comb)
+}
+
+/// `acc[j]` = the fold over rows `rows` of `src[r * stride + c0 + j]`:
+/// blocks of `ROW_BLOCK` rows accumulated sequentially (vectorized across
+/// columns), blocks combined pairwise (a binary counter of partials).
+fn fold_columns<S, A, L, C>(
+    f: &Fold<A, L, C>,
+    src: &[S],
+    stride: usize,
+    c0: usize,
+    rows: std::ops::Range<usize>,
+    acc: &mut [A],
+) where
+    S: Copy,
+    A: Copy,
+    L: Fn(S) -> A,
+    C: Fn(A, A) -> A,
+{
+    let w = acc.len();
+    let block = |r0: usize, r1: usize, out: &mut [A]| {
+        out.fill(f.id);
+        for r in r0..r1 {
+            let row = &src[r * stride + c0..r * stride + c0 + w];
+            for (o, &v) in out.iter_mut().zip(row) {
+                *o = (f.comb)(*o, (f.load)(v));
+            }
+        }
+    };
+    if rows.len() <= ROW_BLOCK {
+        block(rows.start, rows.end, acc);
+        return;
+    }
+    let mut blk = vec![f.id; w];
+    let mut levels: Vec<Option<Vec<A>>> = Vec::new();
+    let mut spare: Vec<Vec<A>> = Vec::new();
+    let mut r = rows.start;
+    while r < rows.end {
+        let e = (r + ROW_BLOCK).min(rows.end);
+        block(r, e, &mut blk);
+        let mut i = 0;
+        loop {
+            if i == levels.len() {
+                levels.push(None);
+            }
+            match levels[i].take() {
+                None => {
+                    let fresh = spare.pop().unwrap_or_else(|| vec![f.id; w]);
+                    levels[i] = Some(std::mem::replace(&mut blk, fresh));
+                    break;
+                }
+                Some(l) => {
+                    for (b, &x) in blk.iter_mut().zip(&l) {
+                        *b = (f.comb)(x, *b);
+                    }
+                    spare.push(l);
+                    i += 1;
+                }
+            }
+        }
+        r = e;
+    }
+    acc.fill(f.id);
+    for l in levels.iter().rev().flatten() {
+        for (a, &x) in acc.iter_mut().zip(l) {
+            *a = (f.comb)(*a, x);
+        }
+    }
+}
+
+/// Reduces `src`, viewed as `[outer, red, inner]`, over its middle axis into
+/// `dst` (`[outer, inner]`), writing `store(fold)`.
+#[allow(clippy::too_many_arguments)]
+fn reduce3<S, A, O, L, C, F>(
+    pool: &ThreadPool,
+    f: &Fold<A, L, C>,
+    src: &[S],
+    outer: usize,
+    red: usize,
+    inner: usize,
+    store: &F,
+    dst: &mut [O],
+) where
+    S: Copy + Sync,
+    A: Copy + Send + Sync,
+    O: Send,
+    L: Fn(S) -> A + Sync,
+    C: Fn(A, A) -> A + Sync,
+    F: Fn(A) -> O + Sync,
+{
+    debug_assert_eq!(src.len(), outer * red * inner);
+    debug_assert_eq!(dst.len(), outer * inner);
+    if dst.is_empty() {
+        return;
+    }
+    let threads = pool.num_threads();
+    let parallel = threads > 1 && src.len() >= PARALLEL_MIN;
+    if inner == 1 {
+        // Contiguous rows.
+        if !parallel {
+            for (o, d) in dst.iter_mut().enumerate() {
+                *d = store(fold_slice(f, &src[o * red..(o + 1) * red]));
+            }
+        } else if outer < threads {
+            for (o, d) in dst.iter_mut().enumerate() {
+                *d = store(par_fold_slice(pool, f, &src[o * red..(o + 1) * red]));
+            }
+        } else {
+            let rows_per = outer
+                .div_ceil(threads * 4)
+                .max(PARALLEL_MIN.div_ceil(red.max(1)));
+            par_chunks(pool, dst, rows_per, &|ci, d| {
+                for (k, o) in d.iter_mut().enumerate() {
+                    let row = ci * rows_per + k;
+                    *o = store(fold_slice(f, &src[row * red..(row + 1) * red]));
+                }
+            });
+        }
+        return;
+    }
+    // Accumulate rows into columns, per outer index and column tile.
+    let tile_job = |o: usize, c0: usize, d: &mut [O]| {
+        let mut acc = vec![f.id; d.len()];
+        let plane = &src[o * red * inner..(o + 1) * red * inner];
+        fold_columns(f, plane, inner, c0, 0..red, &mut acc);
+        for (d, a) in d.iter_mut().zip(acc) {
+            *d = store(a);
+        }
+    };
+    if !parallel {
+        for (o, d) in dst.chunks_mut(inner).enumerate() {
+            for (t, d) in d.chunks_mut(COL_TILE).enumerate() {
+                tile_job(o, t * COL_TILE, d);
+            }
+        }
+        return;
+    }
+    if outer >= threads {
+        par_chunks(pool, dst, inner, &|o, d| {
+            for (t, d) in d.chunks_mut(COL_TILE).enumerate() {
+                tile_job(o, t * COL_TILE, d);
+            }
+        });
+        return;
+    }
+    if red < threads * 2 * ROW_BLOCK {
+        // Few rows: split the columns.
+        let tile = COL_TILE.min(MIN_COL_TILE.max(inner.div_ceil(threads.div_ceil(outer))));
+        for (o, d) in dst.chunks_mut(inner).enumerate() {
+            par_chunks(pool, d, tile, &|t, d| tile_job(o, t * tile, d));
+        }
+        return;
+    }
+    // Few outputs over many rows: shard the rows (each shard streams through
+    // contiguous memory, full width), then combine the partials.
+    let shards = threads;
+    let rows_per = red.div_ceil(shards);
+    let parts = par_collect(pool, shards, Vec::new(), &|s| {
+        let rows = s * rows_per..((s + 1) * rows_per).min(red);
+        let mut part = vec![f.id; outer * inner];
+        for (o, p) in part.chunks_mut(inner).enumerate() {
+            let plane = &src[o * red * inner..(o + 1) * red * inner];
+            fold_columns(f, plane, inner, 0, rows.clone(), p);
+        }
+        part
+    });
+    for (j, d) in dst.iter_mut().enumerate() {
+        let mut a = f.id;
+        for p in &parts {
+            a = (f.comb)(a, p[j]);
+        }
+        *d = store(a);
+    }
+}
+
+/// Collapses `dims` into alternating runs of kept and reduced dimensions
+/// (`(size, reduced)`), with size-1 dimensions dropped.
+fn collapse(dims: &[usize], reduced: &[bool]) -> Vec<(usize, bool)> {
+    let mut runs: Vec<(usize, bool)> = Vec::new();
+    for (&d, &r) in dims.iter().zip(reduced) {
+        if d == 1 {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(last) if last.1 == r => last.0 *= d,
+            _ => runs.push((d, r)),
+        }
+    }
+    runs
+}
+
+fn split_at_run(runs: &[(usize, bool)], i: usize) -> (usize, usize, usize) {
+    let outer = runs[..i].iter().map(|r| r.0).product();
+    let inner = runs[i + 1..].iter().map(|r| r.0).product();
+    (outer, runs[i].0, inner)
+}
+
+/// Reduces `src` (of shape `dims`) over the dimensions flagged in
+/// `reduced` into `out` (the kept dimensions, in order), for any reducer.
+/// Parallel over `pool` for large inputs. `out` must have the product of
+/// the kept dimensions' sizes as its length.
+pub(crate) fn reduce_into<R: Reducer>(
+    pool: &ThreadPool,
+    r: R,
+    src: &[R::In],
+    dims: &[usize],
+    reduced: &[bool],
+    out: &mut [R::In],
+) {
+    let runs = collapse(dims, reduced);
+    let count: usize = dims
+        .iter()
+        .zip(reduced)
+        .filter(|(_, &r)| r)
+        .map(|(&d, _)| d)
+        .product();
+    if out.is_empty() {
+        return;
+    }
+    if src.is_empty() {
+        out.fill(r.finish(r.identity(), count));
+        return;
+    }
+    let reduced_runs = runs.iter().filter(|x| x.1).count();
+    if reduced_runs == 0 {
+        for (o, &x) in out.iter_mut().zip(src) {
+            *o = r.finish(r.load(x), 1);
+        }
+        return;
+    }
+    let f_in = Fold {
+        id: r.identity(),
+        load: move |x: R::In| r.load(x),
+        comb: move |a, b| r.combine(a, b),
+    };
+    let finish = move |a: R::Acc| r.finish(a, count);
+    let last = |runs: &[(usize, bool)]| runs.iter().rposition(|x| x.1).unwrap_or(0);
+    if reduced_runs == 1 {
+        let (outer, red, inner) = split_at_run(&runs, last(&runs));
+        reduce3(pool, &f_in, src, outer, red, inner, &finish, out);
+        return;
+    }
+    // Several reduced runs: reduce the innermost one first, into accumulators.
+    let i = last(&runs);
+    let (outer, red, inner) = split_at_run(&runs, i);
+    let mut buf = vec![r.identity(); outer * inner];
+    reduce3(pool, &f_in, src, outer, red, inner, &|a| a, &mut buf);
+    let f_acc = Fold {
+        id: r.identity(),
+        load: |a: R::Acc| a,
+        comb: move |a, b| r.combine(a, b),
+    };
+    let mut runs = runs;
+    runs.remove(i);
+    let mut runs = collapse(
+        &runs.iter().map(|x| x.0).collect::<Vec<_>>(),
+        &runs.iter().map(|x| x.1).collect::<Vec<_>>(),
+    );
+    loop {
+        let i = last(&runs);
+        let (outer, red, inner) = split_at_run(&runs, i);
+        if runs.iter().filter(|x| x.1).count() == 1 {
+            reduce3(pool, &f_acc, &buf, outer, red, inner, &finish, out);
+            return;
+        }
+        let mut next = vec![r.identity(); outer * inner];
+        reduce3(pool, &f_acc, &buf, outer, red, inner, &|a| a, &mut next);
+        buf = next;
+        runs.remove(i);
+        runs = collapse(
+            &runs.iter().map(|x| x.0).collect::<Vec<_>>(),
+            &runs.iter().map(|x| x.1).collect::<Vec<_>>(),
+        );
+    }
+}
+
+/// Which dimensions a reduction reduces, and the output shape.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ReducePlan {
+    /// `reduced[i]`: dimension `i` is reduced.
+    pub reduced: Vec<bool>,
+    /// The output shape (reduced dimensions dropped, or kept as 1).
+    pub out_dims: Vec<i64>,
+}
+
+impl ReducePlan {
+    /// The plan of reducing a tensor of shape `dims` over `axes` (each in
+    /// `[-rank, rank)`, no duplicates, as TensorFlow's kernel requires).
+    pub(crate) fn new(dims: &[i64], axes: &[i64], keep_dims: bool) -> Result<ReducePlan> {
+        let rank = dims.len() as i64;
+        let mut reduced = vec![false; dims.len()];
+        for &a in axes {
+            ensure!(
+                a >= -rank && a < rank,
+                InvalidArgument,
+                "Invalid reduction dimension {a} for input with {rank} dimensions."
+            );
+            let i = if a < 0 { a + rank } else { a } as usize;
+            ensure!(
+                !reduced[i],
+                InvalidArgument,
+                "Invalid reduction arguments: Axes contains duplicate dimension: {i}"
+            );
+            reduced[i] = true;
+        }
+        let out_dims = dims
+            .iter()
+            .zip(&reduced)
+            .filter_map(|(&d, &r)| match (r, keep_dims) {
+                (false, _) => Some(d),
+                (true, true) => Some(1),
+                (true, false) => None,
+            })
+            .collect();
+        Ok(ReducePlan { reduced, out_dims })
+    }
+
+    /// Whether nothing is actually reduced (every reduced dimension has size 1).
+    pub(crate) fn is_noop(&self, dims: &[i64]) -> bool {
+        dims.iter().zip(&self.reduced).all(|(&d, &r)| !r || d == 1)
+    }
+}
+
+fn usize_dims(dims: &[i64]) -> Vec<usize> {
+    dims.iter().map(|&d| d as usize).collect()
+}
+
+fn run<R: Reducer>(
+    pool: &ThreadPool,
+    r: R,
+    input: &Tensor,
+    plan: &ReducePlan,
+    out: &mut Tensor,
+) -> Result<()> {
+    let src = input.flat::<R::In>()?;
+    let dst = out.flat_mut::<R::In>()?;
+    reduce_into(pool, r, src, &usize_dims(input.dims()), &plan.reduced, dst);
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RedOp {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+    All,
+    Any,
+}
+
+struct ReduceKernel {
+    op: RedOp,
+    keep_dims: bool,
+}
+
+fn reduce_kernel(ctx: &OpKernelConstruction<'_>, op: RedOp) -> Result<Box<dyn OpKernel>> {
+    Ok(Box::new(ReduceKernel {
+        op,
+        keep_dims: ctx.get_attr("keep_dims")?,
+    }))
+}
+
+fn unsupported(op: &str, dt: DataType) -> Status {
+    Status::unimplemented(format!("{op} has no CPU kernel for {dt}"))
+}
+
+impl OpKernel for ReduceKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let input = ctx.input(0).clone();
+        let axes = index_values(ctx.input(1), "reduction_indices")?;
+        let plan = ReducePlan::new(input.dims(), &axes, self.keep_dims)?;
+        if plan.is_noop(input.dims()) {
+            return ctx.set_output(0, input.reshaped(&plan.out_dims)?);
+        }
+        let pool = ctx.thread_pool();
+        let name = ctx.op_def().name.clone();
+        let out = ctx.allocate_output(0, TensorShape::new(&plan.out_dims)?)?;
+        let dt = input.dtype();
+        let (i, p) = (&input, &plan);
+        match self.op {
+            RedOp::Sum => dispatch!(dt, T => run(pool, SumR::<T>::new(), i, p, out),
+                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
+                 Complex64, Complex128],
+                Err(unsupported(&name, dt))),
+            RedOp::Mean => dispatch!(dt, T => run(pool, MeanR::<T>::new(), i, p, out),
+                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
+                 Complex64, Complex128],
+                Err(unsupported(&name, dt))),
+            RedOp::Prod => dispatch!(dt, T => run(pool, ProdR::<T>::new(), i, p, out),
+                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
+                 Complex64, Complex128],
+                Err(unsupported(&name, dt))),
+            RedOp::Max => dispatch!(dt, T => run(pool, MaxR::<T>::new(), i, p, out),
+                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+                Err(unsupported(&name, dt))),
+            RedOp::Min => dispatch!(dt, T => run(pool, MinR::<T>::new(), i, p, out),
+                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+                Err(unsupported(&name, dt))),
+            RedOp::All => run(pool, AllR, i, p, out),
+            RedOp::Any => run(pool, AnyR, i, p, out),
+        }
+    }
+}
+
+const SUM_TYPES: &[DataType] = &[
+    DataType::Float,
+    DataType::Double,
+    DataType::Half,
+    DataType::BFloat16,
+    DataType::Int8,
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::UInt8,
+    DataType::UInt16,
+    DataType::UInt32,
+    DataType::UInt64,
+    DataType::Complex64,
+    DataType::Complex128,
+];
+
+const REAL_TYPES: &[DataType] = &[
+    DataType::Float,
+    DataType::Double,
+    DataType::Half,
+    DataType::BFloat16,
+    DataType::Int8,
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::UInt8,
+    DataType::UInt16,
+    DataType::UInt32,
+    DataType::UInt64,
+];
+
+fn reduction_kernel_def(op: &str, types: &[DataType]) -> KernelDefBuilder {
+    KernelDefBuilder::new(op)
+        .type_constraint_list("T", types)
+        .type_constraint_list("Tidx", &[DataType::Int32, DataType::Int64])
+        .host_memory("reduction_indices")
+}
+
+register_kernel!(reduction_kernel_def("Sum", SUM_TYPES), fn = |c| reduce_kernel(c, RedOp::Sum));
+register_kernel!(reduction_kernel_def("Mean", SUM_TYPES), fn = |c| reduce_kernel(c, RedOp::Mean));
+register_kernel!(reduction_kernel_def("Prod", SUM_TYPES), fn = |c| reduce_kernel(c, RedOp::Prod));
+register_kernel!(reduction_kernel_def("Max", REAL_TYPES), fn = |c| reduce_kernel(c, RedOp::Max));
+register_kernel!(reduction_kernel_def("Min", REAL_TYPES), fn = |c| reduce_kernel(c, RedOp::Min));
+register_kernel!(
+    KernelDefBuilder::new("All")
+        .type_constraint_list("Tidx", &[DataType::Int32, DataType::Int64])
+        .host_memory("reduction_indices"),
+    fn = |c| reduce_kernel(c, RedOp::All)
+);
+register_kernel!(
+    KernelDefBuilder::new("Any")
+        .type_constraint_list("Tidx", &[DataType::Int32, DataType::Int64])
+        .host_memory("reduction_indices"),
+    fn = |c| reduce_kernel(c, RedOp::Any)
+);
+
+// ---------------------------------------------------------------------------
+// ArgMax / ArgMin
+// ---------------------------------------------------------------------------
+
+/// An index output type of `ArgMax`/`ArgMin` (TensorFlow casts the index).
+trait IndexOut: Element {
+    fn from_index(i: usize) -> Self;
+}
+
+macro_rules! index_out {
+    ($($t:ty),*) => {$(
+        impl IndexOut for $t {
+            #[inline(always)]
+            fn from_index(i: usize) -> Self { i as $t }
+        }
+    )*};
+}
+index_out!(i16, u16, i32, i64);
+
+/// The running best of an arg-reduction: replaces on a strictly better
+/// key, so ties keep the smallest index and NaN is never chosen over a
+/// number (Eigen's `ArgMaxPairReducer`, starting from `lowest`).
+#[inline(always)]
+fn better<K: PartialOrd>(is_max: bool, k: K, best: K) -> bool {
+    if is_max {
+        k > best
+    } else {
+        k < best
+    }
+}
+
+fn arg_row<T: OrdElem>(is_max: bool, row: &[T], offset: usize) -> (T::Key, usize) {
+    let mut best = if is_max {
+        T::ARG_LOWEST
+    } else {
+        T::ARG_HIGHEST
+    };
+    let mut idx = 0;
+    for (i, &v) in row.iter().enumerate() {
+        let k = v.key();
+        if better(is_max, k, best) {
+            best = k;
+            idx = offset + i;
+        }
+    }
+    (best, idx)
+}
+
+fn arg_reduce<T: OrdElem, O: IndexOut>(
+    pool: &ThreadPool,
+    is_max: bool,
+    src: &[T],
+    outer: usize,
+    red: usize,
+    inner: usize,
+    dst: &mut [O],
+) {
+    if dst.is_empty() {
+        return;
+    }
+    let threads = pool.num_threads();
+    let parallel = threads > 1 && src.len() >= PARALLEL_MIN;
+    if inner == 1 {
+        let row_job = |o: usize| -> usize {
+            let row = &src[o * red..(o + 1) * red];
+            if parallel && outer < threads && red >= 2 * MIN_SHARD {
+                let chunk = red.div_ceil(threads * 4).max(MIN_SHARD);
+                let init = (T::ARG_LOWEST, 0);
+                let parts = par_collect(pool, red.div_ceil(chunk), init, &|c| {
+                    arg_row(
+                        is_max,
+                        &row[c * chunk..((c + 1) * chunk).min(red)],
+                        c * chunk,
+                    )
+                });
+                // Partials are in index order: the first strictly better wins.
+                let mut best = if is_max {
+                    T::ARG_LOWEST
+                } else {
+                    T::ARG_HIGHEST
+                };
+                let mut idx = 0;
+                for (k, i) in parts {
+                    if better(is_max, k, best) {
+                        best = k;
+                        idx = i;
+                    }
+                }
+                idx
+            } else {
+                arg_row(is_max, row, 0).1
+            }
+        };
+        if parallel && outer >= threads {
+            let rows_per = outer.div_ceil(threads * 4).max(1);
+            par_chunks(pool, dst, rows_per, &|c, d| {
+                for (k, o) in d.iter_mut().enumerate() {
+                    *o = O::from_index(row_job(c * rows_per + k));
+                }
+            });
+        } else {
+            for (o, d) in dst.iter_mut().enumerate() {
+                *d = O::from_index(row_job(o));
+            }
+        }
+        return;
+    }
+    let tile_job = |o: usize, c0: usize, d: &mut [O]| {
+        let w = d.len();
+        let init = if is_max {
+            T::ARG_LOWEST
+        } else {
+            T::ARG_HIGHEST
+        };
+        let mut best = vec![init; w];
+        let mut idx = vec![0usize; w];
+        for r in 0..red {
+            let start = (o * red + r) * inner + c0;
+            let row = &src[start..start + w];
+            for ((b, i), &v) in best.iter_mut().zip(idx.iter_mut()).zip(row) {
+                let k = v.key();
+                if better(is_max, k, *b) {
+                    *b = k;
+                    *i = r;
+                }
+            }
+        }
+        for (d, i) in d.iter_mut().zip(idx) {
+            *d = O::from_index(i);
+        }
+    };
+    if !parallel {
+        for (o, d) in dst.chunks_mut(inner).enumerate() {
+            for (t, d) in d.chunks_mut(COL_TILE).enumerate() {
+                tile_job(o, t * COL_TILE, d);
+            }
+        }
+        return;
+    }
+    let tile = COL_TILE.min(MIN_COL_TILE.max(inner.div_ceil(threads.div_ceil(outer))));
+    if outer >= threads {
+        par_chunks(pool, dst, inner, &|o, d| {
+            for (t, d) in d.chunks_mut(COL_TILE).enumerate() {
+                tile_job(o, t * COL_TILE, d);
+            }
+        });
+    } else {
+        for (o, d) in dst.chunks_mut(inner).enumerate() {
+            par_chunks(pool, d, tile, &|t, d| tile_job(o, t * tile, d));
+        }
+    }
+}
+
+struct ArgKernel {
+    is_max: bool,
+}
+
+impl CreateKernel for ArgKernel {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(ArgKernel {
+            is_max: ctx.op_def().name == "ArgMax",
+        })
+    }
+}
+
+fn run_arg<T: OrdElem>(
+    pool: &ThreadPool,
+    is_max: bool,
+    input: &Tensor,
+    axis: usize,
+    out: &mut Tensor,
+) -> Result<()> {
+    let dims = usize_dims(input.dims());
+    let outer = dims[..axis].iter().product();
+    let red = dims[axis];
+    let inner = dims[axis + 1..].iter().product();
+    let src = input.flat::<T>()?;
+    let dt = out.dtype();
+    dispatch!(dt, O => arg_reduce(pool, is_max, src, outer, red, inner, out.flat_mut::<O>()?),
+        [Int16, UInt16, Int32, Int64],
+        return Err(Status::invalid_argument(format!("output_type {dt} is not an index type"))));
+    Ok(())
+}
+
+impl OpKernel for ArgKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let input = ctx.input(0).clone();
+        let dimension = ctx.input(1);
+        ensure!(
+            dimension.rank() == 0,
+            InvalidArgument,
+            "dim must be a scalar, but received tensor of shape: {}",
+            dimension.shape()
+        );
+        let dim: i64 = match dimension.dtype() {
+            DataType::Int16 => dimension.scalar_value::<i16>()? as i64,
+            _ => index_values(dimension, "dimension")?[0],
+        };
+        let rank = input.rank() as i64;
+        let axis = if dim < 0 { dim + rank } else { dim };
+        ensure!(
+            (0..rank).contains(&axis),
+            InvalidArgument,
+            "Expected dimension in the range [{}, {rank}), but got {dim}",
+            -rank
+        );
+        let axis = axis as usize;
+        ensure!(
+            input.dims()[axis] > 0,
+            InvalidArgument,
+            "Reduction axis {dim} is empty in shape {}",
+            fmt_shape(input.dims())
+        );
+        let mut out_dims = input.dims().to_vec();
+        out_dims.remove(axis);
+        let pool = ctx.thread_pool();
+        let out = ctx.allocate_output(0, TensorShape::new(&out_dims)?)?;
+        let dt = input.dtype();
+        let is_max = self.is_max;
+        dispatch!(dt, T => run_arg::<T>(pool, is_max, &input, axis, out),
+            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Bool],
+            Err(unsupported(if is_max { "ArgMax" } else { "ArgMin" }, dt)))
+    }
+}
+
+const ARG_TYPES: &[DataType] = &[
+    DataType::Float,
+    DataType::Double,
+    DataType::Half,
+    DataType::BFloat16,
+    DataType::Int8,
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::UInt8,
+    DataType::UInt16,
+    DataType::UInt32,
+    DataType::UInt64,
+    DataType::Bool,
+];
+
+register_kernel!(
+    KernelDefBuilder::new("ArgMax")
+        .type_constraint_list("T", ARG_TYPES)
+        .type_constraint_list("Tidx", &[DataType::Int16, DataType::Int32, DataType::Int64])
+        .type_constraint_list(
+            "output_type",
+            &[
+                DataType::Int16,
+                DataType::UInt16,
+                DataType::Int32,
+                DataType::Int64
+            ]
+        )
+        .host_memory("dimension"),
+    ArgKernel
+);
+register_kernel!(
+    KernelDefBuilder::new("ArgMin")
+        .type_constraint_list("T", ARG_TYPES)
+        .type_constraint_list("Tidx", &[DataType::Int32, DataType::Int64])
+        .type_constraint_list("output_type", &[DataType::Int32, DataType::Int64])
+        .host_memory("dimension"),
+    ArgKernel
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{assert_close, ctx, t};
+    use opforge_core::Code;
+
+    fn reduce(op: &str, x: Tensor, axes: Tensor, keep_dims: bool) -> Result<Tensor> {
+        ctx()
+            .op(op)
+            .input(x)
+            .input(axes)
+            .attr("keep_dims", keep_dims)
+            .run1()
+    }
+
+    fn axes(v: &[i32]) -> Tensor {
+        t(&[v.len() as i64], v.to_vec())
+    }
+
+    fn m23() -> Tensor {
+        t(&[2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])
+    }
+
+    #[test]
+    fn opdefs_finalize() {
+        for b in [
+            sum(),
+            mean(),
+            max(),
+            min(),
+            prod(),
+            all(),
+            any(),
+            arg_max(),
+            arg_min(),
+        ] {
+            let op = b.finalize().unwrap();
+            assert!(OPS.contains(&op.name.as_str()));
+        }
+    }
+
+    #[test]
+    fn sum_over_each_axis_with_and_without_keep_dims() {
+        let s = reduce("Sum", m23(), Tensor::scalar(0i32), false).unwrap();
+        assert_close(&s, &[3], &[5.0, 7.0, 9.0], 0.0);
+        let s = reduce("Sum", m23(), Tensor::scalar(1i32), false).unwrap();
+        assert_close(&s, &[2], &[6.0, 15.0], 0.0);
+        let s = reduce("Sum", m23(), Tensor::scalar(-1i64), true).unwrap();
+        assert_close(&s, &[2, 1], &[6.0, 15.0], 0.0);
+        let s = reduce("Sum", m23(), axes(&[0, 1]), false).unwrap();
+        assert_close(&s, &[], &[21.0], 0.0);
+        let s = reduce("Sum", m23(), axes(&[1, -2]), true).unwrap();
+        assert_close(&s, &[1, 1], &[21.0], 0.0);
+        // No axes: the input itself.
+        let s = reduce("Sum", m23(), axes(&[]), false).unwrap();
+        assert_close(&s, &[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 0.0);
+        // A scalar input with no axes.
+        let s = reduce("Sum", Tensor::scalar(2.5f64), axes(&[]), false).unwrap();
+        assert_close(&s, &[], &[2.5], 0.0);
+        // Size-1 dimensions are reduced for free.
+        let x = t(&[1, 3, 1], vec![1i32, 2, 3]);
+        let s = reduce("Sum", x.clone(), axes(&[0, 2]), false).unwrap();
+        assert_eq!(
+            (s.dims(), s.flat::<i32>().unwrap()),
+            (&[3i64][..], &[1, 2, 3][..])
+        );
+        let s = reduce("Sum", x, axes(&[1]), true).unwrap();
+        assert_eq!(
+            (s.dims(), s.flat::<i32>().unwrap()),
+            (&[1i64, 1, 1][..], &[6][..])
+        );
+    }
+
+    #[test]
+    fn every_reducer_on_small_values() {
+        let x = t(&[2, 3], vec![3i32, -1, 4, -1, 5, -9]);
+        let run = |op: &str, axis: i32| -> Vec<i32> {
+            reduce(op, x.clone(), Tensor::scalar(axis), false)
+                .unwrap()
+                .flat::<i32>()
+                .unwrap()
+                .to_vec()
+        };
+        assert_eq!(run("Sum", 1), [6, -5]);
+        assert_eq!(run("Prod", 1), [-12, 45]);
+        assert_eq!(run("Max", 1), [4, 5]);
+        assert_eq!(run("Min", 1), [-1, -9]);
+        assert_eq!(run("Max", 0), [3, 5, 4]);
+        assert_eq!(run("Min", 0), [-1, -1, -9]);
+        // Integer means truncate toward zero: 6/3 = 2, -5/3 = -1; 2/2, 4/2, -5/2 = -2.
+        assert_eq!(run("Mean", 1), [2, -1]);
+        assert_eq!(run("Mean", 0), [1, 2, -2]);
+        let f = t(&[4], vec![1.0f64, 2.0, 4.0, 8.0]);
+        let m = reduce("Mean", f.clone(), Tensor::scalar(0i32), false).unwrap();
+        assert_close(&m, &[], &[3.75], 0.0);
+        let p = reduce("Prod", f, Tensor::scalar(0i32), false).unwrap();
+        assert_close(&p, &[], &[64.0], 0.0);
+    }
+
+    #[test]
+    fn integer_sums_wrap_and_means_do_not_overflow() {
+        let x = t(&[3], vec![200u8, 100, 250]);
+        let s = reduce("Sum", x.clone(), Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(
+            s.flat::<u8>().unwrap(),
+            &[((200u32 + 100 + 250) % 256) as u8]
+        );
+        // The mean accumulates in 64 bits: (200 + 100 + 250) / 3 = 183.
+        let m = reduce("Mean", x, Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(m.flat::<u8>().unwrap(), &[183]);
+        let x = t(&[2], vec![i8::MAX, i8::MAX]);
+        let m = reduce("Mean", x, Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(m.flat::<i8>().unwrap(), &[i8::MAX]);
+    }
+
+    #[test]
+    fn half_bfloat16_and_complex() {
+        let h = t(
+            &[2, 2],
+            [1.5f32, 2.0, -3.0, 0.25].map(f16::from_f32).to_vec(),
+        );
+        let s = reduce("Sum", h.clone(), Tensor::scalar(1i32), false).unwrap();
+        assert_close(&s, &[2], &[3.5, -2.75], 0.0);
+        let m = reduce("Mean", h.clone(), Tensor::scalar(0i32), false).unwrap();
+        assert_close(&m, &[2], &[-0.75, 1.125], 0.0);
+        let mx = reduce("Max", h, Tensor::scalar(0i32), false).unwrap();
+        assert_close(&mx, &[2], &[1.5, 2.0], 0.0);
+        let b = t(&[3], [1.0f32, 2.0, 4.0].map(bf16::from_f32).to_vec());
+        let p = reduce("Prod", b.clone(), Tensor::scalar(0i32), false).unwrap();
+        assert_close(&p, &[], &[8.0], 0.0);
+        let mn = reduce("Min", b, Tensor::scalar(0i32), false).unwrap();
+        assert_close(&mn, &[], &[1.0], 0.0);
+        let c = t(
+            &[2],
+            vec![Complex::new(1.0f32, 2.0), Complex::new(3.0f32, -1.0)],
+        );
+        let s = reduce("Sum", c.clone(), Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(s.flat::<Complex<f32>>().unwrap(), &[Complex::new(4.0, 1.0)]);
+        // (1 + 2i)(3 - i) = 3 - i + 6i - 2i^2 = 5 + 5i.
+        let p = reduce("Prod", c.clone(), Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(p.flat::<Complex<f32>>().unwrap(), &[Complex::new(5.0, 5.0)]);
+        let m = reduce("Mean", c, Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(m.flat::<Complex<f32>>().unwrap(), &[Complex::new(2.0, 0.5)]);
+        let c = t(&[1], vec![Complex::new(1.0f64, 1.0)]);
+        let s = reduce("Sum", c, axes(&[]), false).unwrap();
+        assert_eq!(s.flat::<Complex<f64>>().unwrap(), &[Complex::new(1.0, 1.0)]);
+    }
+
+    #[test]
+    fn max_and_min_propagate_nan() {
+        let x = t(&[2, 2], vec![1.0f32, f32::NAN, 2.0, 3.0]);
+        let mx = reduce("Max", x.clone(), Tensor::scalar(1i32), false).unwrap();
+        let v = mx.flat::<f32>().unwrap();
+        assert!(v[0].is_nan() && v[1] == 3.0, "{v:?}");
+        let mn = reduce("Min", x, Tensor::scalar(0i32), false).unwrap();
+        let v = mn.flat::<f32>().unwrap();
+        assert!(v[0] == 1.0 && v[1].is_nan(), "{v:?}");
+    }
+
+    #[test]
+    fn all_and_any() {
+        let x = t(&[2, 3], vec![true, true, false, true, true, true]);
+        let a = reduce("All", x.clone(), Tensor::scalar(1i32), false).unwrap();
+        assert_eq!(a.flat::<bool>().unwrap(), &[false, true]);
+        let a = reduce("All", x.clone(), Tensor::scalar(0i64), true).unwrap();
+        assert_eq!(a.dims(), &[1, 3]);
+        assert_eq!(a.flat::<bool>().unwrap(), &[true, true, false]);
+        let x = t(&[2, 2], vec![false, false, false, true]);
+        let a = reduce("Any", x.clone(), Tensor::scalar(1i32), false).unwrap();
+        assert_eq!(a.flat::<bool>().unwrap(), &[false, true]);
+        let a = reduce("Any", x, axes(&[0, 1]), false).unwrap();
+        assert_eq!(a.flat::<bool>().unwrap(), &[true]);
+    }
+
+    #[test]
+    fn empty_reductions_give_the_identity() {
+        let e = || Tensor::zeros(DataType::Float, &[0, 3]).unwrap();
+        let s = reduce("Sum", e(), Tensor::scalar(0i32), false).unwrap();
+        assert_close(&s, &[3], &[0.0; 3], 0.0);
+        let p = reduce("Prod", e(), Tensor::scalar(0i32), false).unwrap();
+        assert_close(&p, &[3], &[1.0; 3], 0.0);
+        let m = reduce("Max", e(), Tensor::scalar(0i32), true).unwrap();
+        assert_eq!(m.dims(), &[1, 3]);
+        assert!(m
+            .flat::<f32>()
+            .unwrap()
+            .iter()
+            .all(|&v| v == f32::NEG_INFINITY));
+        let m = reduce("Min", e(), Tensor::scalar(0i32), false).unwrap();
+        assert!(m.flat::<f32>().unwrap().iter().all(|&v| v == f32::INFINITY));
+        let m = reduce("Mean", e(), Tensor::scalar(0i32), false).unwrap();
+        assert!(m.flat::<f32>().unwrap().iter().all(|v| v.is_nan()));
+        // Reducing the non-empty axis of an empty tensor gives an empty output.
+        let s = reduce("Sum", e(), Tensor::scalar(1i32), false).unwrap();
+        assert_eq!(s.dims(), &[0]);
+        let ei = Tensor::zeros(DataType::Int32, &[2, 0]).unwrap();
+        let m = reduce("Max", ei.clone(), Tensor::scalar(1i32), false).unwrap();
+        assert_eq!(m.flat::<i32>().unwrap(), &[i32::MIN, i32::MIN]);
+        let m = reduce("Min", ei.clone(), Tensor::scalar(1i32), false).unwrap();
+        assert_eq!(m.flat::<i32>().unwrap(), &[i32::MAX, i32::MAX]);
+        let m = reduce("Mean", ei, Tensor::scalar(1i32), false).unwrap();
+        assert_eq!(m.flat::<i32>().unwrap(), &[0, 0]);
+        let b = Tensor::zeros(DataType::Bool, &[0]).unwrap();
+        let a = reduce("All", b.clone(), Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(a.flat::<bool>().unwrap(), &[true]);
+        let a = reduce("Any", b, Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(a.flat::<bool>().unwrap(), &[false]);
+    }
+
+    #[test]
+    fn bad_axes_are_invalid_arguments() {
+        let err = reduce("Sum", m23(), Tensor::scalar(3i32), false).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(
+            err.message()
+                .contains("Invalid reduction dimension 3 for input with 2 dimensions."),
+            "{err}"
+        );
+        let err = reduce("Max", m23(), axes(&[0, -3]), false).unwrap_err();
+        assert!(
+            err.message().contains("Invalid reduction dimension -3"),
+            "{err}"
+        );
+        // TensorFlow's kernel rejects duplicate axes (also when spelled differently).
+        let err = reduce("Sum", m23(), axes(&[1, -1]), false).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(
+            err.message()
+                .contains("Axes contains duplicate dimension: 1"),
+            "{err}"
+        );
+        let err = reduce("All", t(&[1], vec![true]), axes(&[0, 0]), false).unwrap_err();
+        assert!(err.message().contains("duplicate dimension: 0"), "{err}");
+        let err = reduce("Sum", Tensor::scalar(1.0f32), Tensor::scalar(0i32), false).unwrap_err();
+        assert!(
+            err.message()
+                .contains("Invalid reduction dimension 0 for input with 0 dimensions."),
+            "{err}"
+        );
+        // Axes must be int32 or int64; strings are not a numeric type.
+        let err = ctx()
+            .op("Sum")
+            .input(m23())
+            .input(Tensor::scalar(0.0f32))
+            .run1()
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        let err = ctx()
+            .op("Max")
+            .input(t(&[1], vec![Complex::new(1.0f32, 0.0)]))
+            .input(Tensor::scalar(0i32))
+            .run1()
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+    }
+
+    /// A naive reference: reduce `x` of shape `dims` over `red` with `f`.
+    fn naive(
+        x: &[f64],
+        dims: &[usize],
+        red: &[bool],
+        init: f64,
+        f: impl Fn(f64, f64) -> f64,
+    ) -> Vec<f64> {
+        let out_len: usize = dims
+            .iter()
+            .zip(red)
+            .filter(|(_, &r)| !r)
+            .map(|(&d, _)| d)
+            .product();
+        let mut out = vec![init; out_len];
+        for (lin, &v) in x.iter().enumerate() {
+            let mut rem = lin;
+            let mut coord = vec![0; dims.len()];
+            for k in (0..dims.len()).rev() {
+                coord[k] = rem % dims[k];
+                rem /= dims[k];
+            }
+            let mut o = 0;
+            for k in 0..dims.len() {
+                if !red[k] {
+                    o = o * dims[k] + coord[k];
+                }
+            }
+            out[o] = f(out[o], v);
+        }
+        out
+    }
+
+    fn check_pattern(dims: &[usize], red: &[bool]) {
+        let n: usize = dims.iter().product();
+        // Small integers in f32 keep every partial sum exact.
+        let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 23) as f32 - 11.0).collect();
+        let xd: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let dims_i: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        let ax: Vec<i32> = (0..dims.len() as i32)
+            .filter(|&i| red[i as usize])
+            .collect();
+        let input = t(&dims_i, x);
+        let want = naive(&xd, dims, red, 0.0, |a, b| a + b);
+        let got = reduce("Sum", input.clone(), axes(&ax), false).unwrap();
+        let out_dims: Vec<i64> = dims_i
+            .iter()
+            .zip(red)
+            .filter(|(_, &r)| !r)
+            .map(|(&d, _)| d)
+            .collect();
+        assert_close(&got, &out_dims, &want, 0.0);
+        let want = naive(&xd, dims, red, f64::NEG_INFINITY, f64::max);
+        let got = reduce("Max", input.clone(), axes(&ax), false).unwrap();
+        assert_close(&got, &out_dims, &want, 0.0);
+        let count: usize = dims
+            .iter()
+            .zip(red)
+            .filter(|(_, &r)| r)
+            .map(|(&d, _)| d)
+            .product();
+        let want: Vec<f64> = naive(&xd, dims, red, 0.0, |a, b| a + b)
+            .iter()
+            .map(|s| s / count as f64)
+            .collect();
+        let got = reduce("Mean", input, axes(&ax), true).unwrap();
+        let keep: Vec<i64> = dims_i
+            .iter()
+            .zip(red)
+            .map(|(&d, &r)| if r { 1 } else { d })
+            .collect();
+        assert_close(&got, &keep, &want, 1e-6);
+    }
+
+    #[test]
+    fn every_collapse_pattern_matches_a_naive_loop() {
+        // Small (sequential) and large (sharded) versions of each pattern.
+        let cases: &[(&[usize], &[bool])] = &[
+            (&[2, 3, 4], &[true, false, true]),
+            (&[3, 5, 4, 7], &[false, true, false, true]),
+            (&[3, 5, 4, 7], &[true, false, true, false]),
+            (&[2, 1, 3, 1, 5], &[false, true, true, false, true]),
+            (&[5, 7], &[true, false]),
+            (&[5, 7], &[false, true]),
+            (&[4, 6, 5], &[false, true, false]),
+            (&[300, 257], &[true, false]),
+            (&[300, 257], &[false, true]),
+            (&[3, 40_000], &[false, true]),
+            (&[40_000, 3], &[true, false]),
+            (&[2, 20_000, 3], &[false, true, false]),
+            (&[64, 50, 3, 20], &[true, false, true, false]),
+            (&[20, 3, 40, 50], &[false, true, false, true]),
+            (&[7, 3000, 5], &[true, true, false]),
+            (&[100_001], &[true]),
+        ];
+        for (dims, red) in cases {
+            check_pattern(dims, red);
+        }
+    }
+
+    #[test]
+    fn large_f32_sums_are_accurate() {
+        // 2^22 values of 0.1: a naive f32 running sum drifts by percents.
+        let n = 1 << 22;
+        let x = t(&[n as i64], vec![0.1f32; n]);
+        let s = reduce("Sum", x.clone(), Tensor::scalar(0i32), false).unwrap();
+        let want = 0.1f32 as f64 * n as f64;
+        assert_close(&s, &[], &[want], 1e-6);
+        let m = reduce("Mean", x, Tensor::scalar(0i32), false).unwrap();
+        assert_close(&m, &[], &[0.1f32 as f64], 1e-6);
+        // Column sums over many rows, and row sums of long rows.
+        let (rows, cols) = (1 << 16, 8);
+        let x = t(&[rows, cols], vec![0.1f32; (rows * cols) as usize]);
+        let s = reduce("Sum", x.clone(), Tensor::scalar(0i32), false).unwrap();
+        assert_close(
+            &s,
+            &[cols],
+            &vec![0.1f32 as f64 * rows as f64; cols as usize],
+            1e-6,
+        );
+        let x = x.reshaped(&[cols, rows]).unwrap();
+        let s = reduce("Sum", x, Tensor::scalar(1i32), false).unwrap();
+        assert_close(
+            &s,
+            &[cols],
+            &vec![0.1f32 as f64 * rows as f64; cols as usize],
+            1e-6,
+        );
+    }
+
+    #[test]
+    fn int64_and_unsigned_large_reductions() {
+        let n = 70_000i64;
+        let x = t(&[n], (0..n).collect::<Vec<i64>>());
+        let s = reduce("Sum", x.clone(), Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(s.flat::<i64>().unwrap(), &[n * (n - 1) / 2]);
+        let m = reduce("Max", x.clone(), Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(m.flat::<i64>().unwrap(), &[n - 1]);
+        let m = reduce("Mean", x, Tensor::scalar(0i32), false).unwrap();
+        assert_eq!(m.flat::<i64>().unwrap(), &[(n - 1) / 2]);
+        let x = t(&[2, 40_000], vec![true; 80_000]);
+        let a = reduce("All", x.clone(), Tensor::scalar(1i32), false).unwrap();
+        assert_eq!(a.flat::<bool>().unwrap(), &[true, true]);
+        let a = reduce("Any", x, Tensor::scalar(0i32), false).unwrap();
+        assert!(a.flat::<bool>().unwrap().iter().all(|&v| v));
+    }
+
+    fn argop(op: &str, x: Tensor, dim: Tensor, out: Option<DataType>) -> Result<Tensor> {
+        let mut b = ctx().op(op).input(x).input(dim);
+        if let Some(dt) = out {
+            b = b.attr("output_type", dt);
+        }
+        b.run1()
+    }
+
+    #[test]
+    fn arg_max_and_arg_min_break_ties_by_the_smallest_index() {
+        let x = t(&[2, 3], vec![1.0f32, 5.0, 5.0, 7.0, 2.0, 7.0]);
+        let a = argop("ArgMax", x.clone(), Tensor::scalar(1i32), None).unwrap();
+        assert_eq!(
+            (a.dtype(), a.flat::<i64>().unwrap()),
+            (DataType::Int64, &[1, 0][..])
+        );
+        let a = argop(
+            "ArgMax",
+            x.clone(),
+            Tensor::scalar(0i64),
+            Some(DataType::Int32),
+        )
+        .unwrap();
+        assert_eq!(a.flat::<i32>().unwrap(), &[1, 0, 1]);
+        let a = argop("ArgMin", x.clone(), Tensor::scalar(-1i32), None).unwrap();
+        assert_eq!(a.flat::<i64>().unwrap(), &[0, 1]);
+        let a = argop(
+            "ArgMin",
+            x.clone(),
+            Tensor::scalar(0i32),
+            Some(DataType::Int32),
+        )
+        .unwrap();
+        assert_eq!(a.flat::<i32>().unwrap(), &[0, 1, 0]);
+        let a = argop("ArgMax", x, Tensor::scalar(1i16), Some(DataType::UInt16)).unwrap();
+        assert_eq!(a.flat::<u16>().unwrap(), &[1, 0]);
+        let b = t(&[4], vec![false, true, false, true]);
+        let a = argop("ArgMax", b.clone(), Tensor::scalar(0i32), None).unwrap();
+        assert_eq!((a.dims(), a.flat::<i64>().unwrap()), (&[][..], &[1][..]));
+        let a = argop("ArgMin", b, Tensor::scalar(0i32), None).unwrap();
+        assert_eq!(a.flat::<i64>().unwrap(), &[0]);
+        let i = t(&[3, 1], vec![4u8, 9, 9]);
+        let a = argop("ArgMax", i, Tensor::scalar(0i32), Some(DataType::Int16)).unwrap();
+        assert_eq!(a.flat::<i16>().unwrap(), &[1]);
+        let h = t(&[3], [0.5f32, -2.0, 0.25].map(f16::from_f32).to_vec());
+        let a = argop("ArgMin", h, Tensor::scalar(0i32), None).unwrap();
+        assert_eq!(a.flat::<i64>().unwrap(), &[1]);
+        // NaN is never chosen over a number (Eigen's comparison semantics).
+        let n = t(&[3], vec![f64::NAN, 1.0, 3.0]);
+        let a = argop("ArgMax", n, Tensor::scalar(0i32), None).unwrap();
+        assert_eq!(a.flat::<i64>().unwrap(), &[2]);
+    }
+
+    #[test]
+    fn large_arg_reductions_match_a_naive_scan() {
+        let n = 200_003usize;
+        let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 100_003) as f32).collect();
+        let want_max = (0..n).fold(0, |b, i| if x[i] > x[b] { i } else { b });
+        let want_min = (0..n).fold(0, |b, i| if x[i] < x[b] { i } else { b });
+        let v = t(&[n as i64], x.clone());
+        let a = argop("ArgMax", v.clone(), Tensor::scalar(0i32), None).unwrap();
+        assert_eq!(a.flat::<i64>().unwrap(), &[want_max as i64]);
+        let a = argop("ArgMin", v, Tensor::scalar(0i32), None).unwrap();
+        assert_eq!(a.flat::<i64>().unwrap(), &[want_min as i64]);
+        // Columns and rows of a matrix.
+        let (r, c) = (1000usize, 97usize);
+        let m = t(&[r as i64, c as i64], x[..r * c].to_vec());
+        let a = argop("ArgMax", m.clone(), Tensor::scalar(0i32), None).unwrap();
+        let want: Vec<i64> = (0..c)
+            .map(|j| (0..r).fold(0, |b, i| if x[i * c + j] > x[b * c + j] { i } else { b }) as i64)
+            .collect();
+        assert_eq!(a.flat::<i64>().unwrap(), &want[..]);
+        let a = argop("ArgMin", m, Tensor::scalar(1i32), None).unwrap();
+        let want: Vec<i64> = (0..r)
+            .map(|i| (0..c).fold(0, |b, j| if x[i * c + j] < x[i * c + b] { j } else { b }) as i64)
+            .collect();
+        assert_eq!(a.flat::<i64>().unwrap(), &want[..]);
+    }
+
+    #[test]
+    fn arg_reduction_errors() {
+        let e = Tensor::zeros(DataType::Float, &[0]).unwrap();
+        let err = argop("ArgMax", e, Tensor::scalar(0i32), None).unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(
+            err.message()
+                .contains("Reduction axis 0 is empty in shape [0]"),
+            "{err}"
+        );
+        let e = Tensor::zeros(DataType::Int32, &[2, 0]).unwrap();
+        let err = argop("ArgMin", e.clone(), Tensor::scalar(-1i32), None).unwrap_err();
+        assert!(
+            err.message()
+                .contains("Reduction axis -1 is empty in shape [2,0]"),
+            "{err}"
+        );
+        // Reducing the non-empty axis of an empty tensor is fine.
+        let a = argop("ArgMin", e, Tensor::scalar(0i32), None).unwrap();
+        assert_eq!(a.dims(), &[0]);
+        let err = argop("ArgMax", m23(), Tensor::scalar(2i32), None).unwrap_err();
+        assert!(
+            err.message()
+                .contains("Expected dimension in the range [-2, 2), but got 2"),
+            "{err}"
+        );
+        let err = argop("ArgMax", m23(), t(&[1], vec![0i32]), None).unwrap_err();
+        assert!(
+            err.message()
+                .contains("dim must be a scalar, but received tensor of shape: [1]"),
+            "{err}"
+        );
+        let err = argop("ArgMax", Tensor::scalar(1.0f32), Tensor::scalar(0i32), None).unwrap_err();
+        assert!(
+            err.message()
+                .contains("Expected dimension in the range [0, 0), but got 0"),
+            "{err}"
+        );
+    }
+}
