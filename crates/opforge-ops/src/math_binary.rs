@@ -2368,7 +2368,7 @@ mod tests {
             infer_ok!(op, "[2,?];[?,3];[?,3]", "[d0_0,d1_1]");
             infer_ok!(op, "[2];[2];[2]", "in1");
             infer_ok!(op, "[2];[?];[?]", "in1");
-            infer_ok!(op, "[2];[?];[3]", "in2");
+            infer_ok!(op, "[3];[?];[3]", "in2");
             infer_error!(op, "[2,3];[2,4];[2,4]", "Dimension 1 in both shapes must be equal, but are 4 and 3");
             infer_error!(op, "[2,3];[];[]", "Shapes must be equal rank, but are 0 and 2");
             infer_error!(op, "[2];[];[]", "Shapes must be equal rank, but are 0 and 1");
