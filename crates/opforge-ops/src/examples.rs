@@ -4,10 +4,10 @@
 
 use crate::util::fmt_shape;
 use opforge_core::dtype::REAL_NUMBER_TYPES;
-use opforge_core::shape_inference::common::{no_outputs, unchanged_shape, unknown_shape};
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::shape_inference::common::{no_outputs, unchanged_shape, unknown_shape};
 use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result, Status,
 };
@@ -386,7 +386,9 @@ mod gradients {
         op: &GradOp<'_>,
         grads: &[Option<Sym>],
     ) -> Result<Vec<Option<Sym>>> {
-        let Some(g) = grads[0] else { return Ok(vec![None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
         let preserve_index: i64 = op.attr("preserve_index").unwrap_or(0);
         Ok(vec![Some(o.op1(
             "ZeroOut",
@@ -789,5 +791,123 @@ mod tests {
             .run1()
             .unwrap_err();
         assert_eq!(e.code(), Code::InvalidArgument);
+    }
+
+    /// Shape functions and gradients.
+    mod shape_and_gradient_tests {
+        use crate::testutil::{assert_close, ctx, t};
+        use opforge_core::attrs::IntoAttrValue;
+        use opforge_core::autodiff::{
+            compute_gradient, compute_gradient_error, Gradient, GradientRegistry, GradientTape,
+            Ops, OpsExt, Sym,
+        };
+        use opforge_core::shape_inference::testutil::ShapeTestOp;
+        use opforge_core::{infer_ok, DataType, Tensor};
+
+        #[test]
+        fn example_shape_functions() {
+            crate::link();
+            for op in ["ZeroOut", "StringToNumber"] {
+                let o = ShapeTestOp::new(op);
+                infer_ok!(o, "?", "in0");
+                infer_ok!(o, "[]", "in0");
+                infer_ok!(o, "[2,?,3]", "in0");
+            }
+            infer_ok!(ShapeTestOp::new("AttrDefaultExampleForAllTypes"), "", "");
+            let poly = ShapeTestOp::new("PolymorphicListExample")
+                .attr("T", vec![DataType::Float, DataType::Int32]);
+            infer_ok!(poly, "[2];[3]", "?;?");
+            let same = ShapeTestOp::new("SameListInputExample")
+                .attr("N", 2i64)
+                .attr("T", DataType::Float);
+            infer_ok!(same, "[2];[2]", "?");
+            let min_len = ShapeTestOp::new("MinLengthIntListExample").attr("N", 2i64);
+            infer_ok!(min_len, "[2];[2]", "?");
+            infer_ok!(ShapeTestOp::new("MultipleInsAndOuts"), "[];[]", "?;?");
+        }
+
+        fn zero_out(
+            preserve_index: i64,
+        ) -> impl Fn(&mut dyn Ops, &[Sym]) -> opforge_core::Result<Sym> {
+            move |o: &mut dyn Ops, xs: &[Sym]| {
+                let z = o.op1(
+                    "ZeroOut",
+                    &[xs[0]],
+                    &[("preserve_index", preserve_index.into_attr_value())],
+                )?;
+                // Something nonlinear after it, so the incoming gradient varies.
+                o.mul(z, xs[0])
+            }
+        }
+
+        #[test]
+        fn zero_out_gradient_matches_numerical_one() {
+            crate::link();
+            let v = vec![0.5, -1.5, 2.0, 3.5, -0.25, 1.0];
+            for p in [0, 4] {
+                let f = zero_out(p);
+                let e = compute_gradient_error(
+                    &compute_gradient(ctx(), &f, &[t(&[2, 3], v.clone())]).unwrap(),
+                );
+                assert!(e < 1e-6, "float64 error {e}");
+                let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+                let e = compute_gradient_error(
+                    &compute_gradient(ctx(), &f, &[t(&[2, 3], v32)]).unwrap(),
+                );
+                assert!(e < 1e-3, "float32 error {e}");
+            }
+        }
+
+        #[test]
+        fn zero_out_gradient_against_hand_values() {
+            crate::link();
+            // The TensorFlow guide's gradient: only the kept element gets the
+            // incoming gradient; every other element gets exactly 0, even
+            // where the incoming gradient is not finite.
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[2, 2], vec![1.0f64, 2.0, 3.0, 4.0]));
+            let z = tape.op1("ZeroOut", &[x], &[]).unwrap();
+            let seed = tape
+                .constant(t(&[2, 2], vec![7.0f64, f64::INFINITY, f64::NAN, -1.0]))
+                .unwrap();
+            // backprop with a seed (the tape's gradient() seeds ones).
+            let records = tape.records_snapshot();
+            let g =
+                opforge_core::autodiff::backprop(&mut tape, &records, &[z], &[Some(seed)], &[x])
+                    .unwrap()[0]
+                    .unwrap();
+            assert_close(tape.value(g), &[2, 2], &[7.0, 0.0, 0.0, 0.0], 0.0);
+            // With preserve_index = 3, float32.
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[4], vec![1.0f32, 2.0, 3.0, 4.0]));
+            let z = tape
+                .op1(
+                    "ZeroOut",
+                    &[x],
+                    &[("preserve_index", 3i64.into_attr_value())],
+                )
+                .unwrap();
+            let g = tape
+                .gradient_tensors(z, &[x])
+                .unwrap()
+                .pop()
+                .unwrap()
+                .unwrap();
+            assert_close(&g, &[4], &[0.0, 0.0, 0.0, 1.0], 0.0);
+            assert_eq!(g.dtype(), DataType::Float);
+        }
+
+        #[test]
+        fn string_to_number_is_not_differentiable() {
+            crate::link();
+            assert!(matches!(
+                GradientRegistry::global().get("StringToNumber"),
+                Some(Gradient::NotDifferentiable)
+            ));
+            let mut tape = GradientTape::new(ctx(), false);
+            let s = tape.watch(Tensor::from_strings(&[1], vec![b"2.5".to_vec()]).unwrap());
+            let y = tape.op1("StringToNumber", &[s], &[]).unwrap();
+            assert_eq!(tape.gradient(y, &[s]).unwrap(), vec![None]);
+        }
     }
 }

@@ -187,4 +187,25 @@ mod tests {
             "Dimension 0 in both shapes must be equal, but are 3 and 2"
         );
     }
+
+    #[test]
+    fn placeholder_with_default_passes_its_gradient_through() {
+        use opforge_core::attrs::IntoAttrValue;
+        use opforge_core::autodiff::{compute_gradient, compute_gradient_error, Ops, OpsExt, Sym};
+        let f = |o: &mut dyn Ops, xs: &[Sym]| {
+            let shape = opforge_core::TensorShape::vector(3).to_proto();
+            let p = o.op1(
+                "PlaceholderWithDefault",
+                &[xs[0]],
+                &[("shape", shape.into_attr_value())],
+            )?;
+            o.mul(p, p)
+        };
+        let x = Tensor::from_vec(&[3], vec![1.5f64, -2.0, 0.5]).unwrap();
+        let jac = compute_gradient(ctx(), &f, &[x]).unwrap();
+        assert!(compute_gradient_error(&jac) < 1e-6);
+        // d(x^2)/dx = 2x on the diagonal.
+        assert_eq!(jac[0].theoretical[0], 3.0);
+        assert_eq!(jac[0].theoretical[4], -4.0);
+    }
 }

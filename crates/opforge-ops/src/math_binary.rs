@@ -1036,9 +1036,9 @@ fn add_n_shape(c: &mut InferenceContext) -> Result<()> {
     let mut cur = c.input(n - 1);
     for i in (0..n - 1).rev() {
         let s = c.input(i);
-        cur = c.merge(s, cur).map_err(|e| {
-            e.append(format!("\n\tFrom merging shape {i} with other shapes."))
-        })?;
+        cur = c
+            .merge(s, cur)
+            .map_err(|e| e.append(format!("\n\tFrom merging shape {i} with other shapes.")))?;
     }
     c.set_output(0, cur);
     let dtype: DataType = c.get_attr("T")?;
@@ -1048,7 +1048,8 @@ fn add_n_shape(c: &mut InferenceContext) -> Result<()> {
     // As TensorFlow: the handle data of the first input (from the end) that
     // has some, merged with that of the inputs before it. Only the last
     // input's data seeds the merged result.
-    let mut first: Option<Vec<ShapeAndType>> = c.input_handle_shapes_and_types(n - 1).map(<[_]>::to_vec);
+    let mut first: Option<Vec<ShapeAndType>> =
+        c.input_handle_shapes_and_types(n - 1).map(<[_]>::to_vec);
     let mut cur: Vec<ShapeAndType> = first.clone().unwrap_or_default();
     for i in (0..n - 1).rev() {
         let Some(data_i) = c.input_handle_shapes_and_types(i).map(<[_]>::to_vec) else {
@@ -1185,18 +1186,24 @@ mod gradients {
     }
 
     fn add_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         reduced(o, op, g, g)
     }
 
     fn sub_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let minus_g = o.neg(g)?;
         reduced(o, op, g, minus_g)
     }
 
     fn mul_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let (x, y) = (op.inputs[0], op.inputs[1]);
         let gx = o.mul(g, y)?;
         let gy = o.mul(x, g)?;
@@ -1206,7 +1213,9 @@ mod gradients {
     /// `Div` and `RealDiv` (on floating types TensorFlow's `divide` is `RealDiv`):
     /// `(grad / y, grad * (-x / y / y))`.
     fn div_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let (x, y) = (op.inputs[0], op.inputs[1]);
         let gx = o.div(g, y)?;
         let minus_x = o.neg(x)?;
@@ -1223,7 +1232,9 @@ mod gradients {
 
     /// `FloorMod`: `(grad, grad * -floor_div(x, y))`.
     fn floor_mod_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let (x, y) = (op.inputs[0], op.inputs[1]);
         let q = o.op1("FloorDiv", &[x, y], &[])?;
         let minus_q = o.neg(q)?;
@@ -1233,8 +1244,15 @@ mod gradients {
 
     /// `Maximum`/`Minimum`: the gradient goes to `x` where `selector(x, y)`
     /// (ties included), to `y` elsewhere.
-    fn max_min_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>], selector: &str) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+    fn max_min_grad(
+        o: &mut dyn Ops,
+        op: &GradOp<'_>,
+        grads: &[Option<Sym>],
+        selector: &str,
+    ) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let (x, y) = (op.inputs[0], op.inputs[1]);
         let zeros = o.zeros_like(g)?;
         let xmask = o.op1(selector, &[x, y], &[])?;
@@ -1254,7 +1272,9 @@ mod gradients {
     /// `Pow`: `(grad * y * x^(y - 1), grad * z * log(x))`, with `log(x)`
     /// taken as 0 where `x <= 0` (no false singularity at 0).
     fn pow_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let (x, y, z) = (op.inputs[0], op.inputs[1], op.outputs[0]);
         let dt = o.dtype(x);
         let one = o.scalar(dt, 1.0)?;
@@ -1281,7 +1301,9 @@ mod gradients {
     /// `SquaredDifference`: with `d = 2 * grad * (x - y)`, `(d, -d)`, each
     /// reduced to its input's shape (`y`'s negated after the reduction).
     fn squared_difference_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let (x, y) = (op.inputs[0], op.inputs[1]);
         let two = o.scalar(o.dtype(g), 2.0)?;
         let two_g = o.mul(two, g)?;
@@ -1303,7 +1325,9 @@ mod gradients {
     /// `Select`: the gradient where the condition picks `t`, zeros elsewhere
     /// (and the reverse for `e`); none for the condition.
     fn select_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None, None]);
+        };
         let (c, x) = (op.inputs[0], op.inputs[1]);
         let zeros = o.zeros_like(x)?;
         let gx = o.op1("Select", &[c, g, zeros], &[])?;
@@ -1314,7 +1338,9 @@ mod gradients {
     /// `SelectV2`: as `Select`, each summed over the dims its input was
     /// broadcast along (kept as size 1) and reshaped to the input's shape.
     fn select_v2_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None, None]);
+        };
         let c = op.inputs[0];
         let zero = o.scalar(o.dtype(g), 0.0)?;
         let out_shape = o.shape_of(op.outputs[0])?;
@@ -1332,7 +1358,11 @@ mod gradients {
                 &[SymArg::One(shape), SymArg::One(out_shape)],
                 &Default::default(),
             )?;
-            let summed = o.op1("Sum", &[masked, r[0]], &[("keep_dims", true.into_attr_value())])?;
+            let summed = o.op1(
+                "Sum",
+                &[masked, r[0]],
+                &[("keep_dims", true.into_attr_value())],
+            )?;
             result.push(Some(o.reshape(summed, shape)?));
         }
         Ok(result)
@@ -2176,12 +2206,29 @@ mod tests {
         use opforge_core::graph::{Graph, NodeSpec, Output, Session};
         use opforge_core::shape_inference::testutil::{check_outputs, parse_shapes, ShapeTestOp};
         use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
-        use opforge_core::{infer_error, infer_ok, DataType, OpRegistry, Result, Tensor, TensorShape};
+        use opforge_core::{
+            infer_error, infer_ok, DataType, OpRegistry, Result, Tensor, TensorShape,
+        };
 
         const BROADCASTING: &[&str] = &[
-            "Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "FloorDiv", "FloorMod", "Maximum",
-            "Minimum", "Pow", "SquaredDifference", "Less", "LessEqual", "Greater", "GreaterEqual",
-            "LogicalAnd", "LogicalOr",
+            "Add",
+            "AddV2",
+            "Sub",
+            "Mul",
+            "Div",
+            "RealDiv",
+            "FloorDiv",
+            "FloorMod",
+            "Maximum",
+            "Minimum",
+            "Pow",
+            "SquaredDifference",
+            "Less",
+            "LessEqual",
+            "Greater",
+            "GreaterEqual",
+            "LogicalAnd",
+            "LogicalOr",
         ];
 
         /// Runs `op`'s shape function with handle data for some inputs
@@ -2199,7 +2246,10 @@ mod tests {
                 for (shape, dtype) in list.iter() {
                     let dims = parse_shapes(shape).unwrap().pop().unwrap();
                     let shape = c.make_partial_shape(dims.as_deref());
-                    v.push(ShapeAndType { shape, dtype: *dtype });
+                    v.push(ShapeAndType {
+                        shape,
+                        dtype: *dtype,
+                    });
                 }
                 c.set_input_handle_shapes_and_types(*i, v);
             }
@@ -2237,7 +2287,11 @@ mod tests {
                 infer_ok!(o, "[0,3];[1,3]", "[d0_0,d0_1]");
                 infer_ok!(o, "[5,1,4];[3,1]", "[d0_0,d1_0,d0_2]");
                 infer_error!(o, "[2,3];[4]", "Dimensions must be equal, but are 3 and 4");
-                infer_error!(o, "[2,3];[3,3]", "Dimensions must be equal, but are 2 and 3");
+                infer_error!(
+                    o,
+                    "[2,3];[3,3]",
+                    "Dimensions must be equal, but are 2 and 3"
+                );
             }
         }
 
@@ -2251,7 +2305,11 @@ mod tests {
                 infer_ok!(strict, "[2,3];[3]", "[d0_0,d0_1]");
                 infer_ok!(strict, "[2,?];[3]", "[d0_0,d1_0]");
                 infer_ok!(strict, "?;[3]", "?");
-                infer_error!(strict, "[2,3];[4]", "Dimensions must be equal, but are 3 and 4");
+                infer_error!(
+                    strict,
+                    "[2,3];[4]",
+                    "Dimensions must be equal, but are 3 and 4"
+                );
                 let lenient = ShapeTestOp::new(op)
                     .attr("T", DataType::Float)
                     .attr("incompatible_shape_error", false);
@@ -2275,7 +2333,11 @@ mod tests {
         #[test]
         fn add_n_shape_function() {
             crate::link();
-            let op = |n: i64| ShapeTestOp::new("AddN").attr("N", n).attr("T", DataType::Float);
+            let op = |n: i64| {
+                ShapeTestOp::new("AddN")
+                    .attr("N", n)
+                    .attr("T", DataType::Float)
+            };
             infer_ok!(op(1), "[2,?]", "in0");
             infer_ok!(op(1), "?", "in0");
             infer_ok!(op(2), "[1,?];[?,2]", "[d0_0,d1_1]");
@@ -2290,11 +2352,27 @@ mod tests {
                 "[1];[2]",
                 "Dimension 0 in both shapes must be equal, but are 1 and 2"
             );
-            infer_error!(op(3), "[1];[?];[1,2]", "From merging shape 1 with other shapes.");
-            infer_error!(op(3), "[?,?];[1];?", "Shapes must be equal rank, but are 2 and 1");
-            infer_error!(op(2), "[?,?];[1]", "From merging shape 0 with other shapes.");
+            infer_error!(
+                op(3),
+                "[1];[?];[1,2]",
+                "From merging shape 1 with other shapes."
+            );
+            infer_error!(
+                op(3),
+                "[?,?];[1];?",
+                "Shapes must be equal rank, but are 2 and 1"
+            );
+            infer_error!(
+                op(2),
+                "[?,?];[1]",
+                "From merging shape 0 with other shapes."
+            );
             // TensorFlow reads T: a bare node fails.
-            infer_error!(ShapeTestOp::new("AddN"), "[1];[1]", "No attr named 'T' in NodeDef");
+            infer_error!(
+                ShapeTestOp::new("AddN"),
+                "[1];[1]",
+                "No attr named 'T' in NodeDef"
+            );
         }
 
         #[test]
@@ -2306,7 +2384,10 @@ mod tests {
             let c = infer_with_handles(
                 &op,
                 "[];[]",
-                &[(0, &[("[2,?]", DataType::Float)]), (1, &[("[?,3]", DataType::Float)])],
+                &[
+                    (0, &[("[2,?]", DataType::Float)]),
+                    (1, &[("[?,3]", DataType::Float)]),
+                ],
             )
             .unwrap();
             assert_eq!(handle_dims(&c), vec![(Some(vec![2, 3]), DataType::Float)]);
@@ -2314,7 +2395,10 @@ mod tests {
             let e = infer_with_handles(
                 &op,
                 "[];[]",
-                &[(0, &[("[2]", DataType::Float)]), (1, &[("[2]", DataType::Int32)])],
+                &[
+                    (0, &[("[2]", DataType::Float)]),
+                    (1, &[("[2]", DataType::Int32)]),
+                ],
             )
             .unwrap_err();
             assert_eq!(
@@ -2324,25 +2408,46 @@ mod tests {
             let e = infer_with_handles(
                 &op,
                 "[];[]",
-                &[(0, &[("[2]", DataType::Float), ("[]", DataType::Float)]), (1, &[("[2]", DataType::Float)])],
+                &[
+                    (0, &[("[2]", DataType::Float), ("[]", DataType::Float)]),
+                    (1, &[("[2]", DataType::Float)]),
+                ],
             )
             .unwrap_err();
-            assert_eq!(e.message(), "shapes_and_types[0].size() == 2 != shapes_and_types[0].size() == 1");
+            assert_eq!(
+                e.message(),
+                "shapes_and_types[0].size() == 2 != shapes_and_types[0].size() == 1"
+            );
             let e = infer_with_handles(
                 &op,
                 "[];[]",
-                &[(0, &[("[2]", DataType::Float)]), (1, &[("[3]", DataType::Float)])],
+                &[
+                    (0, &[("[2]", DataType::Float)]),
+                    (1, &[("[3]", DataType::Float)]),
+                ],
             )
             .unwrap_err();
-            assert!(e.message().contains("Dimension 0 in both shapes must be equal, but are 2 and 3"), "{e}");
-            assert!(e.message().contains("From merging shapes_and_types[0][0].shape with shapes_and_types[0][0].shape"), "{e}");
+            assert!(
+                e.message()
+                    .contains("Dimension 0 in both shapes must be equal, but are 2 and 3"),
+                "{e}"
+            );
+            assert!(
+                e.message().contains(
+                    "From merging shapes_and_types[0][0].shape with shapes_and_types[0][0].shape"
+                ),
+                "{e}"
+            );
             // Only the last input's data seeds the result (TensorFlow's
             // order): earlier data alone gives an empty list.
             let c = infer_with_handles(&op, "[];[]", &[(0, &[("[2]", DataType::Float)])]).unwrap();
             assert_eq!(handle_dims(&c), vec![]);
             // Not variant: handle data is ignored.
-            let op = ShapeTestOp::new("AddN").attr("N", 2i64).attr("T", DataType::Float);
-            let c = infer_with_handles(&op, "[2];[2]", &[(1, &[("[2]", DataType::Float)])]).unwrap();
+            let op = ShapeTestOp::new("AddN")
+                .attr("N", 2i64)
+                .attr("T", DataType::Float);
+            let c =
+                infer_with_handles(&op, "[2];[2]", &[(1, &[("[2]", DataType::Float)])]).unwrap();
             assert!(c.output_handle_shapes_and_types(0).is_none());
         }
 
@@ -2362,20 +2467,48 @@ mod tests {
             infer_ok!(op, "[2];[2,3];[2,3]", "in1");
             infer_ok!(op, "[?];[2,3];[2,3]", "in1");
             infer_ok!(op, "[2];[?,3];[?,3]", "in1");
-            infer_error!(op, "[3];[2,3];[2,3]", "Dimension 0 in both shapes must be equal, but are 3 and 2");
+            infer_error!(
+                op,
+                "[3];[2,3];[2,3]",
+                "Dimension 0 in both shapes must be equal, but are 3 and 2"
+            );
             // Same shape otherwise.
             infer_ok!(op, "[2,3];[2,3];[2,3]", "in1");
             infer_ok!(op, "[2,?];[?,3];[?,3]", "[d0_0,d1_1]");
             infer_ok!(op, "[2];[2];[2]", "in1");
             infer_ok!(op, "[2];[?];[?]", "in1");
             infer_ok!(op, "[3];[?];[3]", "in2");
-            infer_error!(op, "[2,3];[2,4];[2,4]", "Dimension 1 in both shapes must be equal, but are 4 and 3");
-            infer_error!(op, "[2,3];[];[]", "Shapes must be equal rank, but are 0 and 2");
-            infer_error!(op, "[2];[];[]", "Shapes must be equal rank, but are 0 and 1");
-            infer_error!(op, "[2,3,4];[2,3];[2,3]", "Shapes must be equal rank, but are 2 and 3");
+            infer_error!(
+                op,
+                "[2,3];[2,4];[2,4]",
+                "Dimension 1 in both shapes must be equal, but are 4 and 3"
+            );
+            infer_error!(
+                op,
+                "[2,3];[];[]",
+                "Shapes must be equal rank, but are 0 and 2"
+            );
+            infer_error!(
+                op,
+                "[2];[];[]",
+                "Shapes must be equal rank, but are 0 and 1"
+            );
+            infer_error!(
+                op,
+                "[2,3,4];[2,3];[2,3]",
+                "Shapes must be equal rank, but are 2 and 3"
+            );
             // t and e must agree.
-            infer_error!(op, "[];[2];[3]", "Dimension 0 in both shapes must be equal, but are 2 and 3");
-            infer_error!(op, "?;[2];[2,1]", "Shapes must be equal rank, but are 1 and 2");
+            infer_error!(
+                op,
+                "[];[2];[3]",
+                "Dimension 0 in both shapes must be equal, but are 2 and 3"
+            );
+            infer_error!(
+                op,
+                "?;[2];[2,1]",
+                "Shapes must be equal rank, but are 1 and 2"
+            );
         }
 
         #[test]
@@ -2389,8 +2522,16 @@ mod tests {
             infer_ok!(op, "?;[2];[2]", "?");
             infer_ok!(op, "[2];?;[2]", "?");
             infer_ok!(op, "[?];[?];[?]", "[?]");
-            infer_error!(op, "[2];[3];[2]", "Dimensions must be equal, but are 3 and 2");
-            infer_error!(op, "[4];[3];[3]", "Dimensions must be equal, but are 4 and 3");
+            infer_error!(
+                op,
+                "[2];[3];[2]",
+                "Dimensions must be equal, but are 3 and 2"
+            );
+            infer_error!(
+                op,
+                "[4];[3];[3]",
+                "Dimensions must be equal, but are 4 and 3"
+            );
         }
 
         #[test]
@@ -2401,20 +2542,30 @@ mod tests {
                 let c = infer_with_handles(
                     &op,
                     "[];[];[]",
-                    &[(1, &[("[2,?]", DataType::Float)]), (2, &[("[?,3]", DataType::Float)])],
+                    &[
+                        (1, &[("[2,?]", DataType::Float)]),
+                        (2, &[("[?,3]", DataType::Float)]),
+                    ],
                 )
                 .unwrap();
                 assert_eq!(handle_dims(&c), vec![(Some(vec![2, 3]), DataType::Float)]);
                 // Only one side known: nothing is set.
-                let c = infer_with_handles(&op, "[];[];[]", &[(1, &[("[2]", DataType::Float)])]).unwrap();
+                let c = infer_with_handles(&op, "[];[];[]", &[(1, &[("[2]", DataType::Float)])])
+                    .unwrap();
                 assert!(c.output_handle_shapes_and_types(0).is_none());
                 let e = infer_with_handles(
                     &op,
                     "[];[];[]",
-                    &[(1, &[("[2]", DataType::Float)]), (2, &[("[2]", DataType::Double)])],
+                    &[
+                        (1, &[("[2]", DataType::Float)]),
+                        (2, &[("[2]", DataType::Double)]),
+                    ],
                 )
                 .unwrap_err();
-                assert_eq!(e.message(), "Trying to merge handles pointing to different dtypes.");
+                assert_eq!(
+                    e.message(),
+                    "Trying to merge handles pointing to different dtypes."
+                );
                 let e = infer_with_handles(
                     &op,
                     "[];[];[]",
@@ -2428,10 +2579,17 @@ mod tests {
                 let e = infer_with_handles(
                     &op,
                     "[];[];[]",
-                    &[(1, &[("[2]", DataType::Float)]), (2, &[("[3]", DataType::Float)])],
+                    &[
+                        (1, &[("[2]", DataType::Float)]),
+                        (2, &[("[3]", DataType::Float)]),
+                    ],
                 )
                 .unwrap_err();
-                assert!(e.message().contains("Dimension 0 in both shapes must be equal"), "{e}");
+                assert!(
+                    e.message()
+                        .contains("Dimension 0 in both shapes must be equal"),
+                    "{e}"
+                );
             }
         }
 
@@ -2448,7 +2606,10 @@ mod tests {
             let j64 = compute_gradient(ctx(), f, &x64).unwrap();
             // The gradient reaches every input (a None would leave zeros).
             for (i, j) in j64.iter().enumerate() {
-                assert!(j.theoretical.iter().any(|&v| v != 0.0), "input {i} gets no gradient");
+                assert!(
+                    j.theoretical.iter().any(|&v| v != 0.0),
+                    "input {i} gets no gradient"
+                );
             }
             let e64 = compute_gradient_error(&j64);
             let e32 = compute_gradient_error(&compute_gradient(ctx(), f, &x32).unwrap());
@@ -2478,7 +2639,10 @@ mod tests {
                 [(vec![2, 3], x.clone()), (vec![3], Y[..3].to_vec())],
                 [(vec![2, 3], x.clone()), (vec![2, 1], vec![Y[0], Y[2]])],
                 [(vec![], vec![x[0]]), (vec![2, 3], Y.to_vec())],
-                [(vec![2, 1], vec![x[0], x[1]]), (vec![1, 3], Y[..3].to_vec())],
+                [
+                    (vec![2, 1], vec![x[0], x[1]]),
+                    (vec![1, 3], Y[..3].to_vec()),
+                ],
             ]
         }
 
@@ -2486,8 +2650,17 @@ mod tests {
         fn binary_gradients_match_numerical_ones() {
             crate::link();
             for op in [
-                "Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "Maximum", "Minimum", "Pow",
-                "SquaredDifference", "FloorMod",
+                "Add",
+                "AddV2",
+                "Sub",
+                "Mul",
+                "Div",
+                "RealDiv",
+                "Maximum",
+                "Minimum",
+                "Pow",
+                "SquaredDifference",
+                "FloorMod",
             ] {
                 let f = move |o: &mut dyn Ops, xs: &[Sym]| o.op1(op, &[xs[0], xs[1]], &[]);
                 for (k, pair) in shape_pairs(op == "Pow").iter().enumerate() {
@@ -2510,17 +2683,29 @@ mod tests {
             let x = t(&[2, 3], vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0]);
             let y = t(&[3], vec![10.0f64, 20.0, 30.0]);
             let g = grads2("Mul", x.clone(), y.clone());
-            assert_close(g[0].as_ref().unwrap(), &[2, 3], &[10.0, 20.0, 30.0, 10.0, 20.0, 30.0], 0.0);
+            assert_close(
+                g[0].as_ref().unwrap(),
+                &[2, 3],
+                &[10.0, 20.0, 30.0, 10.0, 20.0, 30.0],
+                0.0,
+            );
             assert_close(g[1].as_ref().unwrap(), &[3], &[5.0, 7.0, 9.0], 0.0);
             let g = grads2("Sub", x.clone(), y.clone());
             assert_close(g[0].as_ref().unwrap(), &[2, 3], &[1.0; 6], 0.0);
             assert_close(g[1].as_ref().unwrap(), &[3], &[-2.0, -2.0, -2.0], 0.0);
             // RealDiv: 1/y and -x/y^2.
-            let g = grads2("RealDiv", t(&[2], vec![3.0f64, -1.0]), t(&[2], vec![2.0f64, 4.0]));
+            let g = grads2(
+                "RealDiv",
+                t(&[2], vec![3.0f64, -1.0]),
+                t(&[2], vec![2.0f64, 4.0]),
+            );
             assert_close(g[0].as_ref().unwrap(), &[2], &[0.5, 0.25], 1e-15);
             assert_close(g[1].as_ref().unwrap(), &[2], &[-0.75, 0.0625], 1e-15);
             // Maximum: ties go to x; Minimum likewise.
-            let (a, b) = (t(&[3], vec![1.0f64, 2.0, 5.0]), t(&[3], vec![1.0f64, 3.0, 4.0]));
+            let (a, b) = (
+                t(&[3], vec![1.0f64, 2.0, 5.0]),
+                t(&[3], vec![1.0f64, 3.0, 4.0]),
+            );
             let g = grads2("Maximum", a.clone(), b.clone());
             assert_close(g[0].as_ref().unwrap(), &[3], &[1.0, 0.0, 1.0], 0.0);
             assert_close(g[1].as_ref().unwrap(), &[3], &[0.0, 1.0, 0.0], 0.0);
@@ -2528,22 +2713,48 @@ mod tests {
             assert_close(g[0].as_ref().unwrap(), &[3], &[1.0, 1.0, 0.0], 0.0);
             assert_close(g[1].as_ref().unwrap(), &[3], &[0.0, 0.0, 1.0], 0.0);
             // Pow: no false singularity at x = 0, and 0 for log(x) where x < 0.
-            let g = grads2("Pow", t(&[3], vec![0.0f64, 2.0, -2.0]), t(&[3], vec![2.0f64, 3.0, 2.0]));
+            let g = grads2(
+                "Pow",
+                t(&[3], vec![0.0f64, 2.0, -2.0]),
+                t(&[3], vec![2.0f64, 3.0, 2.0]),
+            );
             assert_close(g[0].as_ref().unwrap(), &[3], &[0.0, 12.0, -4.0], 1e-12);
-            assert_close(g[1].as_ref().unwrap(), &[3], &[0.0, 8.0 * 2f64.ln(), 0.0], 1e-12);
+            assert_close(
+                g[1].as_ref().unwrap(),
+                &[3],
+                &[0.0, 8.0 * 2f64.ln(), 0.0],
+                1e-12,
+            );
             // SquaredDifference: 2 (x - y) and -2 (x - y), y's reduced.
             let g = grads2("SquaredDifference", x.clone(), t(&[], vec![2.0f64]));
-            assert_close(g[0].as_ref().unwrap(), &[2, 3], &[-2.0, 0.0, 2.0, 4.0, 6.0, 8.0], 0.0);
+            assert_close(
+                g[0].as_ref().unwrap(),
+                &[2, 3],
+                &[-2.0, 0.0, 2.0, 4.0, 6.0, 8.0],
+                0.0,
+            );
             assert_close(g[1].as_ref().unwrap(), &[], &[-18.0], 0.0);
             // FloorMod: 1 and -floor(x / y).
-            let g = grads2("FloorMod", t(&[2], vec![7.5f64, -7.5]), t(&[2], vec![2.0f64, 2.0]));
+            let g = grads2(
+                "FloorMod",
+                t(&[2], vec![7.5f64, -7.5]),
+                t(&[2], vec![2.0f64, 2.0]),
+            );
             assert_close(g[0].as_ref().unwrap(), &[2], &[1.0, 1.0], 0.0);
             assert_close(g[1].as_ref().unwrap(), &[2], &[-3.0, 4.0], 0.0);
             // FloorDiv: no gradient (TensorFlow's None, None).
-            let g = grads2("FloorDiv", t(&[2], vec![7.5f64, -7.5]), t(&[2], vec![2.0f64, 2.0]));
+            let g = grads2(
+                "FloorDiv",
+                t(&[2], vec![7.5f64, -7.5]),
+                t(&[2], vec![2.0f64, 2.0]),
+            );
             assert!(g[0].is_none() && g[1].is_none());
             // float32 through Add with broadcasting.
-            let g = grads2("AddV2", t(&[2, 2], vec![1.0f32; 4]), t(&[2, 1], vec![1.0f32; 2]));
+            let g = grads2(
+                "AddV2",
+                t(&[2, 2], vec![1.0f32; 4]),
+                t(&[2, 1], vec![1.0f32; 2]),
+            );
             assert_close(g[1].as_ref().unwrap(), &[2, 1], &[2.0, 2.0], 0.0);
         }
 
@@ -2551,7 +2762,11 @@ mod tests {
         fn add_n_gradients() {
             crate::link();
             let f = |o: &mut dyn Ops, xs: &[Sym]| {
-                let out = o.call("AddN", &[SymArg::List(vec![xs[0], xs[1], xs[0]])], &Default::default())?;
+                let out = o.call(
+                    "AddN",
+                    &[SymArg::List(vec![xs[0], xs[1], xs[0]])],
+                    &Default::default(),
+                )?;
                 o.mul(out[0], xs[1])
             };
             assert_gradient_ok(
@@ -2560,7 +2775,10 @@ mod tests {
                 &[(vec![2, 3], X.to_vec()), (vec![2, 3], Y.to_vec())],
             );
             let mut tape = GradientTape::new(ctx(), false);
-            let (a, b) = (tape.watch(t(&[2], vec![1.0f64, 2.0])), tape.watch(t(&[2], vec![3.0f64, 4.0])));
+            let (a, b) = (
+                tape.watch(t(&[2], vec![1.0f64, 2.0])),
+                tape.watch(t(&[2], vec![3.0f64, 4.0])),
+            );
             let s = tape.add_n(&[a, b, a]).unwrap();
             let g = tape.gradient_tensors(s, &[a, b]).unwrap();
             assert_close(g[0].as_ref().unwrap(), &[2], &[2.0, 2.0], 0.0);
@@ -2584,7 +2802,12 @@ mod tests {
                 let pair = [(vec![2, 3], X.to_vec()), (vec![2, 3], Y.to_vec())];
                 if cond.iter().all(|&b| b) {
                     // e gets no gradient at all: check t only.
-                    let jac = compute_gradient(ctx(), &f, &[t(&[2, 3], X.to_vec()), t(&[2, 3], Y.to_vec())]).unwrap();
+                    let jac = compute_gradient(
+                        ctx(),
+                        &f,
+                        &[t(&[2, 3], X.to_vec()), t(&[2, 3], Y.to_vec())],
+                    )
+                    .unwrap();
                     assert!(compute_gradient_error(&jac) < 1e-6);
                     assert!(jac[1].theoretical.iter().all(|&v| v == 0.0));
                 } else {
@@ -2597,12 +2820,23 @@ mod tests {
                 let c = o.constant(c.clone())?;
                 o.op1("SelectV2", &[c, xs[0], xs[1]], &[])
             };
-            assert_gradient_ok("SelectV2 [2,1] [3] []", &f, &[(vec![3], X[..3].to_vec()), (vec![], vec![Y[0]])]);
-            assert_gradient_ok("SelectV2 [2,1] [2,3] [1,3]", &f, &[(vec![2, 3], X.to_vec()), (vec![1, 3], Y[..3].to_vec())]);
+            assert_gradient_ok(
+                "SelectV2 [2,1] [3] []",
+                &f,
+                &[(vec![3], X[..3].to_vec()), (vec![], vec![Y[0]])],
+            );
+            assert_gradient_ok(
+                "SelectV2 [2,1] [2,3] [1,3]",
+                &f,
+                &[(vec![2, 3], X.to_vec()), (vec![1, 3], Y[..3].to_vec())],
+            );
             // Hand values: t [3] gets the rows where the condition holds.
             let mut tape = GradientTape::new(ctx(), false);
             let cond = tape.constant(t(&[2, 1], vec![true, false])).unwrap();
-            let (a, b) = (tape.watch(t(&[3], vec![1.0f64, 2.0, 3.0])), tape.watch(t(&[], vec![5.0f64])));
+            let (a, b) = (
+                tape.watch(t(&[3], vec![1.0f64, 2.0, 3.0])),
+                tape.watch(t(&[], vec![5.0f64])),
+            );
             let z = tape.op1("SelectV2", &[cond, a, b], &[]).unwrap();
             let g = tape.gradient_tensors(z, &[cond, a, b]).unwrap();
             assert!(g[0].is_none());
@@ -2615,10 +2849,20 @@ mod tests {
             crate::link();
             let r = GradientRegistry::global();
             for op in [
-                "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd",
-                "LogicalOr", "LogicalNot",
+                "Less",
+                "LessEqual",
+                "Greater",
+                "GreaterEqual",
+                "Equal",
+                "NotEqual",
+                "LogicalAnd",
+                "LogicalOr",
+                "LogicalNot",
             ] {
-                assert!(matches!(r.get(op), Some(Gradient::NotDifferentiable)), "{op}");
+                assert!(
+                    matches!(r.get(op), Some(Gradient::NotDifferentiable)),
+                    "{op}"
+                );
             }
             // Gradients flow around them: d/dx select(x > 0, x, -x) = sign(x).
             let f = |o: &mut dyn Ops, xs: &[Sym]| {
@@ -2661,12 +2905,37 @@ mod tests {
             let (gxx, gxy) = (v(&tape, gg[0].unwrap()), v(&tape, gg[1].unwrap()));
             let gg = tape.gradient(gy, &[x, y]).unwrap();
             let gyx = v(&tape, gg[0].unwrap());
-            assert!(gg[1].is_none(), "d2f/dy2 = 0: y^1 has no second derivative path");
+            assert!(
+                gg[1].is_none(),
+                "d2f/dy2 = 0: y^1 has no second derivative path"
+            );
             for i in 0..3 {
                 assert_eq!(gxx[i], 2.0 * yv[i]);
                 assert_eq!(gxy[i], 2.0 * xv[i]);
                 assert_eq!(gyx[i], 2.0 * xv[i]);
             }
+        }
+
+        /// TensorFlow's tape tracks every value computed from a watched one,
+        /// so intermediate results can be sources ("gradients with respect
+        /// to intermediate results"). Before the fix in `tape.rs`, only
+        /// explicitly watched values were, and this gave `None`.
+        #[test]
+        fn tape_gradients_with_respect_to_intermediate_values() {
+            crate::link();
+            let mut tape = GradientTape::new(ctx(), true);
+            let x = tape.watch(t(&[], vec![3.0f64]));
+            let y = tape.mul(x, x).unwrap();
+            let z = tape.mul(y, y).unwrap();
+            let g = tape.gradient_tensors(z, &[y, x]).unwrap();
+            assert_close(g[0].as_ref().unwrap(), &[], &[18.0], 0.0); // dz/dy = 2y
+            assert_close(g[1].as_ref().unwrap(), &[], &[108.0], 0.0); // dz/dx = 4x^3
+                                                                      // Values computed from unwatched ones only are not tracked.
+            let c = tape.constant(t(&[], vec![2.0f64])).unwrap();
+            let c2 = tape.mul(c, c).unwrap();
+            let w = tape.mul(c2, z).unwrap();
+            assert_eq!(tape.gradient(w, &[c2, c]).unwrap(), vec![None, None]);
+            assert!(tape.gradient(w, &[z]).unwrap()[0].is_some());
         }
 
         fn placeholder(g: &mut Graph, name: &str, dims: Option<&[i64]>) -> Output {
@@ -2695,7 +2964,11 @@ mod tests {
             let sd = o.op1("SquaredDifference", &[x, b], &[])?;
             let mx = o.op1("Maximum", &[x, w], &[])?;
             let q = o.div(mx, w)?;
-            let out = o.call("AddN", &[SymArg::List(vec![kh, sd, q])], &Default::default())?;
+            let out = o.call(
+                "AddN",
+                &[SymArg::List(vec![kh, sd, q])],
+                &Default::default(),
+            )?;
             Ok(out[0])
         }
 
@@ -2720,7 +2993,8 @@ mod tests {
             let mx = node(&mut g, "Maximum", "mx", &[x, w]);
             let q = node(&mut g, "RealDiv", "q", &[mx, w]);
             let y = Output::new(
-                g.add(NodeSpec::new("AddN", "y").input_list(vec![kh, sd, q])).unwrap(),
+                g.add(NodeSpec::new("AddN", "y").input_list(vec![kh, sd, q]))
+                    .unwrap(),
                 0,
             );
             // b's unknown shape makes kh's unknown; AddN merges it with q's.
@@ -2731,7 +3005,11 @@ mod tests {
             let fetch: Vec<Output> = grads.iter().map(|o| o.unwrap()).collect();
             let sess = Session::new(g).unwrap();
             let got = sess
-                .run(vec![(x, xv.clone()), (w, wv.clone()), (b, bv.clone())], &fetch, &[])
+                .run(
+                    vec![(x, xv.clone()), (w, wv.clone()), (b, bv.clone())],
+                    &fetch,
+                    &[],
+                )
                 .unwrap();
             // Tape.
             let mut tape = GradientTape::new(ctx(), false);

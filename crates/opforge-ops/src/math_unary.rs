@@ -1161,12 +1161,16 @@ mod gradients {
     }
 
     fn neg_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
         Ok(vec![Some(o.neg(g)?)])
     }
 
     fn abs_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
         let sign = o.op1("Sign", &[op.inputs[0]], &[])?;
         times(o, g, sign)
     }
@@ -1176,8 +1180,15 @@ mod gradients {
     }
 
     /// The ops whose gradient is a helper op `Helper(y, grad)` of the output.
-    fn helper_of_output(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>], helper: &str) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None]) };
+    fn helper_of_output(
+        o: &mut dyn Ops,
+        op: &GradOp<'_>,
+        grads: &[Option<Sym>],
+        helper: &str,
+    ) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
         Ok(vec![Some(o.op1(helper, &[op.outputs[0], g], &[])?)])
     }
 
@@ -1202,7 +1213,9 @@ mod gradients {
     }
 
     fn square_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
         let x = op.inputs[0];
         let two = o.scalar(o.dtype(x), 2.0)?;
         let two_x = o.mul(x, two)?;
@@ -1210,18 +1223,24 @@ mod gradients {
     }
 
     fn exp_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
         times(o, g, op.outputs[0])
     }
 
     fn log_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
         let inv = o.op1("Reciprocal", &[op.inputs[0]], &[])?;
         times(o, g, inv)
     }
 
     fn log1p_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
         let x = op.inputs[0];
         let one = o.scalar(o.dtype(x), 1.0)?;
         let one_plus_x = o.add(one, x)?;
@@ -1230,13 +1249,17 @@ mod gradients {
     }
 
     fn sin_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
         let cos = o.op1("Cos", &[op.inputs[0]], &[])?;
         times(o, g, cos)
     }
 
     fn cos_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
         let minus_g = o.neg(g)?;
         let sin = o.op1("Sin", &[op.inputs[0]], &[])?;
         times(o, minus_g, sin)
@@ -1262,7 +1285,9 @@ mod gradients {
     /// `Cast`: the gradient cast back to the source type when both types
     /// are floating or complex; None otherwise.
     fn cast_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
         let (src, dst) = (o.dtype(op.inputs[0]).base(), o.dtype(g).base());
         if !(is_float_or_complex(src) && is_float_or_complex(dst)) {
             return Ok(vec![None]);
@@ -1276,7 +1301,9 @@ mod gradients {
 
     /// `z = TanhGrad(a, b) = b * (1 - a^2)`: `(grad * -2 * b * a, TanhGrad(a, grad))`.
     fn tanh_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let (a, b) = (op.inputs[0], op.inputs[1]);
         let minus_two = o.scalar(o.dtype(g), -2.0)?;
         let t = o.mul(g, minus_two)?;
@@ -1289,7 +1316,9 @@ mod gradients {
     /// `z = SigmoidGrad(a, b) = b * a * (1 - a)`:
     /// `(grad * b - 2 * grad * b * a, SigmoidGrad(a, grad))`.
     fn sigmoid_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let (a, b) = (op.inputs[0], op.inputs[1]);
         let gb = o.mul(g, b)?;
         let two = o.scalar(o.dtype(g), 2.0)?;
@@ -1302,7 +1331,9 @@ mod gradients {
 
     /// `z = SqrtGrad(a, b) = 0.5 * b / a`: with `ga = grad / a`, `(-ga * z, 0.5 * ga)`.
     fn sqrt_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let (a, z) = (op.inputs[0], op.outputs[0]);
         let ga = o.div(g, a)?;
         let minus_ga = o.neg(ga)?;
@@ -1315,7 +1346,9 @@ mod gradients {
     /// `z = RsqrtGrad(a, b) = -0.5 * b * a^3`:
     /// `(-1.5 * grad * b * a^2, RsqrtGrad(a, grad))`.
     fn rsqrt_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let (a, b) = (op.inputs[0], op.inputs[1]);
         let c = o.scalar(o.dtype(g), -1.5)?;
         let t = o.mul(c, g)?;
@@ -1329,7 +1362,9 @@ mod gradients {
     /// `z = ReciprocalGrad(a, b) = -b * a^2`:
     /// `(grad * -2 * b * a, ReciprocalGrad(a, grad))`.
     fn reciprocal_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-        let Some(g) = grads[0] else { return Ok(vec![None, None]) };
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
         let (a, b) = (op.inputs[0], op.inputs[1]);
         let minus_two = o.scalar(o.dtype(g), -2.0)?;
         let t = o.mul(g, minus_two)?;
@@ -1971,18 +2006,32 @@ mod tests {
     /// Shape functions and gradients.
     mod shape_and_gradient_tests {
         use crate::testutil::{assert_close, ctx, t};
+        use opforge_core::attrs::IntoAttrValue;
         use opforge_core::autodiff::{
             compute_gradient, compute_gradient_error, Gradient, GradientRegistry, GradientTape,
             Ops, OpsExt, Sym,
         };
-        use opforge_core::attrs::IntoAttrValue;
         use opforge_core::shape_inference::testutil::ShapeTestOp;
         use opforge_core::{infer_ok, DataType, Result, Tensor};
 
+        type Builder = dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>;
+
         /// The differentiable unary ops.
         const DIFFERENTIABLE: &[&str] = &[
-            "Neg", "Abs", "Sign", "Reciprocal", "Square", "Sqrt", "Rsqrt", "Exp", "Log", "Log1p",
-            "Tanh", "Sigmoid", "Sin", "Cos",
+            "Neg",
+            "Abs",
+            "Sign",
+            "Reciprocal",
+            "Square",
+            "Sqrt",
+            "Rsqrt",
+            "Exp",
+            "Log",
+            "Log1p",
+            "Tanh",
+            "Sigmoid",
+            "Sin",
+            "Cos",
         ];
 
         /// As TensorFlow's array_grad.py registers them (the array ops'
@@ -2026,7 +2075,7 @@ mod tests {
         }
 
         /// The gradient-checker errors of `f` at `xs` in float64 and float32.
-        fn errors(f: &dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>, xs: &[(Vec<i64>, Vec<f64>)]) -> (f64, f64) {
+        fn errors(f: &Builder, xs: &[(Vec<i64>, Vec<f64>)]) -> (f64, f64) {
             let x64: Vec<Tensor> = xs.iter().map(|(d, v)| t(d, v.clone())).collect();
             let x32: Vec<Tensor> = xs
                 .iter()
@@ -2037,7 +2086,7 @@ mod tests {
             (e64, e32)
         }
 
-        fn assert_gradient_ok(name: &str, f: &dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>, xs: &[(Vec<i64>, Vec<f64>)]) {
+        fn assert_gradient_ok(name: &str, f: &Builder, xs: &[(Vec<i64>, Vec<f64>)]) {
             let (e64, e32) = errors(f, xs);
             assert!(e64 < 1e-6, "{name}: float64 gradient error {e64}");
             assert!(e32 < 1e-3, "{name}: float32 gradient error {e32}");
@@ -2062,7 +2111,13 @@ mod tests {
         #[test]
         fn gradient_helper_gradients_match_numerical_ones() {
             crate::link();
-            for op in ["TanhGrad", "SigmoidGrad", "SqrtGrad", "RsqrtGrad", "ReciprocalGrad"] {
+            for op in [
+                "TanhGrad",
+                "SigmoidGrad",
+                "SqrtGrad",
+                "RsqrtGrad",
+                "ReciprocalGrad",
+            ] {
                 let f = move |o: &mut dyn Ops, xs: &[Sym]| o.op1(op, &[xs[0], xs[1]], &[]);
                 let y = vec![0.3, 0.7, 1.2, 0.5, 0.9, 1.7];
                 let dy = vec![-1.3, -0.4, 0.2, 0.6, 1.1, -2.0];
@@ -2081,25 +2136,90 @@ mod tests {
         fn unary_gradients_against_hand_values() {
             crate::link();
             let x = t(&[3], vec![1.0f64, -2.0, 0.5]);
-            assert_close(&grad1("Square", x.clone()).unwrap(), &[3], &[2.0, -4.0, 1.0], 1e-12);
-            assert_close(&grad1("Neg", x.clone()).unwrap(), &[3], &[-1.0, -1.0, -1.0], 0.0);
-            assert_close(&grad1("Abs", x.clone()).unwrap(), &[3], &[1.0, -1.0, 1.0], 0.0);
-            assert_close(&grad1("Sign", x.clone()).unwrap(), &[3], &[0.0, 0.0, 0.0], 0.0);
-            assert_close(&grad1("Reciprocal", x.clone()).unwrap(), &[3], &[-1.0, -0.25, -4.0], 1e-12);
-            assert_close(&grad1("Exp", x.clone()).unwrap(), &[3], &[1f64.exp(), (-2f64).exp(), 0.5f64.exp()], 1e-12);
-            assert_close(&grad1("Sin", x.clone()).unwrap(), &[3], &[1f64.cos(), (-2f64).cos(), 0.5f64.cos()], 1e-12);
-            assert_close(&grad1("Cos", x.clone()).unwrap(), &[3], &[-(1f64.sin()), 2f64.sin(), -(0.5f64.sin())], 1e-12);
+            assert_close(
+                &grad1("Square", x.clone()).unwrap(),
+                &[3],
+                &[2.0, -4.0, 1.0],
+                1e-12,
+            );
+            assert_close(
+                &grad1("Neg", x.clone()).unwrap(),
+                &[3],
+                &[-1.0, -1.0, -1.0],
+                0.0,
+            );
+            assert_close(
+                &grad1("Abs", x.clone()).unwrap(),
+                &[3],
+                &[1.0, -1.0, 1.0],
+                0.0,
+            );
+            assert_close(
+                &grad1("Sign", x.clone()).unwrap(),
+                &[3],
+                &[0.0, 0.0, 0.0],
+                0.0,
+            );
+            assert_close(
+                &grad1("Reciprocal", x.clone()).unwrap(),
+                &[3],
+                &[-1.0, -0.25, -4.0],
+                1e-12,
+            );
+            assert_close(
+                &grad1("Exp", x.clone()).unwrap(),
+                &[3],
+                &[1f64.exp(), (-2f64).exp(), 0.5f64.exp()],
+                1e-12,
+            );
+            assert_close(
+                &grad1("Sin", x.clone()).unwrap(),
+                &[3],
+                &[1f64.cos(), (-2f64).cos(), 0.5f64.cos()],
+                1e-12,
+            );
+            assert_close(
+                &grad1("Cos", x.clone()).unwrap(),
+                &[3],
+                &[-(1f64.sin()), 2f64.sin(), -(0.5f64.sin())],
+                1e-12,
+            );
             let p = t(&[3], vec![4.0f64, 0.25, 1.0]);
-            assert_close(&grad1("Sqrt", p.clone()).unwrap(), &[3], &[0.25, 1.0, 0.5], 1e-12);
+            assert_close(
+                &grad1("Sqrt", p.clone()).unwrap(),
+                &[3],
+                &[0.25, 1.0, 0.5],
+                1e-12,
+            );
             // d/dx x^-1/2 = -1/2 x^-3/2
-            assert_close(&grad1("Rsqrt", p.clone()).unwrap(), &[3], &[-0.0625, -4.0, -0.5], 1e-12);
-            assert_close(&grad1("Log", p.clone()).unwrap(), &[3], &[0.25, 4.0, 1.0], 1e-12);
+            assert_close(
+                &grad1("Rsqrt", p.clone()).unwrap(),
+                &[3],
+                &[-0.0625, -4.0, -0.5],
+                1e-12,
+            );
+            assert_close(
+                &grad1("Log", p.clone()).unwrap(),
+                &[3],
+                &[0.25, 4.0, 1.0],
+                1e-12,
+            );
             assert_close(&grad1("Log1p", p).unwrap(), &[3], &[0.2, 0.8, 0.5], 1e-12);
             let z = t(&[2], vec![0.0f64, 1.0]);
             let th = 1f64.tanh();
-            assert_close(&grad1("Tanh", z.clone()).unwrap(), &[2], &[1.0, 1.0 - th * th], 1e-12);
+            assert_close(
+                &grad1("Tanh", z.clone()).unwrap(),
+                &[2],
+                &[1.0, 1.0 - th * th],
+                1e-12,
+            );
             let sg = 1.0 / (1.0 + (-1f64).exp());
-            assert_close(&grad1("Sigmoid", z).unwrap(), &[2], &[0.25, sg * (1.0 - sg)], 1e-12);
+            assert_close(
+                &grad1("Sigmoid", z).unwrap(),
+                &[2],
+                &[0.25, sg * (1.0 - sg)],
+                1e-12,
+            );
             // float32 too.
             let x32 = t(&[2], vec![3.0f32, -1.5]);
             assert_close(&grad1("Square", x32).unwrap(), &[2], &[6.0, -3.0], 1e-6);
@@ -2116,7 +2236,12 @@ mod tests {
             let x = tape.watch(t(&[2], vec![0.3f32, 1.6]));
             let y = tape.op1("Floor", &[x], &[]).unwrap();
             let z = tape.mul(y, x).unwrap();
-            let g = tape.gradient_tensors(z, &[x]).unwrap().pop().unwrap().unwrap();
+            let g = tape
+                .gradient_tensors(z, &[x])
+                .unwrap()
+                .pop()
+                .unwrap()
+                .unwrap();
             // d(floor(x) * x)/dx = floor(x) (+ 0 through floor).
             assert_close(&g, &[2], &[0.0, 1.0], 0.0);
         }
@@ -2126,27 +2251,51 @@ mod tests {
             crate::link();
             // float32 -> float64: the gradient is cast back to float32.
             let f = |o: &mut dyn Ops, xs: &[Sym]| {
-                let y = o.op1("Cast", &[xs[0]], &[("DstT", DataType::Double.into_attr_value())])?;
+                let y = o.op1(
+                    "Cast",
+                    &[xs[0]],
+                    &[("DstT", DataType::Double.into_attr_value())],
+                )?;
                 o.op1("Sin", &[y], &[])
             };
             let x = t(&[3], vec![0.5f32, -1.0, 2.0]);
-            let e = compute_gradient_error(&compute_gradient(ctx(), &f, &[x.clone()]).unwrap());
+            let e = compute_gradient_error(
+                &compute_gradient(ctx(), &f, std::slice::from_ref(&x)).unwrap(),
+            );
             assert!(e < 1e-3, "{e}");
             let mut tape = GradientTape::new(ctx(), false);
             let xs = tape.watch(x);
             let y = f(&mut tape, &[xs]).unwrap();
-            let g = tape.gradient_tensors(y, &[xs]).unwrap().pop().unwrap().unwrap();
+            let g = tape
+                .gradient_tensors(y, &[xs])
+                .unwrap()
+                .pop()
+                .unwrap()
+                .unwrap();
             assert_eq!(g.dtype(), DataType::Float);
             assert_close(&g, &[3], &[0.5f64.cos(), 1f64.cos(), 2f64.cos()], 1e-6);
             // float64 -> float16 -> float64 round trip: gradient 1.
             let f = |o: &mut dyn Ops, xs: &[Sym]| {
-                let y = o.op1("Cast", &[xs[0]], &[("DstT", DataType::Half.into_attr_value())])?;
-                o.op1("Cast", &[y], &[("DstT", DataType::Double.into_attr_value())])
+                let y = o.op1(
+                    "Cast",
+                    &[xs[0]],
+                    &[("DstT", DataType::Half.into_attr_value())],
+                )?;
+                o.op1(
+                    "Cast",
+                    &[y],
+                    &[("DstT", DataType::Double.into_attr_value())],
+                )
             };
             let mut tape = GradientTape::new(ctx(), false);
             let xs = tape.watch(t(&[2], vec![0.5f64, 3.0]));
             let y = f(&mut tape, &[xs]).unwrap();
-            let g = tape.gradient_tensors(y, &[xs]).unwrap().pop().unwrap().unwrap();
+            let g = tape
+                .gradient_tensors(y, &[xs])
+                .unwrap()
+                .pop()
+                .unwrap()
+                .unwrap();
             assert_close(&g, &[2], &[1.0, 1.0], 0.0);
             // To or from a non-float type: no gradient (TensorFlow's None).
             let Some(Gradient::Fn(cast_grad)) = GradientRegistry::global().get("Cast") else {
@@ -2155,7 +2304,11 @@ mod tests {
             let mut tape = GradientTape::new(ctx(), false);
             let xi = tape.watch(t(&[2], vec![1i32, 2]));
             let yf = tape
-                .op1("Cast", &[xi], &[("DstT", DataType::Float.into_attr_value())])
+                .op1(
+                    "Cast",
+                    &[xi],
+                    &[("DstT", DataType::Float.into_attr_value())],
+                )
                 .unwrap();
             let g = tape.ones_like(yf).unwrap();
             let attrs = Default::default();
@@ -2170,7 +2323,11 @@ mod tests {
             let mut tape = GradientTape::new(ctx(), false);
             let xi = tape.watch(t(&[2], vec![1i32, 2]));
             let yf = tape
-                .op1("Cast", &[xi], &[("DstT", DataType::Float.into_attr_value())])
+                .op1(
+                    "Cast",
+                    &[xi],
+                    &[("DstT", DataType::Float.into_attr_value())],
+                )
                 .unwrap();
             assert_eq!(tape.gradient(yf, &[xi]).unwrap(), vec![None]);
         }
@@ -2203,7 +2360,10 @@ mod tests {
                 let s = 1.0 / (1.0 + (-v).exp());
                 assert!((g[i] - s * (1.0 - s)).abs() < 1e-12);
                 // d2/dx2 sigmoid = s (1 - s) (1 - 2 s)
-                assert!((gg[i] - s * (1.0 - s) * (1.0 - 2.0 * s)).abs() < 1e-12, "{i}");
+                assert!(
+                    (gg[i] - s * (1.0 - s) * (1.0 - 2.0 * s)).abs() < 1e-12,
+                    "{i}"
+                );
             }
             // And of the others whose gradient is a helper op.
             let p = [0.5, 1.0, 2.5];
