@@ -7,6 +7,7 @@ use opforge_core::dtype::REAL_NUMBER_TYPES;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::shape_inference::common::{no_outputs, unchanged_shape, unknown_shape};
 use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result, Status,
 };
@@ -36,6 +37,7 @@ pub fn zero_out() -> OpDefBuilder {
         .attr("preserve_index: int = 0")
         .input("to_zero: T")
         .output("zeroed: T")
+        .set_shape_fn(unchanged_shape)
         .doc(
             "Zeros out every element of the input except one.\n\
              \n\
@@ -51,6 +53,7 @@ pub fn string_to_number() -> OpDefBuilder {
         .input("string_tensor: string")
         .output("output: out_type")
         .attr("out_type: {float, double, int32, int64, uint32, uint64} = DT_FLOAT")
+        .set_shape_fn(unchanged_shape)
         .doc(
             "Converts each string in the input Tensor to the specified numeric type.\n\
              \n\
@@ -71,6 +74,7 @@ pub fn attr_default_example_for_all_types() -> OpDefBuilder {
         .attr("te: tensor = { dtype: DT_INT32 int_val: 5 }")
         .attr("l_empty: list(int) = []")
         .attr("l_int: list(int) = [2, 3, 5, 7]")
+        .set_shape_fn(no_outputs)
         .doc("Shows a default value for an attr of every type.")
 }
 
@@ -80,6 +84,7 @@ pub fn polymorphic_list_example() -> OpDefBuilder {
         .attr("T: list(type)")
         .input("in: T")
         .output("out: T")
+        .set_shape_fn(unknown_shape)
         .doc("Takes a list of tensors of any types and returns a list of the same types.")
 }
 
@@ -90,6 +95,7 @@ pub fn same_list_input_example() -> OpDefBuilder {
         .attr("T: type")
         .input("in: N * T")
         .output("out: T")
+        .set_shape_fn(unknown_shape)
         .doc("Takes N tensors of one type T and returns one tensor of type T.")
 }
 
@@ -99,6 +105,7 @@ pub fn min_length_int_list_example() -> OpDefBuilder {
         .attr("N: int >= 2")
         .input("in: N * int32")
         .output("out: int32")
+        .set_shape_fn(unknown_shape)
         .doc("Takes at least two int32 tensors and returns one int32 tensor.")
 }
 
@@ -109,6 +116,7 @@ pub fn multiple_ins_and_outs() -> OpDefBuilder {
         .input("z: float")
         .output("a: string")
         .output("b: int32")
+        .set_shape_fn(unknown_shape)
         .doc("Takes an int32 and a float tensor and returns a string and an int32 tensor.")
 }
 
@@ -358,6 +366,40 @@ register_op!(polymorphic_list_example());
 register_op!(same_list_input_example());
 register_op!(min_length_int_list_example());
 register_op!(multiple_ins_and_outs());
+
+// ---- Gradients ----
+
+/// `ZeroOut`'s gradient, from TensorFlow's "Create an op" guide: only the
+/// kept element of the input gets a gradient (the guide's
+/// `sparse_to_dense([index], shape, grad[index], 0)`). `ZeroOut` is linear,
+/// so its gradient is `ZeroOut` of the incoming gradient with the same
+/// `preserve_index` (the guide's op keeps element 0, the default): exactly
+/// zeros elsewhere, and itself differentiable to any order.
+/// `StringToNumber` (a string input) is not differentiable.
+mod gradients {
+    use opforge_core::attrs::IntoAttrValue;
+    use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
+    use opforge_core::{register_gradient, register_not_differentiable, Result};
+
+    fn zero_out_grad(
+        o: &mut dyn Ops,
+        op: &GradOp<'_>,
+        grads: &[Option<Sym>],
+    ) -> Result<Vec<Option<Sym>>> {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
+        let preserve_index: i64 = op.attr("preserve_index").unwrap_or(0);
+        Ok(vec![Some(o.op1(
+            "ZeroOut",
+            &[g],
+            &[("preserve_index", preserve_index.into_attr_value())],
+        )?)])
+    }
+
+    register_gradient!("ZeroOut", zero_out_grad);
+    register_not_differentiable!("StringToNumber");
+}
 
 #[cfg(test)]
 mod tests {
@@ -749,5 +791,123 @@ mod tests {
             .run1()
             .unwrap_err();
         assert_eq!(e.code(), Code::InvalidArgument);
+    }
+
+    /// Shape functions and gradients.
+    mod shape_and_gradient_tests {
+        use crate::testutil::{assert_close, ctx, t};
+        use opforge_core::attrs::IntoAttrValue;
+        use opforge_core::autodiff::{
+            compute_gradient, compute_gradient_error, Gradient, GradientRegistry, GradientTape,
+            Ops, OpsExt, Sym,
+        };
+        use opforge_core::shape_inference::testutil::ShapeTestOp;
+        use opforge_core::{infer_ok, DataType, Tensor};
+
+        #[test]
+        fn example_shape_functions() {
+            crate::link();
+            for op in ["ZeroOut", "StringToNumber"] {
+                let o = ShapeTestOp::new(op);
+                infer_ok!(o, "?", "in0");
+                infer_ok!(o, "[]", "in0");
+                infer_ok!(o, "[2,?,3]", "in0");
+            }
+            infer_ok!(ShapeTestOp::new("AttrDefaultExampleForAllTypes"), "", "");
+            let poly = ShapeTestOp::new("PolymorphicListExample")
+                .attr("T", vec![DataType::Float, DataType::Int32]);
+            infer_ok!(poly, "[2];[3]", "?;?");
+            let same = ShapeTestOp::new("SameListInputExample")
+                .attr("N", 2i64)
+                .attr("T", DataType::Float);
+            infer_ok!(same, "[2];[2]", "?");
+            let min_len = ShapeTestOp::new("MinLengthIntListExample").attr("N", 2i64);
+            infer_ok!(min_len, "[2];[2]", "?");
+            infer_ok!(ShapeTestOp::new("MultipleInsAndOuts"), "[];[]", "?;?");
+        }
+
+        fn zero_out(
+            preserve_index: i64,
+        ) -> impl Fn(&mut dyn Ops, &[Sym]) -> opforge_core::Result<Sym> {
+            move |o: &mut dyn Ops, xs: &[Sym]| {
+                let z = o.op1(
+                    "ZeroOut",
+                    &[xs[0]],
+                    &[("preserve_index", preserve_index.into_attr_value())],
+                )?;
+                // Something nonlinear after it, so the incoming gradient varies.
+                o.mul(z, xs[0])
+            }
+        }
+
+        #[test]
+        fn zero_out_gradient_matches_numerical_one() {
+            crate::link();
+            let v = vec![0.5, -1.5, 2.0, 3.5, -0.25, 1.0];
+            for p in [0, 4] {
+                let f = zero_out(p);
+                let e = compute_gradient_error(
+                    &compute_gradient(ctx(), &f, &[t(&[2, 3], v.clone())]).unwrap(),
+                );
+                assert!(e < 1e-6, "float64 error {e}");
+                let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+                let e = compute_gradient_error(
+                    &compute_gradient(ctx(), &f, &[t(&[2, 3], v32)]).unwrap(),
+                );
+                assert!(e < 1e-3, "float32 error {e}");
+            }
+        }
+
+        #[test]
+        fn zero_out_gradient_against_hand_values() {
+            crate::link();
+            // The TensorFlow guide's gradient: only the kept element gets the
+            // incoming gradient; every other element gets exactly 0, even
+            // where the incoming gradient is not finite.
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[2, 2], vec![1.0f64, 2.0, 3.0, 4.0]));
+            let z = tape.op1("ZeroOut", &[x], &[]).unwrap();
+            let seed = tape
+                .constant(t(&[2, 2], vec![7.0f64, f64::INFINITY, f64::NAN, -1.0]))
+                .unwrap();
+            // backprop with a seed (the tape's gradient() seeds ones).
+            let records = tape.records_snapshot();
+            let g =
+                opforge_core::autodiff::backprop(&mut tape, &records, &[z], &[Some(seed)], &[x])
+                    .unwrap()[0]
+                    .unwrap();
+            assert_close(tape.value(g), &[2, 2], &[7.0, 0.0, 0.0, 0.0], 0.0);
+            // With preserve_index = 3, float32.
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[4], vec![1.0f32, 2.0, 3.0, 4.0]));
+            let z = tape
+                .op1(
+                    "ZeroOut",
+                    &[x],
+                    &[("preserve_index", 3i64.into_attr_value())],
+                )
+                .unwrap();
+            let g = tape
+                .gradient_tensors(z, &[x])
+                .unwrap()
+                .pop()
+                .unwrap()
+                .unwrap();
+            assert_close(&g, &[4], &[0.0, 0.0, 0.0, 1.0], 0.0);
+            assert_eq!(g.dtype(), DataType::Float);
+        }
+
+        #[test]
+        fn string_to_number_is_not_differentiable() {
+            crate::link();
+            assert!(matches!(
+                GradientRegistry::global().get("StringToNumber"),
+                Some(Gradient::NotDifferentiable)
+            ));
+            let mut tape = GradientTape::new(ctx(), false);
+            let s = tape.watch(Tensor::from_strings(&[1], vec![b"2.5".to_vec()]).unwrap());
+            let y = tape.op1("StringToNumber", &[s], &[]).unwrap();
+            assert_eq!(tape.gradient(y, &[s]).unwrap(), vec![None]);
+        }
     }
 }

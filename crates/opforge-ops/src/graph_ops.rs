@@ -110,6 +110,25 @@ register_kernel!(KernelDefBuilder::new("NoOp"), NoOpKernel);
 register_kernel!(KernelDefBuilder::new("Placeholder"), PlaceholderKernel);
 register_kernel!(KernelDefBuilder::new("PlaceholderWithDefault"), PassThrough);
 
+// ---- Gradients ----
+
+/// `PlaceholderWithDefault` passes its gradient through (TensorFlow's
+/// `_IdGrad`); `NoOp` and `Placeholder` have no inputs to differentiate.
+mod gradients {
+    use opforge_core::autodiff::{GradOp, Ops, Sym};
+    use opforge_core::{register_gradient, Result};
+
+    fn identity_grad(
+        _: &mut dyn Ops,
+        _: &GradOp<'_>,
+        grads: &[Option<Sym>],
+    ) -> Result<Vec<Option<Sym>>> {
+        Ok(vec![grads[0]])
+    }
+
+    register_gradient!("PlaceholderWithDefault", identity_grad);
+}
+
 #[cfg(test)]
 mod tests {
     use crate::testutil::ctx;
@@ -167,5 +186,26 @@ mod tests {
             "[3]",
             "Dimension 0 in both shapes must be equal, but are 3 and 2"
         );
+    }
+
+    #[test]
+    fn placeholder_with_default_passes_its_gradient_through() {
+        use opforge_core::attrs::IntoAttrValue;
+        use opforge_core::autodiff::{compute_gradient, compute_gradient_error, Ops, OpsExt, Sym};
+        let f = |o: &mut dyn Ops, xs: &[Sym]| {
+            let shape = opforge_core::TensorShape::vector(3).to_proto();
+            let p = o.op1(
+                "PlaceholderWithDefault",
+                &[xs[0]],
+                &[("shape", shape.into_attr_value())],
+            )?;
+            o.mul(p, p)
+        };
+        let x = Tensor::from_vec(&[3], vec![1.5f64, -2.0, 0.5]).unwrap();
+        let jac = compute_gradient(ctx(), &f, &[x]).unwrap();
+        assert!(compute_gradient_error(&jac) < 1e-6);
+        // d(x^2)/dx = 2x on the diagonal.
+        assert_eq!(jac[0].theoretical[0], 3.0);
+        assert_eq!(jac[0].theoretical[4], -4.0);
     }
 }

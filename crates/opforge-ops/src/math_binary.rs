@@ -24,6 +24,8 @@ use crate::util::{
     binary_map, binary_same, broadcast_shapes, broadcast_zip, chunk_len, BroadcastPlan,
 };
 use opforge_core::kernel::{KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext};
+use opforge_core::shape_inference::common::{self as shape_common, broadcast_binary_op_shape};
+use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
 use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
@@ -330,6 +332,7 @@ macro_rules! binary_op {
             .output("z: T")
             .attr(concat!("T: {", $types, "}"))
             $(.$flag())*
+            .set_shape_fn(broadcast_binary_op_shape)
             .doc($doc));
         register_kernel!(
             KernelDefBuilder::new($name).type_constraint_list("T", &[$(DataType::$k),*]),
@@ -434,6 +437,7 @@ macro_rules! comparison_op {
             .input("y: T")
             .output("z: bool")
             .attr("T: realnumbertype")
+            .set_shape_fn(broadcast_binary_op_shape)
             .doc($doc));
         register_kernel!(
             KernelDefBuilder::new($name).type_constraint_list("T", opforge_core::dtype::REAL_NUMBER_TYPES),
@@ -492,6 +496,7 @@ macro_rules! equality_op {
             .attr("T: type")
             .attr("incompatible_shape_error: bool = true")
             .commutative()
+            .set_shape_fn(equality_shape)
             .doc($doc));
         register_kernel!(
             KernelDefBuilder::new($name).type_constraint_list("T", EQUALITY_TYPES),
@@ -518,6 +523,7 @@ macro_rules! logical_op {
             .input("y: bool")
             .output("z: bool")
             .commutative()
+            .set_shape_fn(broadcast_binary_op_shape)
             .doc($doc));
         register_kernel!(
             KernelDefBuilder::new($name),
@@ -619,6 +625,7 @@ register_op!(OpDefBuilder::new("AddN")
     .attr("T: {numbertype, variant}")
     .commutative()
     .aggregate()
+    .set_shape_fn(add_n_shape)
     .doc("Add all input tensors element wise.\n\nInputs must be of same size and shape."));
 register_kernel!(
     KernelDefBuilder::new("AddN").type_constraint_list(
@@ -976,6 +983,7 @@ register_op!(OpDefBuilder::new("Select")
     .input("e: T")
     .output("output: T")
     .attr("T: type")
+    .set_shape_fn(select_shape)
     .doc(
         "Selects elements from `t` or `e`, depending on `condition`.\n\n\
          The `t`, and `e` tensors must all have the same shape, and the output will\n\
@@ -994,6 +1002,7 @@ register_op!(OpDefBuilder::new("SelectV2")
     .input("e: T")
     .output("output: T")
     .attr("T: type")
+    .set_shape_fn(select_v2_shape)
     .doc(
         "Selects elements from `t` or `e`, depending on `condition`.\n\n\
          `condition`, `t` and `e` are broadcast against each other (NumPy rules)."
@@ -1002,6 +1011,389 @@ register_kernel!(
     KernelDefBuilder::new("SelectV2").type_constraint_list("T", SELECT_TYPES),
     fn = |_| Ok(Box::new(SelectKernel { v2: true }) as Box<dyn OpKernel>)
 );
+
+// ---------------------------------------------------------------------------
+// Shape functions (TensorFlow's math_ops.cc)
+// ---------------------------------------------------------------------------
+
+/// `Equal`/`NotEqual`: the broadcast of `x` and `y`; with
+/// `incompatible_shape_error = false`, shapes that do not broadcast give an
+/// unknown shape (or a scalar when both dims are known), as the kernel's
+/// scalar result.
+fn equality_shape(c: &mut InferenceContext) -> Result<()> {
+    let (x, y) = (c.input(0), c.input(1));
+    let incompatible_shape_error: bool = c.get_attr("incompatible_shape_error")?;
+    let out = shape_common::broadcast_shapes(c, x, y, incompatible_shape_error)?;
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// `AddN`: every input shape merged, from the last to the first; for
+/// `variant` inputs, the shapes and dtypes their handles hold merged too.
+fn add_n_shape(c: &mut InferenceContext) -> Result<()> {
+    let n = c.num_inputs();
+    ensure!(n >= 1, InvalidArgument, "AddN needs at least one input");
+    let mut cur = c.input(n - 1);
+    for i in (0..n - 1).rev() {
+        let s = c.input(i);
+        cur = c
+            .merge(s, cur)
+            .map_err(|e| e.append(format!("\n\tFrom merging shape {i} with other shapes.")))?;
+    }
+    c.set_output(0, cur);
+    let dtype: DataType = c.get_attr("T")?;
+    if dtype != DataType::Variant {
+        return Ok(());
+    }
+    // As TensorFlow: the handle data of the first input (from the end) that
+    // has some, merged with that of the inputs before it. Only the last
+    // input's data seeds the merged result.
+    let mut first: Option<Vec<ShapeAndType>> =
+        c.input_handle_shapes_and_types(n - 1).map(<[_]>::to_vec);
+    let mut cur: Vec<ShapeAndType> = first.clone().unwrap_or_default();
+    for i in (0..n - 1).rev() {
+        let Some(data_i) = c.input_handle_shapes_and_types(i).map(<[_]>::to_vec) else {
+            continue;
+        };
+        let Some(data) = first.clone() else {
+            first = Some(data_i);
+            continue;
+        };
+        ensure!(
+            data_i.len() == data.len(),
+            InvalidArgument,
+            "shapes_and_types[{i}].size() == {} != shapes_and_types[0].size() == {}",
+            data_i.len(),
+            data.len()
+        );
+        for (j, (a, b)) in data_i.iter().zip(&data).enumerate() {
+            ensure!(
+                a.dtype == b.dtype,
+                InvalidArgument,
+                "shapes_and_types[{i}][{j}].dtype() == {} != shapes_and_types[0][{j}].dtype == {}",
+                a.dtype,
+                b.dtype
+            );
+            // TensorFlow indexes its (possibly empty) merged list here, which
+            // aborts when the last input had no handle data: an error instead.
+            let Some(slot) = cur.get_mut(j) else {
+                return Err(Status::invalid_argument(format!(
+                    "AddN: input {} has no handle shapes and types to merge shapes_and_types[{i}][{j}] into",
+                    n - 1
+                )));
+            };
+            let merged = c.merge(a.shape, slot.shape).map_err(|e| {
+                e.append(format!(
+                    "\n\tFrom merging shapes_and_types[{i}][{j}].shape with shapes_and_types[0][{j}].shape"
+                ))
+            })?;
+            if let Some(slot) = cur.get_mut(j) {
+                slot.shape = merged;
+            }
+        }
+    }
+    if first.is_some() {
+        c.set_output_handle_shapes_and_types(0, cur);
+    }
+    Ok(())
+}
+
+/// The selects: when both `t` and `e` carry handle data (resources,
+/// variants), output 0 carries their merge.
+fn merge_select_handle_data(c: &mut InferenceContext) -> Result<()> {
+    let (Some(h1), Some(h2)) = (
+        c.input_handle_shapes_and_types(1).map(<[_]>::to_vec),
+        c.input_handle_shapes_and_types(2).map(<[_]>::to_vec),
+    ) else {
+        return Ok(());
+    };
+    ensure!(
+        h1.len() == h2.len(),
+        InvalidArgument,
+        "Trying to merge handles pointing to different numbers of tensors."
+    );
+    let mut merged = Vec::with_capacity(h1.len());
+    for (a, b) in h1.iter().zip(&h2) {
+        ensure!(
+            a.dtype == b.dtype,
+            InvalidArgument,
+            "Trying to merge handles pointing to different dtypes."
+        );
+        let shape = c.merge(a.shape, b.shape)?;
+        merged.push(ShapeAndType {
+            shape,
+            dtype: a.dtype,
+        });
+    }
+    c.set_output_handle_shapes_and_types(0, merged);
+    Ok(())
+}
+
+/// `Select`: `t` and `e` merged; `condition` is a scalar, a vector of
+/// `t`'s first dim (when `t` is at least a vector), or `t`'s shape.
+fn select_shape(c: &mut InferenceContext) -> Result<()> {
+    merge_select_handle_data(c)?;
+    let (t, e) = (c.input(1), c.input(2));
+    let mut data = c.merge(t, e)?;
+    let cond = c.input(0);
+    let (Some(cond_rank), Some(data_rank)) = (c.rank(cond), c.rank(data)) else {
+        c.set_output(0, data);
+        return Ok(());
+    };
+    if cond_rank == 0 {
+        // A scalar condition picks all of `t` or all of `e`.
+    } else if cond_rank != 1 || data_rank == 0 {
+        // Not a vector (or `t` is a scalar): the condition has `t`'s shape.
+        data = c.merge(data, cond)?;
+    } else {
+        // A vector condition picks rows of `t` / `e`.
+        let rows = c.dim(data, 0);
+        let v = c.vector(rows);
+        c.merge(cond, v)?;
+    }
+    c.set_output(0, data);
+    Ok(())
+}
+
+/// `SelectV2`: the broadcast of `condition` with the broadcast of `t` and `e`.
+fn select_v2_shape(c: &mut InferenceContext) -> Result<()> {
+    merge_select_handle_data(c)?;
+    let (cond, t, e) = (c.input(0), c.input(1), c.input(2));
+    let other = shape_common::broadcast_shapes(c, t, e, true)?;
+    let out = shape_common::broadcast_shapes(c, cond, other, true)?;
+    c.set_output(0, out);
+    Ok(())
+}
+
+// ---- Gradients ----
+
+/// The gradients of the binary ops, `AddN` and the selects, as TensorFlow's
+/// `math_grad.py` defines them; broadcasting ops reduce their gradients to
+/// their inputs' shapes with [`crate::util::unbroadcast_grads`]. TensorFlow
+/// conjugates `x` and `y` first for complex types; without a `Conj` op these
+/// are written for real types.
+mod gradients {
+    use crate::util::unbroadcast_grads;
+    use opforge_core::attrs::IntoAttrValue;
+    use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+    use opforge_core::{register_gradient, register_not_differentiable, Result};
+
+    type Grads = Result<Vec<Option<Sym>>>;
+
+    fn reduced(o: &mut dyn Ops, op: &GradOp<'_>, gx: Sym, gy: Sym) -> Grads {
+        let (gx, gy) = unbroadcast_grads(o, op.inputs[0], op.inputs[1], Some(gx), Some(gy))?;
+        Ok(vec![gx, gy])
+    }
+
+    fn add_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        reduced(o, op, g, g)
+    }
+
+    fn sub_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let minus_g = o.neg(g)?;
+        reduced(o, op, g, minus_g)
+    }
+
+    fn mul_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (x, y) = (op.inputs[0], op.inputs[1]);
+        let gx = o.mul(g, y)?;
+        let gy = o.mul(x, g)?;
+        reduced(o, op, gx, gy)
+    }
+
+    /// `Div` and `RealDiv` (on floating types TensorFlow's `divide` is `RealDiv`):
+    /// `(grad / y, grad * (-x / y / y))`.
+    fn div_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (x, y) = (op.inputs[0], op.inputs[1]);
+        let gx = o.div(g, y)?;
+        let minus_x = o.neg(x)?;
+        let t = o.div(minus_x, y)?;
+        let t = o.div(t, y)?;
+        let gy = o.mul(g, t)?;
+        reduced(o, op, gx, gy)
+    }
+
+    /// `FloorDiv`: piecewise constant; TensorFlow returns None for both.
+    fn floor_div_grad(_: &mut dyn Ops, _: &GradOp<'_>, _: &[Option<Sym>]) -> Grads {
+        Ok(vec![None, None])
+    }
+
+    /// `FloorMod`: `(grad, grad * -floor_div(x, y))`.
+    fn floor_mod_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (x, y) = (op.inputs[0], op.inputs[1]);
+        let q = o.op1("FloorDiv", &[x, y], &[])?;
+        let minus_q = o.neg(q)?;
+        let gy = o.mul(g, minus_q)?;
+        reduced(o, op, g, gy)
+    }
+
+    /// `Maximum`/`Minimum`: the gradient goes to `x` where `selector(x, y)`
+    /// (ties included), to `y` elsewhere.
+    fn max_min_grad(
+        o: &mut dyn Ops,
+        op: &GradOp<'_>,
+        grads: &[Option<Sym>],
+        selector: &str,
+    ) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (x, y) = (op.inputs[0], op.inputs[1]);
+        let zeros = o.zeros_like(g)?;
+        let xmask = o.op1(selector, &[x, y], &[])?;
+        let gx = o.op1("SelectV2", &[xmask, g, zeros], &[])?;
+        let gy = o.op1("SelectV2", &[xmask, zeros, g], &[])?;
+        reduced(o, op, gx, gy)
+    }
+
+    fn maximum_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        max_min_grad(o, op, grads, "GreaterEqual")
+    }
+
+    fn minimum_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        max_min_grad(o, op, grads, "LessEqual")
+    }
+
+    /// `Pow`: `(grad * y * x^(y - 1), grad * z * log(x))`, with `log(x)`
+    /// taken as 0 where `x <= 0` (no false singularity at 0).
+    fn pow_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (x, y, z) = (op.inputs[0], op.inputs[1], op.outputs[0]);
+        let dt = o.dtype(x);
+        let one = o.scalar(dt, 1.0)?;
+        let y_minus_one = o.sub(y, one)?;
+        let p = o.op1("Pow", &[x, y_minus_one], &[])?;
+        let t = o.mul(g, y)?;
+        let gx = o.mul(t, p)?;
+        let zero = o.scalar(dt, 0.0)?;
+        let mask = if dt.is_complex() {
+            o.op1("NotEqual", &[x, zero], &[])?
+        } else {
+            o.op1("Greater", &[x, zero], &[])?
+        };
+        let ones = o.ones_like(x)?;
+        let safe_x = o.op1("Select", &[mask, x, ones], &[])?;
+        let log = o.op1("Log", &[safe_x], &[])?;
+        let zeros = o.zeros_like(x)?;
+        let log_x = o.op1("Select", &[mask, log, zeros], &[])?;
+        let t = o.mul(g, z)?;
+        let gy = o.mul(t, log_x)?;
+        reduced(o, op, gx, gy)
+    }
+
+    /// `SquaredDifference`: with `d = 2 * grad * (x - y)`, `(d, -d)`, each
+    /// reduced to its input's shape (`y`'s negated after the reduction).
+    fn squared_difference_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (x, y) = (op.inputs[0], op.inputs[1]);
+        let two = o.scalar(o.dtype(g), 2.0)?;
+        let two_g = o.mul(two, g)?;
+        let diff = o.sub(x, y)?;
+        let d = o.mul(two_g, diff)?;
+        let (gx, gy) = unbroadcast_grads(o, x, y, Some(d), Some(d))?;
+        let gy = match gy {
+            Some(gy) => Some(o.neg(gy)?),
+            None => None,
+        };
+        Ok(vec![gx, gy])
+    }
+
+    /// `AddN`: the gradient, to every input.
+    fn add_n_grad(_: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        Ok(vec![grads[0]; op.inputs.len()])
+    }
+
+    /// `Select`: the gradient where the condition picks `t`, zeros elsewhere
+    /// (and the reverse for `e`); none for the condition.
+    fn select_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None, None]);
+        };
+        let (c, x) = (op.inputs[0], op.inputs[1]);
+        let zeros = o.zeros_like(x)?;
+        let gx = o.op1("Select", &[c, g, zeros], &[])?;
+        let gy = o.op1("Select", &[c, zeros, g], &[])?;
+        Ok(vec![None, Some(gx), Some(gy)])
+    }
+
+    /// `SelectV2`: as `Select`, each summed over the dims its input was
+    /// broadcast along (kept as size 1) and reshaped to the input's shape.
+    fn select_v2_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None, None]);
+        };
+        let c = op.inputs[0];
+        let zero = o.scalar(o.dtype(g), 0.0)?;
+        let out_shape = o.shape_of(op.outputs[0])?;
+        let mut result = vec![None];
+        for (i, picked) in [(1, true), (2, false)] {
+            let input = op.inputs[i];
+            let masked = if picked {
+                o.op1("SelectV2", &[c, g, zero], &[])?
+            } else {
+                o.op1("SelectV2", &[c, zero, g], &[])?
+            };
+            let shape = o.shape_of(input)?;
+            let r = o.call(
+                "BroadcastGradientArgs",
+                &[SymArg::One(shape), SymArg::One(out_shape)],
+                &Default::default(),
+            )?;
+            let summed = o.op1(
+                "Sum",
+                &[masked, r[0]],
+                &[("keep_dims", true.into_attr_value())],
+            )?;
+            result.push(Some(o.reshape(summed, shape)?));
+        }
+        Ok(result)
+    }
+
+    register_gradient!("Add", add_grad);
+    register_gradient!("AddV2", add_grad);
+    register_gradient!("Sub", sub_grad);
+    register_gradient!("Mul", mul_grad);
+    register_gradient!("Div", div_grad);
+    register_gradient!("RealDiv", div_grad);
+    register_gradient!("FloorDiv", floor_div_grad);
+    register_gradient!("FloorMod", floor_mod_grad);
+    register_gradient!("Maximum", maximum_grad);
+    register_gradient!("Minimum", minimum_grad);
+    register_gradient!("Pow", pow_grad);
+    register_gradient!("SquaredDifference", squared_difference_grad);
+    register_gradient!("AddN", add_n_grad);
+    register_gradient!("Select", select_grad);
+    register_gradient!("SelectV2", select_v2_grad);
+    register_not_differentiable!(
+        "Less",
+        "LessEqual",
+        "Greater",
+        "GreaterEqual",
+        "Equal",
+        "NotEqual",
+        "LogicalAnd",
+        "LogicalOr",
+    );
+}
 
 #[cfg(test)]
 mod tests {
@@ -1802,5 +2194,834 @@ mod tests {
         // Same-pattern dims collapse.
         let p = Broadcast3::new([&[2, 3, 4], &[2, 3, 4], &[1, 1, 1]]).unwrap();
         assert_eq!(p.inner(), (24, [1, 1, 0]));
+    }
+
+    /// Shape functions and gradients.
+    mod shape_and_gradient_tests {
+        use crate::testutil::{assert_close, ctx, t};
+        use opforge_core::autodiff::{
+            compute_gradient, compute_gradient_error, gradients, Gradient, GradientRegistry,
+            GradientTape, Ops, OpsExt, Sym, SymArg,
+        };
+        use opforge_core::graph::{Graph, NodeSpec, Output, Session};
+        use opforge_core::shape_inference::testutil::{check_outputs, parse_shapes, ShapeTestOp};
+        use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
+        use opforge_core::{
+            infer_error, infer_ok, DataType, OpRegistry, Result, Tensor, TensorShape,
+        };
+
+        const BROADCASTING: &[&str] = &[
+            "Add",
+            "AddV2",
+            "Sub",
+            "Mul",
+            "Div",
+            "RealDiv",
+            "FloorDiv",
+            "FloorMod",
+            "Maximum",
+            "Minimum",
+            "Pow",
+            "SquaredDifference",
+            "Less",
+            "LessEqual",
+            "Greater",
+            "GreaterEqual",
+            "LogicalAnd",
+            "LogicalOr",
+        ];
+
+        /// Runs `op`'s shape function with handle data for some inputs
+        /// (`(input, [(shape, dtype)])`, shapes in the test grammar).
+        fn infer_with_handles(
+            op: &ShapeTestOp,
+            ins: &str,
+            handles: &[(usize, &[(&str, DataType)])],
+        ) -> Result<InferenceContext> {
+            let data = OpRegistry::global().lookup(&op.op)?;
+            let shapes = parse_shapes(ins).unwrap();
+            let mut c = InferenceContext::new(&data.op_def, "", &op.attrs, &shapes, 1);
+            for (i, list) in handles {
+                let mut v = Vec::new();
+                for (shape, dtype) in list.iter() {
+                    let dims = parse_shapes(shape).unwrap().pop().unwrap();
+                    let shape = c.make_partial_shape(dims.as_deref());
+                    v.push(ShapeAndType {
+                        shape,
+                        dtype: *dtype,
+                    });
+                }
+                c.set_input_handle_shapes_and_types(*i, v);
+            }
+            (data.shape_fn.clone().unwrap())(&mut c)?;
+            Ok(c)
+        }
+
+        fn handle_dims(c: &InferenceContext) -> Vec<(Option<Vec<i64>>, DataType)> {
+            c.output_handle_shapes_and_types(0)
+                .unwrap()
+                .iter()
+                .map(|st| (c.shape_values(st.shape), st.dtype))
+                .collect()
+        }
+
+        #[test]
+        fn broadcasting_shape_functions() {
+            crate::link();
+            for op in BROADCASTING {
+                let o = ShapeTestOp::new(op);
+                infer_ok!(o, "[2,3];[2,3]", "[d0_0,d0_1]");
+                infer_ok!(o, "[2,3];[3]", "[d0_0,d0_1]");
+                infer_ok!(o, "[3];[2,3]", "[d1_0,d0_0]");
+                infer_ok!(o, "[2,1];[1,3]", "[d0_0,d1_1]");
+                infer_ok!(o, "[];[2,3]", "[d1_0,d1_1]");
+                infer_ok!(o, "[2,3];[]", "[d0_0,d0_1]");
+                infer_ok!(o, "[];[]", "[]");
+                infer_ok!(o, "?;[3]", "?");
+                infer_ok!(o, "[3];?", "?");
+                infer_ok!(o, "[?,3];[2,?]", "[d1_0,d0_1]");
+                infer_ok!(o, "[?];[?]", "[?]");
+                infer_ok!(o, "[1];[?]", "[d1_0]");
+                infer_ok!(o, "[?];[1]", "[d0_0]");
+                infer_ok!(o, "[?,1];[4]", "[d0_0,d1_0]");
+                infer_ok!(o, "[0,3];[1,3]", "[d0_0,d0_1]");
+                infer_ok!(o, "[5,1,4];[3,1]", "[d0_0,d1_0,d0_2]");
+                infer_error!(o, "[2,3];[4]", "Dimensions must be equal, but are 3 and 4");
+                infer_error!(
+                    o,
+                    "[2,3];[3,3]",
+                    "Dimensions must be equal, but are 2 and 3"
+                );
+            }
+        }
+
+        #[test]
+        fn equality_shape_functions_honour_incompatible_shape_error() {
+            crate::link();
+            for op in ["Equal", "NotEqual"] {
+                let strict = ShapeTestOp::new(op)
+                    .attr("T", DataType::Float)
+                    .attr("incompatible_shape_error", true);
+                infer_ok!(strict, "[2,3];[3]", "[d0_0,d0_1]");
+                infer_ok!(strict, "[2,?];[3]", "[d0_0,d1_0]");
+                infer_ok!(strict, "?;[3]", "?");
+                infer_error!(
+                    strict,
+                    "[2,3];[4]",
+                    "Dimensions must be equal, but are 3 and 4"
+                );
+                let lenient = ShapeTestOp::new(op)
+                    .attr("T", DataType::Float)
+                    .attr("incompatible_shape_error", false);
+                infer_ok!(lenient, "[2,3];[3]", "[d0_0,d0_1]");
+                infer_ok!(lenient, "[2,3];[1]", "[d0_0,d0_1]");
+                // Known and different: a scalar (the kernel's scalar result).
+                infer_ok!(lenient, "[2,3];[4]", "[]");
+                // A known dim > 1 against an unknown one: maybe incompatible.
+                infer_ok!(lenient, "[2,?];[3]", "?");
+                infer_ok!(lenient, "[?];[?]", "[?]");
+                infer_ok!(lenient, "?;[4]", "?");
+                // TensorFlow reads the attr without a default: a bare node fails.
+                infer_error!(
+                    ShapeTestOp::new(op),
+                    "[2];[2]",
+                    "No attr named 'incompatible_shape_error' in NodeDef"
+                );
+            }
+        }
+
+        #[test]
+        fn add_n_shape_function() {
+            crate::link();
+            let op = |n: i64| {
+                ShapeTestOp::new("AddN")
+                    .attr("N", n)
+                    .attr("T", DataType::Float)
+            };
+            infer_ok!(op(1), "[2,?]", "in0");
+            infer_ok!(op(1), "?", "in0");
+            infer_ok!(op(2), "[1,?];[?,2]", "[d0_0,d1_1]");
+            infer_ok!(op(2), "?;[2]", "in1");
+            infer_ok!(op(2), "[2];?", "in0");
+            infer_ok!(op(2), "?;?", "in0"); // TF: Merge(s0, s1) keeps s0 when both ranks are unknown
+            infer_ok!(op(3), "[2,?];?;[?,3]", "[d0_0,d2_1]");
+            infer_ok!(op(3), "?;[?,3];[2,?]", "[d2_0,d1_1]");
+            infer_ok!(op(2), "[2,3];[2,3]", "in0");
+            infer_error!(
+                op(2),
+                "[1];[2]",
+                "Dimension 0 in both shapes must be equal, but are 1 and 2"
+            );
+            infer_error!(
+                op(3),
+                "[1];[?];[1,2]",
+                "From merging shape 1 with other shapes."
+            );
+            infer_error!(
+                op(3),
+                "[?,?];[1];?",
+                "Shapes must be equal rank, but are 2 and 1"
+            );
+            infer_error!(
+                op(2),
+                "[?,?];[1]",
+                "From merging shape 0 with other shapes."
+            );
+            // TensorFlow reads T: a bare node fails.
+            infer_error!(
+                ShapeTestOp::new("AddN"),
+                "[1];[1]",
+                "No attr named 'T' in NodeDef"
+            );
+        }
+
+        #[test]
+        fn add_n_merges_variant_handle_data() {
+            crate::link();
+            let op = ShapeTestOp::new("AddN")
+                .attr("N", 2i64)
+                .attr("T", DataType::Variant);
+            let c = infer_with_handles(
+                &op,
+                "[];[]",
+                &[
+                    (0, &[("[2,?]", DataType::Float)]),
+                    (1, &[("[?,3]", DataType::Float)]),
+                ],
+            )
+            .unwrap();
+            assert_eq!(handle_dims(&c), vec![(Some(vec![2, 3]), DataType::Float)]);
+            check_outputs(&c, "in0").unwrap();
+            let e = infer_with_handles(
+                &op,
+                "[];[]",
+                &[
+                    (0, &[("[2]", DataType::Float)]),
+                    (1, &[("[2]", DataType::Int32)]),
+                ],
+            )
+            .unwrap_err();
+            assert_eq!(
+                e.message(),
+                "shapes_and_types[0][0].dtype() == float != shapes_and_types[0][0].dtype == int32"
+            );
+            let e = infer_with_handles(
+                &op,
+                "[];[]",
+                &[
+                    (0, &[("[2]", DataType::Float), ("[]", DataType::Float)]),
+                    (1, &[("[2]", DataType::Float)]),
+                ],
+            )
+            .unwrap_err();
+            assert_eq!(
+                e.message(),
+                "shapes_and_types[0].size() == 2 != shapes_and_types[0].size() == 1"
+            );
+            let e = infer_with_handles(
+                &op,
+                "[];[]",
+                &[
+                    (0, &[("[2]", DataType::Float)]),
+                    (1, &[("[3]", DataType::Float)]),
+                ],
+            )
+            .unwrap_err();
+            assert!(
+                e.message()
+                    .contains("Dimension 0 in both shapes must be equal, but are 2 and 3"),
+                "{e}"
+            );
+            assert!(
+                e.message().contains(
+                    "From merging shapes_and_types[0][0].shape with shapes_and_types[0][0].shape"
+                ),
+                "{e}"
+            );
+            // Only the last input's data seeds the result (TensorFlow's
+            // order): earlier data alone gives an empty list.
+            let c = infer_with_handles(&op, "[];[]", &[(0, &[("[2]", DataType::Float)])]).unwrap();
+            assert_eq!(handle_dims(&c), vec![]);
+            // Not variant: handle data is ignored.
+            let op = ShapeTestOp::new("AddN")
+                .attr("N", 2i64)
+                .attr("T", DataType::Float);
+            let c =
+                infer_with_handles(&op, "[2];[2]", &[(1, &[("[2]", DataType::Float)])]).unwrap();
+            assert!(c.output_handle_shapes_and_types(0).is_none());
+        }
+
+        #[test]
+        fn select_shape_function() {
+            crate::link();
+            let op = ShapeTestOp::new("Select").attr("T", DataType::Float);
+            // Unknown condition rank: the merge of t and e.
+            infer_ok!(op, "?;[2,3];[2,3]", "in1");
+            infer_ok!(op, "?;[2,?];[?,3]", "[d1_0,d2_1]");
+            infer_ok!(op, "?;?;[2,3]", "in2");
+            infer_ok!(op, "[2];?;?", "in1"); // TF: Merge(t, e) keeps t when both ranks are unknown
+                                             // Scalar condition: anything goes.
+            infer_ok!(op, "[];[2,3];[2,3]", "in1");
+            infer_ok!(op, "[];[];[]", "in1");
+            // Vector condition: t's first dim.
+            infer_ok!(op, "[2];[2,3];[2,3]", "in1");
+            infer_ok!(op, "[?];[2,3];[2,3]", "in1");
+            infer_ok!(op, "[2];[?,3];[?,3]", "in1");
+            infer_error!(
+                op,
+                "[3];[2,3];[2,3]",
+                "Dimension 0 in both shapes must be equal, but are 3 and 2"
+            );
+            // Same shape otherwise.
+            infer_ok!(op, "[2,3];[2,3];[2,3]", "in1");
+            infer_ok!(op, "[2,?];[?,3];[?,3]", "[d0_0,d1_1]");
+            infer_ok!(op, "[2];[2];[2]", "in1");
+            infer_ok!(op, "[2];[?];[?]", "in1");
+            infer_ok!(op, "[3];[?];[3]", "in2");
+            infer_error!(
+                op,
+                "[2,3];[2,4];[2,4]",
+                "Dimension 1 in both shapes must be equal, but are 4 and 3"
+            );
+            infer_error!(
+                op,
+                "[2,3];[];[]",
+                "Shapes must be equal rank, but are 0 and 2"
+            );
+            infer_error!(
+                op,
+                "[2];[];[]",
+                "Shapes must be equal rank, but are 0 and 1"
+            );
+            infer_error!(
+                op,
+                "[2,3,4];[2,3];[2,3]",
+                "Shapes must be equal rank, but are 2 and 3"
+            );
+            // t and e must agree.
+            infer_error!(
+                op,
+                "[];[2];[3]",
+                "Dimension 0 in both shapes must be equal, but are 2 and 3"
+            );
+            infer_error!(
+                op,
+                "?;[2];[2,1]",
+                "Shapes must be equal rank, but are 1 and 2"
+            );
+        }
+
+        #[test]
+        fn select_v2_shape_function() {
+            crate::link();
+            let op = ShapeTestOp::new("SelectV2").attr("T", DataType::Float);
+            infer_ok!(op, "[2,1];[1,3];[]", "[d0_0,d1_1]");
+            infer_ok!(op, "[];[2,3];[2,3]", "[d1_0,d1_1]");
+            infer_ok!(op, "[2,3];[3];[1]", "[d0_0,d0_1]");
+            infer_ok!(op, "[4,1,1];[2,1];[3]", "[d0_0,d1_0,d2_0]");
+            infer_ok!(op, "?;[2];[2]", "?");
+            infer_ok!(op, "[2];?;[2]", "?");
+            infer_ok!(op, "[?];[?];[?]", "[?]");
+            infer_error!(
+                op,
+                "[2];[3];[2]",
+                "Dimensions must be equal, but are 3 and 2"
+            );
+            infer_error!(
+                op,
+                "[4];[3];[3]",
+                "Dimensions must be equal, but are 4 and 3"
+            );
+        }
+
+        #[test]
+        fn selects_merge_handle_data() {
+            crate::link();
+            for name in ["Select", "SelectV2"] {
+                let op = ShapeTestOp::new(name).attr("T", DataType::Resource);
+                let c = infer_with_handles(
+                    &op,
+                    "[];[];[]",
+                    &[
+                        (1, &[("[2,?]", DataType::Float)]),
+                        (2, &[("[?,3]", DataType::Float)]),
+                    ],
+                )
+                .unwrap();
+                assert_eq!(handle_dims(&c), vec![(Some(vec![2, 3]), DataType::Float)]);
+                // Only one side known: nothing is set.
+                let c = infer_with_handles(&op, "[];[];[]", &[(1, &[("[2]", DataType::Float)])])
+                    .unwrap();
+                assert!(c.output_handle_shapes_and_types(0).is_none());
+                let e = infer_with_handles(
+                    &op,
+                    "[];[];[]",
+                    &[
+                        (1, &[("[2]", DataType::Float)]),
+                        (2, &[("[2]", DataType::Double)]),
+                    ],
+                )
+                .unwrap_err();
+                assert_eq!(
+                    e.message(),
+                    "Trying to merge handles pointing to different dtypes."
+                );
+                let e = infer_with_handles(
+                    &op,
+                    "[];[];[]",
+                    &[(1, &[("[2]", DataType::Float)]), (2, &[])],
+                )
+                .unwrap_err();
+                assert_eq!(
+                    e.message(),
+                    "Trying to merge handles pointing to different numbers of tensors."
+                );
+                let e = infer_with_handles(
+                    &op,
+                    "[];[];[]",
+                    &[
+                        (1, &[("[2]", DataType::Float)]),
+                        (2, &[("[3]", DataType::Float)]),
+                    ],
+                )
+                .unwrap_err();
+                assert!(
+                    e.message()
+                        .contains("Dimension 0 in both shapes must be equal"),
+                    "{e}"
+                );
+            }
+        }
+
+        // ---- gradients ----
+
+        type Builder = dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>;
+
+        fn errors(f: &Builder, xs: &[(Vec<i64>, Vec<f64>)]) -> (f64, f64) {
+            let x64: Vec<Tensor> = xs.iter().map(|(d, v)| t(d, v.clone())).collect();
+            let x32: Vec<Tensor> = xs
+                .iter()
+                .map(|(d, v)| t(d, v.iter().map(|&x| x as f32).collect()))
+                .collect();
+            let j64 = compute_gradient(ctx(), f, &x64).unwrap();
+            // The gradient reaches every input (a None would leave zeros).
+            for (i, j) in j64.iter().enumerate() {
+                assert!(
+                    j.theoretical.iter().any(|&v| v != 0.0),
+                    "input {i} gets no gradient"
+                );
+            }
+            let e64 = compute_gradient_error(&j64);
+            let e32 = compute_gradient_error(&compute_gradient(ctx(), f, &x32).unwrap());
+            (e64, e32)
+        }
+
+        fn assert_gradient_ok(name: &str, f: &Builder, xs: &[(Vec<i64>, Vec<f64>)]) {
+            let (e64, e32) = errors(f, xs);
+            assert!(e64 < 1e-6, "{name}: float64 gradient error {e64}");
+            assert!(e32 < 1e-3, "{name}: float32 gradient error {e32}");
+        }
+
+        const X: [f64; 6] = [1.3, 2.7, -0.6, 4.1, -3.2, 0.45];
+        const Y: [f64; 6] = [0.7, -1.1, 1.9, 0.8, 1.45, -2.3];
+
+        /// `(x, y)` pairs of shapes (and values) that broadcast: equal shapes,
+        /// a vector against rows, a column, and a scalar `x`. The values keep
+        /// away from ties (Maximum), zeros (Div) and integer ratios (FloorMod).
+        fn shape_pairs(positive_x: bool) -> Vec<[(Vec<i64>, Vec<f64>); 2]> {
+            let x: Vec<f64> = if positive_x {
+                X.iter().map(|v| v.abs() + 0.2).collect()
+            } else {
+                X.to_vec()
+            };
+            vec![
+                [(vec![2, 3], x.clone()), (vec![2, 3], Y.to_vec())],
+                [(vec![2, 3], x.clone()), (vec![3], Y[..3].to_vec())],
+                [(vec![2, 3], x.clone()), (vec![2, 1], vec![Y[0], Y[2]])],
+                [(vec![], vec![x[0]]), (vec![2, 3], Y.to_vec())],
+                [
+                    (vec![2, 1], vec![x[0], x[1]]),
+                    (vec![1, 3], Y[..3].to_vec()),
+                ],
+            ]
+        }
+
+        #[test]
+        fn binary_gradients_match_numerical_ones() {
+            crate::link();
+            for op in [
+                "Add",
+                "AddV2",
+                "Sub",
+                "Mul",
+                "Div",
+                "RealDiv",
+                "Maximum",
+                "Minimum",
+                "Pow",
+                "SquaredDifference",
+                "FloorMod",
+            ] {
+                let f = move |o: &mut dyn Ops, xs: &[Sym]| o.op1(op, &[xs[0], xs[1]], &[]);
+                for (k, pair) in shape_pairs(op == "Pow").iter().enumerate() {
+                    assert_gradient_ok(&format!("{op} case {k}"), &f, pair);
+                }
+            }
+        }
+
+        fn grads2(op: &str, x: Tensor, y: Tensor) -> Vec<Option<Tensor>> {
+            let mut tape = GradientTape::new(ctx(), false);
+            let (xs, ys) = (tape.watch(x), tape.watch(y));
+            let z = tape.op1(op, &[xs, ys], &[]).unwrap();
+            tape.gradient_tensors(z, &[xs, ys]).unwrap()
+        }
+
+        #[test]
+        fn binary_gradients_against_hand_values() {
+            crate::link();
+            // Mul broadcast over rows: gy sums x over the rows.
+            let x = t(&[2, 3], vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0]);
+            let y = t(&[3], vec![10.0f64, 20.0, 30.0]);
+            let g = grads2("Mul", x.clone(), y.clone());
+            assert_close(
+                g[0].as_ref().unwrap(),
+                &[2, 3],
+                &[10.0, 20.0, 30.0, 10.0, 20.0, 30.0],
+                0.0,
+            );
+            assert_close(g[1].as_ref().unwrap(), &[3], &[5.0, 7.0, 9.0], 0.0);
+            let g = grads2("Sub", x.clone(), y.clone());
+            assert_close(g[0].as_ref().unwrap(), &[2, 3], &[1.0; 6], 0.0);
+            assert_close(g[1].as_ref().unwrap(), &[3], &[-2.0, -2.0, -2.0], 0.0);
+            // RealDiv: 1/y and -x/y^2.
+            let g = grads2(
+                "RealDiv",
+                t(&[2], vec![3.0f64, -1.0]),
+                t(&[2], vec![2.0f64, 4.0]),
+            );
+            assert_close(g[0].as_ref().unwrap(), &[2], &[0.5, 0.25], 1e-15);
+            assert_close(g[1].as_ref().unwrap(), &[2], &[-0.75, 0.0625], 1e-15);
+            // Maximum: ties go to x; Minimum likewise.
+            let (a, b) = (
+                t(&[3], vec![1.0f64, 2.0, 5.0]),
+                t(&[3], vec![1.0f64, 3.0, 4.0]),
+            );
+            let g = grads2("Maximum", a.clone(), b.clone());
+            assert_close(g[0].as_ref().unwrap(), &[3], &[1.0, 0.0, 1.0], 0.0);
+            assert_close(g[1].as_ref().unwrap(), &[3], &[0.0, 1.0, 0.0], 0.0);
+            let g = grads2("Minimum", a, b);
+            assert_close(g[0].as_ref().unwrap(), &[3], &[1.0, 1.0, 0.0], 0.0);
+            assert_close(g[1].as_ref().unwrap(), &[3], &[0.0, 0.0, 1.0], 0.0);
+            // Pow: no false singularity at x = 0, and 0 for log(x) where x < 0.
+            let g = grads2(
+                "Pow",
+                t(&[3], vec![0.0f64, 2.0, -2.0]),
+                t(&[3], vec![2.0f64, 3.0, 2.0]),
+            );
+            assert_close(g[0].as_ref().unwrap(), &[3], &[0.0, 12.0, -4.0], 1e-12);
+            assert_close(
+                g[1].as_ref().unwrap(),
+                &[3],
+                &[0.0, 8.0 * 2f64.ln(), 0.0],
+                1e-12,
+            );
+            // SquaredDifference: 2 (x - y) and -2 (x - y), y's reduced.
+            let g = grads2("SquaredDifference", x.clone(), t(&[], vec![2.0f64]));
+            assert_close(
+                g[0].as_ref().unwrap(),
+                &[2, 3],
+                &[-2.0, 0.0, 2.0, 4.0, 6.0, 8.0],
+                0.0,
+            );
+            assert_close(g[1].as_ref().unwrap(), &[], &[-18.0], 0.0);
+            // FloorMod: 1 and -floor(x / y).
+            let g = grads2(
+                "FloorMod",
+                t(&[2], vec![7.5f64, -7.5]),
+                t(&[2], vec![2.0f64, 2.0]),
+            );
+            assert_close(g[0].as_ref().unwrap(), &[2], &[1.0, 1.0], 0.0);
+            assert_close(g[1].as_ref().unwrap(), &[2], &[-3.0, 4.0], 0.0);
+            // FloorDiv: no gradient (TensorFlow's None, None).
+            let g = grads2(
+                "FloorDiv",
+                t(&[2], vec![7.5f64, -7.5]),
+                t(&[2], vec![2.0f64, 2.0]),
+            );
+            assert!(g[0].is_none() && g[1].is_none());
+            // float32 through Add with broadcasting.
+            let g = grads2(
+                "AddV2",
+                t(&[2, 2], vec![1.0f32; 4]),
+                t(&[2, 1], vec![1.0f32; 2]),
+            );
+            assert_close(g[1].as_ref().unwrap(), &[2, 1], &[2.0, 2.0], 0.0);
+        }
+
+        #[test]
+        fn add_n_gradients() {
+            crate::link();
+            let f = |o: &mut dyn Ops, xs: &[Sym]| {
+                let out = o.call(
+                    "AddN",
+                    &[SymArg::List(vec![xs[0], xs[1], xs[0]])],
+                    &Default::default(),
+                )?;
+                o.mul(out[0], xs[1])
+            };
+            assert_gradient_ok(
+                "AddN",
+                &f,
+                &[(vec![2, 3], X.to_vec()), (vec![2, 3], Y.to_vec())],
+            );
+            let mut tape = GradientTape::new(ctx(), false);
+            let (a, b) = (
+                tape.watch(t(&[2], vec![1.0f64, 2.0])),
+                tape.watch(t(&[2], vec![3.0f64, 4.0])),
+            );
+            let s = tape.add_n(&[a, b, a]).unwrap();
+            let g = tape.gradient_tensors(s, &[a, b]).unwrap();
+            assert_close(g[0].as_ref().unwrap(), &[2], &[2.0, 2.0], 0.0);
+            assert_close(g[1].as_ref().unwrap(), &[2], &[1.0, 1.0], 0.0);
+        }
+
+        #[test]
+        fn select_gradients() {
+            crate::link();
+            // Select with a condition of t's shape, and with a vector of rows.
+            for (cond_dims, cond) in [
+                (vec![2, 3], vec![true, false, true, false, false, true]),
+                (vec![2], vec![false, true]),
+                (vec![], vec![true]),
+            ] {
+                let c = t(&cond_dims, cond.clone());
+                let f = move |o: &mut dyn Ops, xs: &[Sym]| {
+                    let c = o.constant(c.clone())?;
+                    o.op1("Select", &[c, xs[0], xs[1]], &[])
+                };
+                let pair = [(vec![2, 3], X.to_vec()), (vec![2, 3], Y.to_vec())];
+                if cond.iter().all(|&b| b) {
+                    // e gets no gradient at all: check t only.
+                    let jac = compute_gradient(
+                        ctx(),
+                        &f,
+                        &[t(&[2, 3], X.to_vec()), t(&[2, 3], Y.to_vec())],
+                    )
+                    .unwrap();
+                    assert!(compute_gradient_error(&jac) < 1e-6);
+                    assert!(jac[1].theoretical.iter().all(|&v| v == 0.0));
+                } else {
+                    assert_gradient_ok("Select", &f, &pair);
+                }
+            }
+            // SelectV2 with broadcasting among all three.
+            let c = t(&[2, 1], vec![true, false]);
+            let f = move |o: &mut dyn Ops, xs: &[Sym]| {
+                let c = o.constant(c.clone())?;
+                o.op1("SelectV2", &[c, xs[0], xs[1]], &[])
+            };
+            assert_gradient_ok(
+                "SelectV2 [2,1] [3] []",
+                &f,
+                &[(vec![3], X[..3].to_vec()), (vec![], vec![Y[0]])],
+            );
+            assert_gradient_ok(
+                "SelectV2 [2,1] [2,3] [1,3]",
+                &f,
+                &[(vec![2, 3], X.to_vec()), (vec![1, 3], Y[..3].to_vec())],
+            );
+            // Hand values: t [3] gets the rows where the condition holds.
+            let mut tape = GradientTape::new(ctx(), false);
+            let cond = tape.constant(t(&[2, 1], vec![true, false])).unwrap();
+            let (a, b) = (
+                tape.watch(t(&[3], vec![1.0f64, 2.0, 3.0])),
+                tape.watch(t(&[], vec![5.0f64])),
+            );
+            let z = tape.op1("SelectV2", &[cond, a, b], &[]).unwrap();
+            let g = tape.gradient_tensors(z, &[cond, a, b]).unwrap();
+            assert!(g[0].is_none());
+            assert_close(g[1].as_ref().unwrap(), &[3], &[1.0, 1.0, 1.0], 0.0);
+            assert_close(g[2].as_ref().unwrap(), &[], &[3.0], 0.0);
+        }
+
+        #[test]
+        fn comparisons_and_logical_ops_are_not_differentiable() {
+            crate::link();
+            let r = GradientRegistry::global();
+            for op in [
+                "Less",
+                "LessEqual",
+                "Greater",
+                "GreaterEqual",
+                "Equal",
+                "NotEqual",
+                "LogicalAnd",
+                "LogicalOr",
+                "LogicalNot",
+            ] {
+                assert!(
+                    matches!(r.get(op), Some(Gradient::NotDifferentiable)),
+                    "{op}"
+                );
+            }
+            // Gradients flow around them: d/dx select(x > 0, x, -x) = sign(x).
+            let f = |o: &mut dyn Ops, xs: &[Sym]| {
+                let zero = o.scalar(o.dtype(xs[0]), 0.0)?;
+                let c = o.op1("Greater", &[xs[0], zero], &[])?;
+                let minus = o.neg(xs[0])?;
+                o.op1("Select", &[c, xs[0], minus], &[])
+            };
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[3], vec![-2.0f64, 0.5, 3.0]));
+            let y = f(&mut tape, &[x]).unwrap();
+            let g = tape.gradient_tensors(y, &[x]).unwrap();
+            assert_close(g[0].as_ref().unwrap(), &[3], &[-1.0, 1.0, 1.0], 0.0);
+        }
+
+        #[test]
+        fn second_derivatives_of_mul() {
+            crate::link();
+            // As TensorFlow's array_grad.py (registered here when missing):
+            // no gradient flows through the default seed `OnesLike(y)`.
+            let r = GradientRegistry::global();
+            if r.get("OnesLike").is_none() {
+                r.register("OnesLike", Gradient::NotDifferentiable);
+            }
+            // f = x * x * y: df/dx = 2xy, d2f/dx2 = 2y, d2f/dxdy = 2x.
+            let (xv, yv) = ([1.5f64, -2.0, 0.25], [3.0f64, 0.5, -4.0]);
+            let mut tape = GradientTape::new(ctx(), true);
+            let x = tape.watch(t(&[3], xv.to_vec()));
+            let y = tape.watch(t(&[3], yv.to_vec()));
+            let xx = tape.mul(x, x).unwrap();
+            let f = tape.mul(xx, y).unwrap();
+            let g = tape.gradient(f, &[x, y]).unwrap();
+            let (gx, gy) = (g[0].unwrap(), g[1].unwrap());
+            let v = |tape: &GradientTape<'_>, s: Sym| tape.value(s).flat::<f64>().unwrap().to_vec();
+            for i in 0..3 {
+                assert_eq!(v(&tape, gx)[i], 2.0 * xv[i] * yv[i]);
+                assert_eq!(v(&tape, gy)[i], xv[i] * xv[i]);
+            }
+            let gg = tape.gradient(gx, &[x, y]).unwrap();
+            let (gxx, gxy) = (v(&tape, gg[0].unwrap()), v(&tape, gg[1].unwrap()));
+            let gg = tape.gradient(gy, &[x, y]).unwrap();
+            let gyx = v(&tape, gg[0].unwrap());
+            assert!(
+                gg[1].is_none(),
+                "d2f/dy2 = 0: y^1 has no second derivative path"
+            );
+            for i in 0..3 {
+                assert_eq!(gxx[i], 2.0 * yv[i]);
+                assert_eq!(gxy[i], 2.0 * xv[i]);
+                assert_eq!(gyx[i], 2.0 * xv[i]);
+            }
+        }
+
+        /// TensorFlow's tape tracks every value computed from a watched one,
+        /// so intermediate results can be sources ("gradients with respect
+        /// to intermediate results"). Before the fix in `tape.rs`, only
+        /// explicitly watched values were, and this gave `None`.
+        #[test]
+        fn tape_gradients_with_respect_to_intermediate_values() {
+            crate::link();
+            let mut tape = GradientTape::new(ctx(), true);
+            let x = tape.watch(t(&[], vec![3.0f64]));
+            let y = tape.mul(x, x).unwrap();
+            let z = tape.mul(y, y).unwrap();
+            let g = tape.gradient_tensors(z, &[y, x]).unwrap();
+            assert_close(g[0].as_ref().unwrap(), &[], &[18.0], 0.0); // dz/dy = 2y
+            assert_close(g[1].as_ref().unwrap(), &[], &[108.0], 0.0); // dz/dx = 4x^3
+                                                                      // Values computed from unwatched ones only are not tracked.
+            let c = tape.constant(t(&[], vec![2.0f64])).unwrap();
+            let c2 = tape.mul(c, c).unwrap();
+            let w = tape.mul(c2, z).unwrap();
+            assert_eq!(tape.gradient(w, &[c2, c]).unwrap(), vec![None, None]);
+            assert!(tape.gradient(w, &[z]).unwrap()[0].is_some());
+        }
+
+        fn placeholder(g: &mut Graph, name: &str, dims: Option<&[i64]>) -> Output {
+            let mut spec = NodeSpec::new("Placeholder", name).attr("dtype", DataType::Double);
+            if let Some(d) = dims {
+                spec = spec.attr("shape", TensorShape::new(d).unwrap().to_proto());
+            }
+            Output::new(g.add(spec).unwrap(), 0)
+        }
+
+        fn node(g: &mut Graph, op: &str, name: &str, ins: &[Output]) -> Output {
+            let mut spec = NodeSpec::new(op, name);
+            for &i in ins {
+                spec = spec.input(i);
+            }
+            Output::new(g.add(spec).unwrap(), 0)
+        }
+
+        /// The same computation, as graph ops and through [`Ops`] on a tape.
+        fn computation(o: &mut dyn Ops, x: Sym, w: Sym, b: Sym) -> Result<Sym> {
+            let xw = o.mul(x, w)?;
+            let h = o.op1("Tanh", &[xw], &[])?;
+            let hb = o.add(h, b)?;
+            let k = o.op1("Sigmoid", &[hb], &[])?;
+            let kh = o.mul(k, h)?;
+            let sd = o.op1("SquaredDifference", &[x, b], &[])?;
+            let mx = o.op1("Maximum", &[x, w], &[])?;
+            let q = o.div(mx, w)?;
+            let out = o.call(
+                "AddN",
+                &[SymArg::List(vec![kh, sd, q])],
+                &Default::default(),
+            )?;
+            Ok(out[0])
+        }
+
+        #[test]
+        fn graph_gradients_match_the_gradient_tape() {
+            crate::link();
+            let xv = t(&[2, 3], X.to_vec());
+            let wv = t(&[3], Y[..3].to_vec());
+            let bv = t(&[2, 1], vec![0.3f64, -0.8]);
+            // Graph: x and w with static shapes, b of unknown shape (the
+            // reductions then go through BroadcastGradientArgs at run time).
+            let mut g = Graph::new();
+            let x = placeholder(&mut g, "x", Some(&[2, 3]));
+            let w = placeholder(&mut g, "w", Some(&[3]));
+            let b = placeholder(&mut g, "b", None);
+            let xw = node(&mut g, "Mul", "xw", &[x, w]);
+            let h = node(&mut g, "Tanh", "h", &[xw]);
+            let hb = node(&mut g, "AddV2", "hb", &[h, b]);
+            let k = node(&mut g, "Sigmoid", "k", &[hb]);
+            let kh = node(&mut g, "Mul", "kh", &[k, h]);
+            let sd = node(&mut g, "SquaredDifference", "sd", &[x, b]);
+            let mx = node(&mut g, "Maximum", "mx", &[x, w]);
+            let q = node(&mut g, "RealDiv", "q", &[mx, w]);
+            let y = Output::new(
+                g.add(NodeSpec::new("AddN", "y").input_list(vec![kh, sd, q]))
+                    .unwrap(),
+                0,
+            );
+            // b's unknown shape makes kh's unknown; AddN merges it with q's.
+            assert_eq!(g.output_shape(kh), None);
+            assert_eq!(g.output_shape(y), Some(&[2, 3][..]));
+            assert_eq!(g.output_shape(q), Some(&[2, 3][..]));
+            let grads = gradients(&mut g, &[y], &[x, w, b], None).unwrap();
+            let fetch: Vec<Output> = grads.iter().map(|o| o.unwrap()).collect();
+            let sess = Session::new(g).unwrap();
+            let got = sess
+                .run(
+                    vec![(x, xv.clone()), (w, wv.clone()), (b, bv.clone())],
+                    &fetch,
+                    &[],
+                )
+                .unwrap();
+            // Tape.
+            let mut tape = GradientTape::new(ctx(), false);
+            let (xs, ws, bs) = (tape.watch(xv), tape.watch(wv), tape.watch(bv));
+            let ys = computation(&mut tape, xs, ws, bs).unwrap();
+            let want = tape.gradient_tensors(ys, &[xs, ws, bs]).unwrap();
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                let w = w.as_ref().unwrap();
+                assert_eq!(g.dims(), w.dims(), "gradient {i}");
+                let wv: Vec<f64> = w.flat::<f64>().unwrap().to_vec();
+                assert_close(g, w.dims(), &wv, 1e-12);
+            }
+        }
     }
 }

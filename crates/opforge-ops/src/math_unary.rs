@@ -26,6 +26,7 @@ use num_complex::Complex;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::shape_inference::common::unchanged_shape;
 use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result, Status,
 };
@@ -588,6 +589,7 @@ macro_rules! unary_op {
             .input("x: T")
             .output("y: T")
             .attr(concat!("T: {", $types, "}"))
+            .set_shape_fn(unchanged_shape)
             .doc($doc));
         register_kernel!(
             KernelDefBuilder::new($name).type_constraint_list("T", &[$(DataType::$k),*]),
@@ -719,6 +721,7 @@ unary_op!(
 register_op!(OpDefBuilder::new("LogicalNot")
     .input("x: bool")
     .output("y: bool")
+    .set_shape_fn(unchanged_shape)
     .doc("Returns the truth value of `NOT x` element-wise."));
 register_kernel!(
     KernelDefBuilder::new("LogicalNot"),
@@ -844,6 +847,9 @@ macro_rules! grad_op {
             .input("dy: T")
             .output("z: T")
             .attr("T: {bfloat16, half, float, double, complex64, complex128}")
+            // TensorFlow's UNARY_GRADIENT_COMPLEX: UnchangedShape (input 0's
+            // handle; `dy` is not merged in).
+            .set_shape_fn(unchanged_shape)
             .doc($doc));
         register_kernel!(
             KernelDefBuilder::new($name).type_constraint_list(
@@ -1128,12 +1134,271 @@ register_op!(OpDefBuilder::new("Cast")
     .attr("SrcT: type")
     .attr("DstT: type")
     .attr("Truncate: bool = false")
+    .set_shape_fn(unchanged_shape)
     .doc(
         "Cast x of type SrcT to y of DstT.\n\n\
          Between bool, integer, floating and complex types. Float to integer\n\
          truncates toward zero; complex to real keeps the real part."
     ));
 register_kernel!(KernelDefBuilder::new("Cast"), CastKernel);
+
+// ---- Gradients ----
+
+/// The gradients of the unary ops and of their gradient helpers (so that
+/// second derivatives work), as TensorFlow's `math_grad.py` defines them.
+/// TensorFlow conjugates `x`/`y` (and the helpers' inputs) first for complex
+/// types; without a `Conj` op these are written for real types.
+mod gradients {
+    use opforge_core::attrs::IntoAttrValue;
+    use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
+    use opforge_core::{register_gradient, DataType, Result};
+
+    type Grads = Result<Vec<Option<Sym>>>;
+
+    /// `grad * f(x)` for the ops whose derivative is a function of `x`.
+    fn times(o: &mut dyn Ops, g: Sym, factor: Sym) -> Grads {
+        Ok(vec![Some(o.mul(g, factor)?)])
+    }
+
+    fn neg_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
+        Ok(vec![Some(o.neg(g)?)])
+    }
+
+    fn abs_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
+        let sign = o.op1("Sign", &[op.inputs[0]], &[])?;
+        times(o, g, sign)
+    }
+
+    fn sign_grad(o: &mut dyn Ops, op: &GradOp<'_>, _: &[Option<Sym>]) -> Grads {
+        Ok(vec![Some(o.zeros_like(op.inputs[0])?)])
+    }
+
+    /// The ops whose gradient is a helper op `Helper(y, grad)` of the output.
+    fn helper_of_output(
+        o: &mut dyn Ops,
+        op: &GradOp<'_>,
+        grads: &[Option<Sym>],
+        helper: &str,
+    ) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
+        Ok(vec![Some(o.op1(helper, &[op.outputs[0], g], &[])?)])
+    }
+
+    fn reciprocal_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        helper_of_output(o, op, grads, "ReciprocalGrad")
+    }
+
+    fn sqrt_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        helper_of_output(o, op, grads, "SqrtGrad")
+    }
+
+    fn rsqrt_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        helper_of_output(o, op, grads, "RsqrtGrad")
+    }
+
+    fn tanh_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        helper_of_output(o, op, grads, "TanhGrad")
+    }
+
+    fn sigmoid_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        helper_of_output(o, op, grads, "SigmoidGrad")
+    }
+
+    fn square_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
+        let x = op.inputs[0];
+        let two = o.scalar(o.dtype(x), 2.0)?;
+        let two_x = o.mul(x, two)?;
+        times(o, g, two_x)
+    }
+
+    fn exp_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
+        times(o, g, op.outputs[0])
+    }
+
+    fn log_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
+        let inv = o.op1("Reciprocal", &[op.inputs[0]], &[])?;
+        times(o, g, inv)
+    }
+
+    fn log1p_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
+        let x = op.inputs[0];
+        let one = o.scalar(o.dtype(x), 1.0)?;
+        let one_plus_x = o.add(one, x)?;
+        let inv = o.op1("Reciprocal", &[one_plus_x], &[])?;
+        times(o, g, inv)
+    }
+
+    fn sin_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
+        let cos = o.op1("Cos", &[op.inputs[0]], &[])?;
+        times(o, g, cos)
+    }
+
+    fn cos_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
+        let minus_g = o.neg(g)?;
+        let sin = o.op1("Sin", &[op.inputs[0]], &[])?;
+        times(o, minus_g, sin)
+    }
+
+    /// `Floor`, `Ceil`, `Round`: piecewise constant; TensorFlow returns None.
+    fn no_grad(_: &mut dyn Ops, _: &GradOp<'_>, _: &[Option<Sym>]) -> Grads {
+        Ok(vec![None])
+    }
+
+    fn is_float_or_complex(dt: DataType) -> bool {
+        matches!(
+            dt,
+            DataType::Half
+                | DataType::Float
+                | DataType::Double
+                | DataType::BFloat16
+                | DataType::Complex64
+                | DataType::Complex128
+        )
+    }
+
+    /// `Cast`: the gradient cast back to the source type when both types
+    /// are floating or complex; None otherwise.
+    fn cast_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None]);
+        };
+        let (src, dst) = (o.dtype(op.inputs[0]).base(), o.dtype(g).base());
+        if !(is_float_or_complex(src) && is_float_or_complex(dst)) {
+            return Ok(vec![None]);
+        }
+        Ok(vec![Some(o.op1(
+            "Cast",
+            &[g],
+            &[("DstT", src.into_attr_value())],
+        )?)])
+    }
+
+    /// `z = TanhGrad(a, b) = b * (1 - a^2)`: `(grad * -2 * b * a, TanhGrad(a, grad))`.
+    fn tanh_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (a, b) = (op.inputs[0], op.inputs[1]);
+        let minus_two = o.scalar(o.dtype(g), -2.0)?;
+        let t = o.mul(g, minus_two)?;
+        let t = o.mul(t, b)?;
+        let ga = o.mul(t, a)?;
+        let gb = o.op1("TanhGrad", &[a, g], &[])?;
+        Ok(vec![Some(ga), Some(gb)])
+    }
+
+    /// `z = SigmoidGrad(a, b) = b * a * (1 - a)`:
+    /// `(grad * b - 2 * grad * b * a, SigmoidGrad(a, grad))`.
+    fn sigmoid_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (a, b) = (op.inputs[0], op.inputs[1]);
+        let gb = o.mul(g, b)?;
+        let two = o.scalar(o.dtype(g), 2.0)?;
+        let t = o.mul(two, gb)?;
+        let t = o.mul(t, a)?;
+        let ga = o.sub(gb, t)?;
+        let gb = o.op1("SigmoidGrad", &[a, g], &[])?;
+        Ok(vec![Some(ga), Some(gb)])
+    }
+
+    /// `z = SqrtGrad(a, b) = 0.5 * b / a`: with `ga = grad / a`, `(-ga * z, 0.5 * ga)`.
+    fn sqrt_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (a, z) = (op.inputs[0], op.outputs[0]);
+        let ga = o.div(g, a)?;
+        let minus_ga = o.neg(ga)?;
+        let grad_a = o.mul(minus_ga, z)?;
+        let half = o.scalar(o.dtype(g), 0.5)?;
+        let grad_b = o.mul(half, ga)?;
+        Ok(vec![Some(grad_a), Some(grad_b)])
+    }
+
+    /// `z = RsqrtGrad(a, b) = -0.5 * b * a^3`:
+    /// `(-1.5 * grad * b * a^2, RsqrtGrad(a, grad))`.
+    fn rsqrt_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (a, b) = (op.inputs[0], op.inputs[1]);
+        let c = o.scalar(o.dtype(g), -1.5)?;
+        let t = o.mul(c, g)?;
+        let t = o.mul(t, b)?;
+        let a2 = o.op1("Square", &[a], &[])?;
+        let grad_a = o.mul(t, a2)?;
+        let grad_b = o.op1("RsqrtGrad", &[a, g], &[])?;
+        Ok(vec![Some(grad_a), Some(grad_b)])
+    }
+
+    /// `z = ReciprocalGrad(a, b) = -b * a^2`:
+    /// `(grad * -2 * b * a, ReciprocalGrad(a, grad))`.
+    fn reciprocal_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (a, b) = (op.inputs[0], op.inputs[1]);
+        let minus_two = o.scalar(o.dtype(g), -2.0)?;
+        let t = o.mul(g, minus_two)?;
+        let t = o.mul(t, b)?;
+        let grad_a = o.mul(t, a)?;
+        let grad_b = o.op1("ReciprocalGrad", &[a, g], &[])?;
+        Ok(vec![Some(grad_a), Some(grad_b)])
+    }
+
+    register_gradient!("Neg", neg_grad);
+    register_gradient!("Abs", abs_grad);
+    register_gradient!("Sign", sign_grad);
+    register_gradient!("Reciprocal", reciprocal_grad);
+    register_gradient!("Square", square_grad);
+    register_gradient!("Sqrt", sqrt_grad);
+    register_gradient!("Rsqrt", rsqrt_grad);
+    register_gradient!("Exp", exp_grad);
+    register_gradient!("Log", log_grad);
+    register_gradient!("Log1p", log1p_grad);
+    register_gradient!("Tanh", tanh_grad);
+    register_gradient!("Sigmoid", sigmoid_grad);
+    register_gradient!("Sin", sin_grad);
+    register_gradient!("Cos", cos_grad);
+    register_gradient!("Floor", no_grad);
+    register_gradient!("Ceil", no_grad);
+    register_gradient!("Round", no_grad);
+    register_gradient!("Cast", cast_grad);
+    register_gradient!("TanhGrad", tanh_grad_grad);
+    register_gradient!("SigmoidGrad", sigmoid_grad_grad);
+    register_gradient!("SqrtGrad", sqrt_grad_grad);
+    register_gradient!("RsqrtGrad", rsqrt_grad_grad);
+    register_gradient!("ReciprocalGrad", reciprocal_grad_grad);
+    opforge_core::register_not_differentiable!("LogicalNot");
+}
 
 #[cfg(test)]
 mod tests {
@@ -1736,5 +2001,387 @@ mod tests {
         assert_eq!(7u8.trunc_div(0), 0);
         assert_eq!(RealFloat::abs(f16::from_f32(-0.0)).to_bits(), 0);
         assert!(!Complex::<f64>::ZERO.pow(Complex::new(2.0, 0.0)).re.is_nan());
+    }
+
+    /// Shape functions and gradients.
+    mod shape_and_gradient_tests {
+        use crate::testutil::{assert_close, ctx, t};
+        use opforge_core::attrs::IntoAttrValue;
+        use opforge_core::autodiff::{
+            compute_gradient, compute_gradient_error, Gradient, GradientRegistry, GradientTape,
+            Ops, OpsExt, Sym,
+        };
+        use opforge_core::shape_inference::testutil::ShapeTestOp;
+        use opforge_core::{infer_ok, DataType, Result, Tensor};
+
+        type Builder = dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>;
+
+        /// The differentiable unary ops.
+        const DIFFERENTIABLE: &[&str] = &[
+            "Neg",
+            "Abs",
+            "Sign",
+            "Reciprocal",
+            "Square",
+            "Sqrt",
+            "Rsqrt",
+            "Exp",
+            "Log",
+            "Log1p",
+            "Tanh",
+            "Sigmoid",
+            "Sin",
+            "Cos",
+        ];
+
+        /// As TensorFlow's array_grad.py registers them (the array ops'
+        /// module registers them too; registered here when missing, so that
+        /// second derivatives through the default seed `OnesLike(y)` work).
+        pub(crate) fn seed_ops_not_differentiable() {
+            let r = GradientRegistry::global();
+            for op in ["OnesLike", "ZerosLike"] {
+                if r.get(op).is_none() {
+                    r.register(op, Gradient::NotDifferentiable);
+                }
+            }
+        }
+
+        #[test]
+        fn unary_shape_functions_keep_the_input_handle() {
+            crate::link();
+            for op in super::super::OPS {
+                let test_op = ShapeTestOp::new(op);
+                if op.ends_with("Grad") {
+                    // TensorFlow's UnchangedShape: input 0, `dy` not merged in.
+                    infer_ok!(test_op, "[2,?];[2,3]", "in0");
+                    infer_ok!(test_op, "?;[2,3]", "in0");
+                    infer_ok!(test_op, "[2,3];?", "in0");
+                    infer_ok!(test_op, "[2,3];[4]", "in0");
+                } else {
+                    infer_ok!(test_op, "?", "in0");
+                    infer_ok!(test_op, "[]", "in0");
+                    infer_ok!(test_op, "[1,?,3]", "in0");
+                    infer_ok!(test_op, "[0]", "in0");
+                }
+            }
+            let cast = ShapeTestOp::new("Cast")
+                .attr("SrcT", DataType::Int32)
+                .attr("DstT", DataType::Float);
+            infer_ok!(cast, "[?,2]", "in0");
+        }
+
+        fn unary(op: &'static str) -> impl Fn(&mut dyn Ops, &[Sym]) -> Result<Sym> {
+            move |o: &mut dyn Ops, xs: &[Sym]| o.op1(op, &[xs[0]], &[])
+        }
+
+        /// The gradient-checker errors of `f` at `xs` in float64 and float32.
+        fn errors(f: &Builder, xs: &[(Vec<i64>, Vec<f64>)]) -> (f64, f64) {
+            let x64: Vec<Tensor> = xs.iter().map(|(d, v)| t(d, v.clone())).collect();
+            let x32: Vec<Tensor> = xs
+                .iter()
+                .map(|(d, v)| t(d, v.iter().map(|&x| x as f32).collect()))
+                .collect();
+            let e64 = compute_gradient_error(&compute_gradient(ctx(), f, &x64).unwrap());
+            let e32 = compute_gradient_error(&compute_gradient(ctx(), f, &x32).unwrap());
+            (e64, e32)
+        }
+
+        fn assert_gradient_ok(name: &str, f: &Builder, xs: &[(Vec<i64>, Vec<f64>)]) {
+            let (e64, e32) = errors(f, xs);
+            assert!(e64 < 1e-6, "{name}: float64 gradient error {e64}");
+            assert!(e32 < 1e-3, "{name}: float32 gradient error {e32}");
+        }
+
+        #[test]
+        fn unary_gradients_match_numerical_ones() {
+            crate::link();
+            // Away from kinks (Abs, Sign at 0) and in the domains (Sqrt, Log, ...).
+            let positive = vec![0.3, 0.7, 1.2, 2.5, 0.9, 1.7];
+            let mixed = vec![-1.3, -0.4, 0.2, 0.6, 1.1, -2.0];
+            for op in DIFFERENTIABLE {
+                let xs = match *op {
+                    "Sqrt" | "Rsqrt" | "Log" | "Reciprocal" => positive.clone(),
+                    _ => mixed.clone(),
+                };
+                assert_gradient_ok(op, &unary(op), &[(vec![2, 3], xs)]);
+            }
+        }
+
+        /// The helpers' own gradients (`TanhGrad`, ...), with respect to both inputs.
+        #[test]
+        fn gradient_helper_gradients_match_numerical_ones() {
+            crate::link();
+            for op in [
+                "TanhGrad",
+                "SigmoidGrad",
+                "SqrtGrad",
+                "RsqrtGrad",
+                "ReciprocalGrad",
+            ] {
+                let f = move |o: &mut dyn Ops, xs: &[Sym]| o.op1(op, &[xs[0], xs[1]], &[]);
+                let y = vec![0.3, 0.7, 1.2, 0.5, 0.9, 1.7];
+                let dy = vec![-1.3, -0.4, 0.2, 0.6, 1.1, -2.0];
+                assert_gradient_ok(op, &f, &[(vec![2, 3], y), (vec![2, 3], dy)]);
+            }
+        }
+
+        fn grad1(op: &str, x: Tensor) -> Option<Tensor> {
+            let mut tape = GradientTape::new(ctx(), false);
+            let xs = tape.watch(x);
+            let y = tape.op1(op, &[xs], &[]).unwrap();
+            tape.gradient_tensors(y, &[xs]).unwrap().pop().unwrap()
+        }
+
+        #[test]
+        fn unary_gradients_against_hand_values() {
+            crate::link();
+            let x = t(&[3], vec![1.0f64, -2.0, 0.5]);
+            assert_close(
+                &grad1("Square", x.clone()).unwrap(),
+                &[3],
+                &[2.0, -4.0, 1.0],
+                1e-12,
+            );
+            assert_close(
+                &grad1("Neg", x.clone()).unwrap(),
+                &[3],
+                &[-1.0, -1.0, -1.0],
+                0.0,
+            );
+            assert_close(
+                &grad1("Abs", x.clone()).unwrap(),
+                &[3],
+                &[1.0, -1.0, 1.0],
+                0.0,
+            );
+            assert_close(
+                &grad1("Sign", x.clone()).unwrap(),
+                &[3],
+                &[0.0, 0.0, 0.0],
+                0.0,
+            );
+            assert_close(
+                &grad1("Reciprocal", x.clone()).unwrap(),
+                &[3],
+                &[-1.0, -0.25, -4.0],
+                1e-12,
+            );
+            assert_close(
+                &grad1("Exp", x.clone()).unwrap(),
+                &[3],
+                &[1f64.exp(), (-2f64).exp(), 0.5f64.exp()],
+                1e-12,
+            );
+            assert_close(
+                &grad1("Sin", x.clone()).unwrap(),
+                &[3],
+                &[1f64.cos(), (-2f64).cos(), 0.5f64.cos()],
+                1e-12,
+            );
+            assert_close(
+                &grad1("Cos", x.clone()).unwrap(),
+                &[3],
+                &[-(1f64.sin()), 2f64.sin(), -(0.5f64.sin())],
+                1e-12,
+            );
+            let p = t(&[3], vec![4.0f64, 0.25, 1.0]);
+            assert_close(
+                &grad1("Sqrt", p.clone()).unwrap(),
+                &[3],
+                &[0.25, 1.0, 0.5],
+                1e-12,
+            );
+            // d/dx x^-1/2 = -1/2 x^-3/2
+            assert_close(
+                &grad1("Rsqrt", p.clone()).unwrap(),
+                &[3],
+                &[-0.0625, -4.0, -0.5],
+                1e-12,
+            );
+            assert_close(
+                &grad1("Log", p.clone()).unwrap(),
+                &[3],
+                &[0.25, 4.0, 1.0],
+                1e-12,
+            );
+            assert_close(&grad1("Log1p", p).unwrap(), &[3], &[0.2, 0.8, 0.5], 1e-12);
+            let z = t(&[2], vec![0.0f64, 1.0]);
+            let th = 1f64.tanh();
+            assert_close(
+                &grad1("Tanh", z.clone()).unwrap(),
+                &[2],
+                &[1.0, 1.0 - th * th],
+                1e-12,
+            );
+            let sg = 1.0 / (1.0 + (-1f64).exp());
+            assert_close(
+                &grad1("Sigmoid", z).unwrap(),
+                &[2],
+                &[0.25, sg * (1.0 - sg)],
+                1e-12,
+            );
+            // float32 too.
+            let x32 = t(&[2], vec![3.0f32, -1.5]);
+            assert_close(&grad1("Square", x32).unwrap(), &[2], &[6.0, -3.0], 1e-6);
+        }
+
+        #[test]
+        fn floor_ceil_round_have_no_gradient() {
+            crate::link();
+            for op in ["Floor", "Ceil", "Round"] {
+                assert!(grad1(op, t(&[2], vec![0.3f64, 1.6])).is_none(), "{op}");
+            }
+            // Nor do ops that feed only through them.
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[2], vec![0.3f32, 1.6]));
+            let y = tape.op1("Floor", &[x], &[]).unwrap();
+            let z = tape.mul(y, x).unwrap();
+            let g = tape
+                .gradient_tensors(z, &[x])
+                .unwrap()
+                .pop()
+                .unwrap()
+                .unwrap();
+            // d(floor(x) * x)/dx = floor(x) (+ 0 through floor).
+            assert_close(&g, &[2], &[0.0, 1.0], 0.0);
+        }
+
+        #[test]
+        fn cast_gradients() {
+            crate::link();
+            // float32 -> float64: the gradient is cast back to float32.
+            let f = |o: &mut dyn Ops, xs: &[Sym]| {
+                let y = o.op1(
+                    "Cast",
+                    &[xs[0]],
+                    &[("DstT", DataType::Double.into_attr_value())],
+                )?;
+                o.op1("Sin", &[y], &[])
+            };
+            let x = t(&[3], vec![0.5f32, -1.0, 2.0]);
+            let e = compute_gradient_error(
+                &compute_gradient(ctx(), &f, std::slice::from_ref(&x)).unwrap(),
+            );
+            assert!(e < 1e-3, "{e}");
+            let mut tape = GradientTape::new(ctx(), false);
+            let xs = tape.watch(x);
+            let y = f(&mut tape, &[xs]).unwrap();
+            let g = tape
+                .gradient_tensors(y, &[xs])
+                .unwrap()
+                .pop()
+                .unwrap()
+                .unwrap();
+            assert_eq!(g.dtype(), DataType::Float);
+            assert_close(&g, &[3], &[0.5f64.cos(), 1f64.cos(), 2f64.cos()], 1e-6);
+            // float64 -> float16 -> float64 round trip: gradient 1.
+            let f = |o: &mut dyn Ops, xs: &[Sym]| {
+                let y = o.op1(
+                    "Cast",
+                    &[xs[0]],
+                    &[("DstT", DataType::Half.into_attr_value())],
+                )?;
+                o.op1(
+                    "Cast",
+                    &[y],
+                    &[("DstT", DataType::Double.into_attr_value())],
+                )
+            };
+            let mut tape = GradientTape::new(ctx(), false);
+            let xs = tape.watch(t(&[2], vec![0.5f64, 3.0]));
+            let y = f(&mut tape, &[xs]).unwrap();
+            let g = tape
+                .gradient_tensors(y, &[xs])
+                .unwrap()
+                .pop()
+                .unwrap()
+                .unwrap();
+            assert_close(&g, &[2], &[1.0, 1.0], 0.0);
+            // To or from a non-float type: no gradient (TensorFlow's None).
+            let Some(Gradient::Fn(cast_grad)) = GradientRegistry::global().get("Cast") else {
+                panic!("Cast has a gradient function");
+            };
+            let mut tape = GradientTape::new(ctx(), false);
+            let xi = tape.watch(t(&[2], vec![1i32, 2]));
+            let yf = tape
+                .op1(
+                    "Cast",
+                    &[xi],
+                    &[("DstT", DataType::Float.into_attr_value())],
+                )
+                .unwrap();
+            let g = tape.ones_like(yf).unwrap();
+            let attrs = Default::default();
+            let op = opforge_core::autodiff::GradOp {
+                op: "Cast",
+                attrs: &attrs,
+                inputs: &[xi],
+                outputs: &[yf],
+            };
+            assert_eq!(cast_grad(&mut tape, &op, &[Some(g)]).unwrap(), vec![None]);
+            // ... and the tape gives None for the integer source.
+            let mut tape = GradientTape::new(ctx(), false);
+            let xi = tape.watch(t(&[2], vec![1i32, 2]));
+            let yf = tape
+                .op1(
+                    "Cast",
+                    &[xi],
+                    &[("DstT", DataType::Float.into_attr_value())],
+                )
+                .unwrap();
+            assert_eq!(tape.gradient(yf, &[xi]).unwrap(), vec![None]);
+        }
+
+        /// `g(x) = d/dx f(x)` elementwise, then `d/dx g(x)` with a persistent tape.
+        fn second_derivative(op: &str, x: &[f64]) -> (Vec<f64>, Vec<f64>) {
+            seed_ops_not_differentiable();
+            let mut tape = GradientTape::new(ctx(), true);
+            let xs = tape.watch(t(&[x.len() as i64], x.to_vec()));
+            let y = tape.op1(op, &[xs], &[]).unwrap();
+            let g = tape.gradient(y, &[xs]).unwrap()[0].unwrap();
+            let gg = tape.gradient(g, &[xs]).unwrap()[0].unwrap();
+            let v = |s: Sym| tape.value(s).flat::<f64>().unwrap().to_vec();
+            (v(g), v(gg))
+        }
+
+        #[test]
+        fn second_derivatives_of_tanh_and_sigmoid() {
+            crate::link();
+            let x = [-1.5, -0.2, 0.0, 0.7, 2.0];
+            let (g, gg) = second_derivative("Tanh", &x);
+            for (i, &v) in x.iter().enumerate() {
+                let th = v.tanh();
+                assert!((g[i] - (1.0 - th * th)).abs() < 1e-12);
+                // d2/dx2 tanh = -2 tanh (1 - tanh^2)
+                assert!((gg[i] - (-2.0 * th * (1.0 - th * th))).abs() < 1e-12, "{i}");
+            }
+            let (g, gg) = second_derivative("Sigmoid", &x);
+            for (i, &v) in x.iter().enumerate() {
+                let s = 1.0 / (1.0 + (-v).exp());
+                assert!((g[i] - s * (1.0 - s)).abs() < 1e-12);
+                // d2/dx2 sigmoid = s (1 - s) (1 - 2 s)
+                assert!(
+                    (gg[i] - s * (1.0 - s) * (1.0 - 2.0 * s)).abs() < 1e-12,
+                    "{i}"
+                );
+            }
+            // And of the others whose gradient is a helper op.
+            let p = [0.5, 1.0, 2.5];
+            let (_, gg) = second_derivative("Sqrt", &p);
+            for (i, &v) in p.iter().enumerate() {
+                // d2/dx2 sqrt(x) = -1/4 x^-3/2
+                assert!((gg[i] + 0.25 * v.powf(-1.5)).abs() < 1e-12, "{i}");
+            }
+            let (_, gg) = second_derivative("Rsqrt", &p);
+            for (i, &v) in p.iter().enumerate() {
+                // d2/dx2 x^-1/2 = 3/4 x^-5/2
+                assert!((gg[i] - 0.75 * v.powf(-2.5)).abs() < 1e-12, "{i}");
+            }
+            let (_, gg) = second_derivative("Reciprocal", &p);
+            for (i, &v) in p.iter().enumerate() {
+                // d2/dx2 1/x = 2 / x^3
+                assert!((gg[i] - 2.0 / (v * v * v)).abs() < 1e-12, "{i}");
+            }
+        }
     }
 }

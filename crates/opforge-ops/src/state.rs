@@ -34,6 +34,8 @@ use opforge_core::kernel::{
 };
 use opforge_core::proto::TensorShapeProto;
 use opforge_core::resource::{Resource, ResourceHandle};
+use opforge_core::shape_inference::common::no_outputs;
+use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
 use opforge_core::{
     dispatch, register_kernel, register_op, Code, DataType, Element, OpDefBuilder, Result, Status,
     Tensor,
@@ -166,6 +168,7 @@ pub fn var_handle_op() -> OpDefBuilder {
         .attr("shape: shape")
         .attr("allowed_devices: list(string) = []")
         .stateful()
+        .set_shape_fn(var_handle_shape)
         .doc(
             "Creates a handle to a Variable resource.\n\
              \n\
@@ -184,6 +187,7 @@ pub fn read_variable_op() -> OpDefBuilder {
         .output("value: dtype")
         .attr("dtype: type")
         .stateful()
+        .set_shape_fn(read_variable_shape)
         .doc(
             "Reads the value of a variable.\n\
              \n\
@@ -201,6 +205,7 @@ pub fn assign_variable_op() -> OpDefBuilder {
         .attr("dtype: type")
         .attr("validate_shape: bool = false")
         .stateful()
+        .set_shape_fn(assign_shape)
         .doc(
             "Assigns a new value to a variable.\n\
              \n\
@@ -217,6 +222,7 @@ pub fn assign_add_variable_op() -> OpDefBuilder {
         .input("value: dtype")
         .attr("dtype: type")
         .stateful()
+        .set_shape_fn(assign_shape)
         .doc(
             "Adds a value to the current value of a variable.\n\
              \n\
@@ -232,6 +238,7 @@ pub fn assign_sub_variable_op() -> OpDefBuilder {
         .input("value: dtype")
         .attr("dtype: type")
         .stateful()
+        .set_shape_fn(assign_shape)
         .doc(
             "Subtracts a value from the current value of a variable.\n\
              \n\
@@ -246,6 +253,7 @@ pub fn destroy_resource_op() -> OpDefBuilder {
         .input("resource: resource")
         .attr("ignore_lookup_error: bool = true")
         .stateful()
+        .set_shape_fn(no_outputs)
         .doc(
             "Deletes the resource specified by the handle.\n\
              \n\
@@ -261,6 +269,83 @@ register_op!(assign_variable_op());
 register_op!(assign_add_variable_op());
 register_op!(assign_sub_variable_op());
 register_op!(destroy_resource_op());
+
+// ---- Shape functions (TensorFlow's resource_variable_ops.cc) ----
+
+/// `VarHandleOp`: a scalar handle, holding a value of the `dtype` and
+/// `shape` attrs.
+fn var_handle_shape(c: &mut InferenceContext) -> Result<()> {
+    let scalar = c.scalar();
+    c.set_output(0, scalar);
+    let dtype: DataType = c.get_attr("dtype")?;
+    let shape: TensorShapeProto = c.get_attr("shape")?;
+    let shape = c.make_shape_from_proto(&shape)?;
+    c.set_output_handle_shapes_and_types(0, vec![ShapeAndType { shape, dtype }]);
+    Ok(())
+}
+
+/// What resource input 0 holds: its handle data, checked against the
+/// `dtype` attr, or an unknown shape (and dtype) when it has none
+/// (TensorFlow's `ValidateVariableResourceHandle`).
+fn variable_handle_data(c: &mut InferenceContext) -> Result<Vec<ShapeAndType>> {
+    match c.input_handle_shapes_and_types(0) {
+        Some(data) if !data.is_empty() => {
+            let data = data.to_vec();
+            let value_dtype: DataType = c.get_attr("dtype")?;
+            if data[0].dtype != value_dtype {
+                return Err(Status::invalid_argument(format!(
+                    "Trying to read variable with wrong dtype. Expected {} got {value_dtype}",
+                    data[0].dtype
+                )));
+            }
+            Ok(data)
+        }
+        _ => {
+            let shape = c.unknown_shape();
+            Ok(vec![ShapeAndType {
+                shape,
+                dtype: DataType::Invalid,
+            }])
+        }
+    }
+}
+
+/// `ReadVariableOp`: the shape of a `_shape` annotation if the node has
+/// one, else the shape the handle holds (unknown without handle data); a
+/// `variant` variable's nested handle data passes on.
+fn read_variable_shape(c: &mut InferenceContext) -> Result<()> {
+    if let Ok(p) = c.get_attr::<TensorShapeProto>("_shape") {
+        let s = c.make_shape_from_proto(&p)?;
+        c.set_output(0, s);
+        return Ok(());
+    }
+    let data = variable_handle_data(c)?;
+    c.set_output(0, data[0].shape);
+    if data[0].dtype == DataType::Variant && data.len() > 1 {
+        c.set_output_handle_shapes_and_types(0, data[1..].to_vec());
+    }
+    Ok(())
+}
+
+/// `AssignVariableOp`, `AssignAddVariableOp`, `AssignSubVariableOp`: no
+/// outputs; the value's shape must merge with the shape the handle holds.
+fn assign_shape(c: &mut InferenceContext) -> Result<()> {
+    let data = variable_handle_data(c)?;
+    let value = c.input(1);
+    c.merge(data[0].shape, value)?;
+    if data[0].dtype == DataType::Variant && data.len() > 1 {
+        if let Some(value_data) = c.input_handle_shapes_and_types(1) {
+            if value_data.len() != data.len() - 1 {
+                return Err(Status::invalid_argument(format!(
+                    "Incompatible handle variant shape_and_type size and input shape_and_type size: {} vs. {}",
+                    data.len() - 1,
+                    value_data.len()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// The handle in resource input `i`, checked to be one handle to a [`Var`]
 /// on this device; an empty container means [`DEFAULT_CONTAINER`].
@@ -627,6 +712,36 @@ register_kernel!(
     KernelDefBuilder::new("DestroyResourceOp"),
     DestroyResourceKernel
 );
+
+// ---- Gradients ----
+
+/// `ReadVariableOp`'s gradient is TensorFlow's pass-through (`_ReadGrad`):
+/// the value's gradient is returned for the resource input. Gradients do not
+/// flow into `resource` values, so what training uses is the gradient with
+/// respect to the *read value* (as `GradientTape.watch` on a variable does).
+/// The ops without inputs or outputs a gradient could flow through are
+/// registered not differentiable.
+mod gradients {
+    use opforge_core::autodiff::{GradOp, Ops, Sym};
+    use opforge_core::{register_gradient, register_not_differentiable, Result};
+
+    fn read_variable_grad(
+        _: &mut dyn Ops,
+        _: &GradOp<'_>,
+        grads: &[Option<Sym>],
+    ) -> Result<Vec<Option<Sym>>> {
+        Ok(vec![grads[0]])
+    }
+
+    register_gradient!("ReadVariableOp", read_variable_grad);
+    register_not_differentiable!(
+        "VarHandleOp",
+        "AssignVariableOp",
+        "AssignAddVariableOp",
+        "AssignSubVariableOp",
+        "DestroyResourceOp",
+    );
+}
 
 #[cfg(test)]
 mod tests {
@@ -1198,5 +1313,323 @@ mod tests {
             v.debug_string()
         );
         assert_eq!(v.value().unwrap().flat::<f32>().unwrap(), &[2.0]);
+    }
+
+    /// Shape functions and gradients.
+    mod shape_and_gradient_tests {
+        use super::shape;
+        use crate::testutil::{assert_close, ctx, t};
+        use opforge_core::autodiff::{gradients, Gradient, GradientRegistry, GradientTape, OpsExt};
+        use opforge_core::graph::{Graph, NodeSpec, Output, Session};
+        use opforge_core::proto::TensorShapeProto;
+        use opforge_core::shape_inference::testutil::{
+            check_outputs, parse_shapes, run_shape_fn, ShapeTestOp,
+        };
+        use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
+        use opforge_core::{infer_error, infer_ok, DataType, OpRegistry, Result};
+
+        /// Runs `op`'s shape function with handle data for some inputs.
+        fn infer_with_handles(
+            op: &ShapeTestOp,
+            ins: &str,
+            handles: &[(usize, &[(&str, DataType)])],
+        ) -> Result<InferenceContext> {
+            let data = OpRegistry::global().lookup(&op.op)?;
+            let shapes = parse_shapes(ins).unwrap();
+            let n_out = data.op_def.output_arg.len();
+            let mut c = InferenceContext::new(&data.op_def, "", &op.attrs, &shapes, n_out);
+            for (i, list) in handles {
+                let mut v = Vec::new();
+                for (shape, dtype) in list.iter() {
+                    let dims = parse_shapes(shape).unwrap().pop().unwrap();
+                    let shape = c.make_partial_shape(dims.as_deref());
+                    v.push(ShapeAndType {
+                        shape,
+                        dtype: *dtype,
+                    });
+                }
+                c.set_input_handle_shapes_and_types(*i, v);
+            }
+            (data.shape_fn.clone().unwrap())(&mut c)?;
+            Ok(c)
+        }
+
+        #[test]
+        fn var_handle_op_shape_function() {
+            crate::link();
+            let op = ShapeTestOp::new("VarHandleOp")
+                .attr("dtype", DataType::Float)
+                .attr("shape", shape(&[2, -1]));
+            infer_ok!(op, "", "[]");
+            let c = run_shape_fn(&op, "").unwrap();
+            let data = c.output_handle_shapes_and_types(0).unwrap();
+            assert_eq!(data.len(), 1);
+            assert_eq!(data[0].dtype, DataType::Float);
+            assert_eq!(c.shape_values(data[0].shape), Some(vec![2, -1]));
+            let unknown = TensorShapeProto {
+                unknown_rank: true,
+                ..Default::default()
+            };
+            let op = ShapeTestOp::new("VarHandleOp")
+                .attr("dtype", DataType::Int32)
+                .attr("shape", unknown);
+            let c = run_shape_fn(&op, "").unwrap();
+            let data = c.output_handle_shapes_and_types(0).unwrap();
+            assert_eq!(
+                (c.shape_values(data[0].shape), data[0].dtype),
+                (None, DataType::Int32)
+            );
+            infer_error!(
+                ShapeTestOp::new("VarHandleOp"),
+                "",
+                "No attr named 'dtype' in NodeDef"
+            );
+            infer_error!(
+                ShapeTestOp::new("VarHandleOp").attr("dtype", DataType::Float),
+                "",
+                "No attr named 'shape' in NodeDef"
+            );
+        }
+
+        #[test]
+        fn read_variable_op_shape_function() {
+            crate::link();
+            let op = ShapeTestOp::new("ReadVariableOp").attr("dtype", DataType::Float);
+            // Without handle data: unknown.
+            infer_ok!(op, "[]", "?");
+            infer_ok!(op, "?", "?");
+            // With handle data: the very shape the handle holds.
+            let c = infer_with_handles(&op, "[]", &[(0, &[("[2,?]", DataType::Float)])]).unwrap();
+            let held = c.input_handle_shapes_and_types(0).unwrap()[0].shape;
+            assert_eq!(c.output(0), Some(held));
+            check_outputs(&c, "[2,?]").unwrap();
+            let e = infer_with_handles(&op, "[]", &[(0, &[("[2]", DataType::Int32)])]).unwrap_err();
+            assert_eq!(
+                e.message(),
+                "Trying to read variable with wrong dtype. Expected int32 got float"
+            );
+            // Empty handle data counts as none (and the dtype is not checked).
+            let c = infer_with_handles(&op, "[]", &[(0, &[])]).unwrap();
+            check_outputs(&c, "?").unwrap();
+            // A `_shape` annotation wins.
+            let annotated = ShapeTestOp::new("ReadVariableOp")
+                .attr("dtype", DataType::Float)
+                .attr("_shape", shape(&[3]));
+            let c =
+                infer_with_handles(&annotated, "[]", &[(0, &[("[2]", DataType::Int32)])]).unwrap();
+            check_outputs(&c, "[3]").unwrap();
+            // A variant variable's nested handle data passes on.
+            let variant = ShapeTestOp::new("ReadVariableOp").attr("dtype", DataType::Variant);
+            let c = infer_with_handles(
+                &variant,
+                "[]",
+                &[(0, &[("[]", DataType::Variant), ("[4]", DataType::Float)])],
+            )
+            .unwrap();
+            check_outputs(&c, "[]").unwrap();
+            let nested = c.output_handle_shapes_and_types(0).unwrap();
+            assert_eq!(
+                (c.shape_values(nested[0].shape), nested[0].dtype),
+                (Some(vec![4]), DataType::Float)
+            );
+            // The dtype is read only with handle data: a bare node without it is fine.
+            infer_ok!(ShapeTestOp::new("ReadVariableOp"), "[]", "?");
+        }
+
+        #[test]
+        fn assign_ops_check_the_value_against_the_handle() {
+            crate::link();
+            for name in [
+                "AssignVariableOp",
+                "AssignAddVariableOp",
+                "AssignSubVariableOp",
+            ] {
+                let op = ShapeTestOp::new(name).attr("dtype", DataType::Float);
+                infer_ok!(op, "[];[2,3]", "");
+                infer_ok!(op, "?;?", "");
+                let handle = [(0, &[("[2,?]", DataType::Float)][..])];
+                let c = infer_with_handles(&op, "[];[2,3]", &handle).unwrap();
+                check_outputs(&c, "").unwrap();
+                infer_with_handles(&op, "[];?", &handle).unwrap();
+                let e = infer_with_handles(&op, "[];[3]", &handle).unwrap_err();
+                assert_eq!(
+                    e.message(),
+                    "Shapes must be equal rank, but are 2 and 1",
+                    "{name}"
+                );
+                let e = infer_with_handles(&op, "[];[3,3]", &handle).unwrap_err();
+                assert!(
+                    e.message()
+                        .starts_with("Dimension 0 in both shapes must be equal, but are 2 and 3"),
+                    "{name}: {e}"
+                );
+                let e = infer_with_handles(&op, "[];[2,3]", &[(0, &[("[2,3]", DataType::Double)])])
+                    .unwrap_err();
+                assert_eq!(
+                    e.message(),
+                    "Trying to read variable with wrong dtype. Expected double got float"
+                );
+                // A variant variable: the value's handle data must have the nested size.
+                let op = ShapeTestOp::new(name).attr("dtype", DataType::Variant);
+                let e = infer_with_handles(
+                    &op,
+                    "[];[]",
+                    &[
+                        (0, &[("[]", DataType::Variant), ("[4]", DataType::Float)]),
+                        (1, &[]),
+                    ],
+                )
+                .unwrap_err();
+                assert_eq!(
+                    e.message(),
+                    "Incompatible handle variant shape_and_type size and input shape_and_type size: 1 vs. 0"
+                );
+            }
+            let destroy = ShapeTestOp::new("DestroyResourceOp");
+            infer_ok!(destroy, "[]", "");
+            infer_ok!(destroy, "?", "");
+        }
+
+        #[test]
+        fn state_op_gradient_registrations() {
+            crate::link();
+            let r = GradientRegistry::global();
+            assert!(matches!(r.get("ReadVariableOp"), Some(Gradient::Fn(_))));
+            for op in [
+                "VarHandleOp",
+                "AssignVariableOp",
+                "AssignAddVariableOp",
+                "AssignSubVariableOp",
+                "DestroyResourceOp",
+            ] {
+                assert!(
+                    matches!(r.get(op), Some(Gradient::NotDifferentiable)),
+                    "{op}"
+                );
+            }
+        }
+
+        fn add(g: &mut Graph, spec: NodeSpec) -> Output {
+            Output::new(g.add(spec).unwrap(), 0)
+        }
+
+        /// One step of gradient descent on a resource variable in a graph:
+        /// `loss = sum((w * x - y)^2)` by `gradients()` with respect to the
+        /// value `ReadVariableOp` reads, applied with `AssignSubVariableOp`.
+        #[test]
+        fn graph_training_step_through_a_read_variable_op() {
+            crate::link();
+            let mut g = Graph::new();
+            let h = add(
+                &mut g,
+                NodeSpec::new("VarHandleOp", "w")
+                    .attr("dtype", DataType::Double)
+                    .attr("shape", shape(&[2]))
+                    .attr("shared_name", "w"),
+            );
+            let init_value = add(
+                &mut g,
+                NodeSpec::new("Const", "w0")
+                    .attr("value", &t(&[2], vec![1.0f64, -1.0]))
+                    .attr("dtype", DataType::Double),
+            );
+            let init = g
+                .add(
+                    NodeSpec::new("AssignVariableOp", "init")
+                        .input(h)
+                        .input(init_value),
+                )
+                .unwrap();
+            let read = add(
+                &mut g,
+                NodeSpec::new("ReadVariableOp", "read")
+                    .input(h)
+                    .attr("dtype", DataType::Double),
+            );
+            let x = add(
+                &mut g,
+                NodeSpec::new("Const", "x")
+                    .attr("value", &t(&[3, 2], vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0]))
+                    .attr("dtype", DataType::Double),
+            );
+            let y = add(
+                &mut g,
+                NodeSpec::new("Const", "y")
+                    .attr("value", &t(&[3, 1], vec![1.0f64, 0.0, -1.0]))
+                    .attr("dtype", DataType::Double),
+            );
+            let wx = add(&mut g, NodeSpec::new("Mul", "wx").input(read).input(x));
+            let d = add(
+                &mut g,
+                NodeSpec::new("SquaredDifference", "d").input(wx).input(y),
+            );
+            // The loss is the sum of d's elements: the default seed (ones) of
+            // gradients() sums them.
+            let loss = d;
+            let grad = gradients(&mut g, &[loss], &[read], None).unwrap()[0].unwrap();
+            let lr = add(
+                &mut g,
+                NodeSpec::new("Const", "lr")
+                    .attr("value", &t(&[], vec![0.01f64]))
+                    .attr("dtype", DataType::Double),
+            );
+            let step = add(&mut g, NodeSpec::new("Mul", "step").input(grad).input(lr));
+            let train = g
+                .add(
+                    NodeSpec::new("AssignSubVariableOp", "train")
+                        .input(h)
+                        .input(step),
+                )
+                .unwrap();
+            let sess = Session::new(g).unwrap();
+            sess.run(vec![], &[], &[init]).unwrap();
+            let out = sess.run(vec![], &[grad, loss], &[]).unwrap();
+            // w = [1, -1]: w*x = [[1,-2],[3,-4],[5,-6]], minus y = [[0,-3],[3,-4],[6,-5]];
+            // dloss/dw_j = sum_i 2 (w_j x_ij - y_i) x_ij.
+            let want_grad = [
+                2.0 * (0.0 * 1.0 + 3.0 * 3.0 + 6.0 * 5.0),
+                2.0 * (-3.0 * 2.0 + -4.0 * 4.0 + -5.0 * 6.0),
+            ];
+            assert_close(&out[0], &[2], &want_grad, 1e-12);
+            assert_close(&out[1], &[3, 2], &[0.0, 9.0, 9.0, 16.0, 36.0, 25.0], 1e-12);
+            sess.run(vec![], &[], &[train]).unwrap();
+            let w = sess.run(vec![], &[read], &[]).unwrap();
+            assert_close(
+                &w[0],
+                &[2],
+                &[1.0 - 0.01 * want_grad[0], -1.0 - 0.01 * want_grad[1]],
+                1e-12,
+            );
+        }
+
+        /// Eagerly, the tape tracks what is computed from a watched handle,
+        /// so the value a `ReadVariableOp` reads can be a source.
+        #[test]
+        fn tape_gradient_with_respect_to_a_read_value() {
+            crate::link();
+            let c = ctx();
+            let h = c
+                .op("VarHandleOp")
+                .attr("shared_name", "tape_w")
+                .attr("dtype", DataType::Double)
+                .attr("shape", shape(&[2]))
+                .run1()
+                .unwrap();
+            c.op("AssignVariableOp")
+                .input(h.clone())
+                .input(t(&[2], vec![3.0f64, -2.0]))
+                .run()
+                .unwrap();
+            let mut tape = GradientTape::new(c, false);
+            let hs = tape.watch(h);
+            let dtype = opforge_core::attrs::IntoAttrValue::into_attr_value(DataType::Double);
+            let w = tape
+                .op1("ReadVariableOp", &[hs], &[("dtype", dtype)])
+                .unwrap();
+            let loss = tape.mul(w, w).unwrap();
+            let g = tape.gradient_tensors(loss, &[w, hs]).unwrap();
+            assert_close(g[0].as_ref().unwrap(), &[2], &[6.0, -4.0], 0.0);
+            assert!(g[1].is_none(), "no gradient flows into a resource handle");
+        }
     }
 }

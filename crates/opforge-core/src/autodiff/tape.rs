@@ -55,7 +55,8 @@ impl<'c> GradientTape<'c> {
     }
 
     /// The gradients of `target` with respect to `sources` (`None` for a
-    /// source the target does not depend on, or that is not watched).
+    /// source the target does not depend on, or that is neither watched nor
+    /// computed from a watched value).
     pub fn gradient(&mut self, target: Sym, sources: &[Sym]) -> Result<Vec<Option<Sym>>> {
         if self.used && !self.persistent {
             return Err(Status::failed_precondition(
@@ -64,11 +65,19 @@ impl<'c> GradientTape<'c> {
         }
         self.used = true;
         let records = self.records.clone();
+        // As TensorFlow's tape: watched values, and every value computed from
+        // one (intermediate results can be sources too).
+        let mut tracked = self.watched.clone();
+        for r in &records {
+            if r.inputs.iter().any(|s| tracked.contains(s)) {
+                tracked.extend(r.outputs.iter().copied());
+            }
+        }
         let grads = backprop(self, &records, &[target], &[None], sources)?;
         Ok(grads
             .into_iter()
             .zip(sources)
-            .map(|(g, s)| if self.watched.contains(s) { g } else { None })
+            .map(|(g, s)| if tracked.contains(s) { g } else { None })
             .collect())
     }
 
