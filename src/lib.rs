@@ -28,6 +28,7 @@ pub use opforge_core::*;
 pub use opforge_ops;
 
 pub mod cli;
+pub mod mlp;
 
 #[doc = include_str!("../docs/adding-an-op.md")]
 pub mod guide {}

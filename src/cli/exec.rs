@@ -170,7 +170,7 @@ pub fn result_json(result: Result<Vec<Tensor>>) -> Value {
     }
 }
 
-fn error_json(status: &Status) -> Value {
+pub(crate) fn error_json(status: &Status) -> Value {
     json!({"error": {"code": status.code().as_str(), "message": status.message()}})
 }
 

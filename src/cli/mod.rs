@@ -7,6 +7,8 @@
 //! opforge opdef build --jsonl FILE                  builder calls -> OpDefs, one JSON line each
 //! opforge opdef check FILE.pbtxt                    validate a text-format OpList
 //! opforge shape infer --jsonl FILE                 shape functions on corpus-style cases
+//! opforge graph run --graph FILE --request REQ    run a GraphDef: feeds/fetches/targets in JSON
+//! opforge graph gradients --graph FILE --ys Y --xs X1,X2 --out FILE2   add a gradient subgraph
 //! opforge exec --jsonl FILE                         run ops eagerly, one JSON line each
 //! opforge compat check [--history DIR] [--strict]   registered ops vs. their recorded history
 //! opforge compat update [--history DIR]             record new ops and compatible changes
@@ -29,6 +31,7 @@ use std::process::ExitCode;
 
 pub mod compat;
 pub mod exec;
+pub mod graph;
 pub mod opdef;
 pub mod ops;
 pub mod shape;
@@ -83,6 +86,12 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         command: CompatCommand,
+    },
+    /// Run graphs and add gradients to them.
+    Graph {
+        /// What to do.
+        #[command(subcommand)]
+        command: GraphCommand,
     },
 }
 
@@ -153,6 +162,37 @@ pub enum CompatCommand {
     CheckJsonl {
         /// The JSON lines file (`-` for stdin).
         file: PathBuf,
+    },
+}
+
+/// `opforge graph ...`.
+#[derive(Debug, Subcommand)]
+pub enum GraphCommand {
+    /// Run a GraphDef. REQ.json: {"feeds": {"x:0": TENSOR}, "fetches": ["y:0"],
+    /// "targets": []}; prints {"outputs": {"y:0": TENSOR}} or {"error": {...}}.
+    Run {
+        /// The GraphDef (.pb binary or .pbtxt text).
+        #[arg(long, value_name = "FILE")]
+        graph: PathBuf,
+        /// The request JSON file.
+        #[arg(long, value_name = "REQ")]
+        request: PathBuf,
+    },
+    /// Add the gradients of the ys with respect to the xs and write the
+    /// graph to --out; prints {"gradients": {"w:0": "gradients/...:0", ...}}.
+    Gradients {
+        /// The GraphDef (.pb binary or .pbtxt text).
+        #[arg(long, value_name = "FILE")]
+        graph: PathBuf,
+        /// The outputs to differentiate, comma-separated (`loss:0`).
+        #[arg(long)]
+        ys: String,
+        /// The outputs to differentiate with respect to, comma-separated.
+        #[arg(long)]
+        xs: String,
+        /// Where to write the new graph (.pb binary, else text).
+        #[arg(long, value_name = "FILE2")]
+        out: PathBuf,
     },
 }
 
@@ -277,6 +317,15 @@ pub fn run(cli: &Cli, registry: &OpRegistry, out: &mut dyn Write) -> Result<(), 
             CompatCommand::CheckJsonl { file } => {
                 compat::check_jsonl(io::BufReader::new(open_input(file)?), out)
             }
+        },
+        Command::Graph { command } => match command {
+            GraphCommand::Run { graph, request } => graph::run(graph, request, out),
+            GraphCommand::Gradients {
+                graph,
+                ys,
+                xs,
+                out: path,
+            } => graph::add_gradients(graph, ys, xs, path, out),
         },
         Command::Exec { jsonl } => {
             // Kernels come from the global registries (those of the linked op libraries).

@@ -22,7 +22,7 @@ use opforge_core::kernel::{
 };
 use opforge_core::proto::attr_value::Value;
 use opforge_core::proto::{FullTypeDef, FullTypeId, TensorShapeProto};
-use opforge_core::shape_inference::common::scalar_shape;
+use opforge_core::shape_inference::common::{self, scalar_shape};
 use opforge_core::shape_inference::{DimensionHandle, InferenceContext, ShapeHandle};
 use opforge_core::{
     dispatch, ensure, register_kernel, register_op, Code, DataType, Element, OpDefBuilder, Result,
@@ -539,17 +539,6 @@ impl OpKernel for IdentityOp {
     }
 }
 
-/// TensorFlow's `UnchangedShape`: output 0 is input 0 (the very same
-/// handle), holding what a resource input holds.
-pub(crate) fn unchanged_shape_and_handle(c: &mut InferenceContext) -> Result<()> {
-    let s = c.input(0);
-    c.set_output(0, s);
-    if let Some(data) = c.input_handle_shapes_and_types(0).map(<[_]>::to_vec) {
-        c.set_output_handle_shapes_and_types(0, data);
-    }
-    Ok(())
-}
-
 /// `IdentityN`: output `i` is input `i`.
 fn identity_n_shape(c: &mut InferenceContext) -> Result<()> {
     let n = c.num_inputs();
@@ -565,9 +554,9 @@ fn identity_n_shape(c: &mut InferenceContext) -> Result<()> {
     Ok(())
 }
 
-register_op!(identity().set_shape_fn(unchanged_shape_and_handle));
+register_op!(identity().set_shape_fn(common::unchanged_shape));
 register_op!(identity_n().set_shape_fn(identity_n_shape));
-register_op!(stop_gradient().set_shape_fn(unchanged_shape_and_handle));
+register_op!(stop_gradient().set_shape_fn(common::unchanged_shape));
 register_kernel!(KernelDefBuilder::new("Identity"), IdentityOp);
 register_kernel!(KernelDefBuilder::new("IdentityN"), IdentityOp);
 register_kernel!(KernelDefBuilder::new("StopGradient"), IdentityOp);
@@ -955,30 +944,6 @@ impl OpKernel for SqueezeOp {
     }
 }
 
-/// TensorFlow's `InferenceContext::NumElements`: the number of elements of
-/// `s` as a new dim, known if every dim is known or one is 0.
-pub(crate) fn num_elements_dim(c: &mut InferenceContext, s: ShapeHandle) -> DimensionHandle {
-    let Some(dims) = c.shape_values(s) else {
-        return c.unknown_dim();
-    };
-    let mut unknown = false;
-    let mut size: i64 = 1;
-    for v in dims {
-        if v < 0 {
-            unknown = true;
-        } else if v == 0 {
-            return c.make_dim(0);
-        } else {
-            size = size.saturating_mul(v);
-        }
-    }
-    if unknown {
-        c.unknown_dim()
-    } else {
-        c.make_dim(size)
-    }
-}
-
 /// For `Reshape`: the product of the known dims of `s` (of known rank) and
 /// the index of its only unknown dim; a second unknown dim sets `too_many`.
 fn known_elements(
@@ -986,7 +951,7 @@ fn known_elements(
     s: ShapeHandle,
     too_many: &mut bool,
 ) -> Result<(DimensionHandle, Option<usize>)> {
-    let mut known = num_elements_dim(c, s);
+    let mut known = c.num_elements_dim(s);
     let mut unknown_idx = None;
     if c.value(known).is_none() {
         known = c.make_dim(1);
@@ -1273,8 +1238,8 @@ fn fill_shape(c: &mut InferenceContext) -> Result<()> {
 }
 
 register_op!(fill().set_shape_fn(fill_shape));
-register_op!(zeros_like().set_shape_fn(unchanged_shape_and_handle));
-register_op!(ones_like().set_shape_fn(unchanged_shape_and_handle));
+register_op!(zeros_like().set_shape_fn(common::unchanged_shape));
+register_op!(ones_like().set_shape_fn(common::unchanged_shape));
 register_kernel!(
     KernelDefBuilder::new("Fill")
         .type_constraint_list("T", &types(&[&all_types(), QUANTIZED]))
@@ -2749,7 +2714,7 @@ mod shape_fn_tests {
             dtype: DataType::Float,
         }];
         c.set_input_handle_shapes_and_types(0, data.clone());
-        unchanged_shape_and_handle(&mut c).unwrap();
+        common::unchanged_shape(&mut c).unwrap();
         assert_eq!(c.output(0), Some(c.input(0)));
         assert_eq!(c.output_handle_shapes_and_types(0), Some(&data[..]));
     }

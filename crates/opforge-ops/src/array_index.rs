@@ -10,8 +10,8 @@
 //! for cache efficiency, and shards over the thread pool.
 
 use crate::array_basic::{
-    all_types, for_each_chunk, int_values, move_elements, num_elements_dim, strides_of, types,
-    MoveElements, POD_TYPES, QUANTIZED,
+    all_types, for_each_chunk, int_values, move_elements, strides_of, types, MoveElements,
+    POD_TYPES, QUANTIZED,
 };
 use crate::util::{fmt_shape, index_values};
 use opforge_core::device::ThreadPool;
@@ -258,7 +258,7 @@ fn transpose_shape(c: &mut InferenceContext) -> Result<()> {
     let input = c.input(0);
     let perm_shape = c.input(1);
     let perm = c.input_tensor(1).cloned();
-    let perm_elems = num_elements_dim(c, perm_shape);
+    let perm_elems = c.num_elements_dim(perm_shape);
     let input_rank = c.rank(input);
     let rank = match (input_rank, c.value(perm_elems), &perm) {
         (Some(r), _, _) => r as i64,

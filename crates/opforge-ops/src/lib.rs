@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod array_basic;
+pub mod array_extra;
 pub mod array_index;
 pub mod array_slice;
 pub mod array_strided;
@@ -18,6 +19,7 @@ pub mod math_binary;
 pub mod math_unary;
 pub mod matmul;
 pub mod nn;
+pub mod quantize_extra;
 pub mod reduction;
 pub mod state;
 pub mod util;

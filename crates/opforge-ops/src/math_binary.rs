@@ -2343,7 +2343,7 @@ mod tests {
             infer_ok!(op(2), "[1,?];[?,2]", "[d0_0,d1_1]");
             infer_ok!(op(2), "?;[2]", "in1");
             infer_ok!(op(2), "[2];?", "in0");
-            infer_ok!(op(2), "?;?", "in1");
+            infer_ok!(op(2), "?;?", "in0"); // TF: Merge(s0, s1) keeps s0 when both ranks are unknown
             infer_ok!(op(3), "[2,?];?;[?,3]", "[d0_0,d2_1]");
             infer_ok!(op(3), "?;[?,3];[2,?]", "[d2_0,d1_1]");
             infer_ok!(op(2), "[2,3];[2,3]", "in0");
@@ -2459,8 +2459,8 @@ mod tests {
             infer_ok!(op, "?;[2,3];[2,3]", "in1");
             infer_ok!(op, "?;[2,?];[?,3]", "[d1_0,d2_1]");
             infer_ok!(op, "?;?;[2,3]", "in2");
-            infer_ok!(op, "[2];?;?", "in2");
-            // Scalar condition: anything goes.
+            infer_ok!(op, "[2];?;?", "in1"); // TF: Merge(t, e) keeps t when both ranks are unknown
+                                             // Scalar condition: anything goes.
             infer_ok!(op, "[];[2,3];[2,3]", "in1");
             infer_ok!(op, "[];[];[]", "in1");
             // Vector condition: t's first dim.

@@ -3,10 +3,14 @@
 use super::{DimensionHandle, InferenceContext, ShapeHandle};
 use crate::{DataType, Result, Status};
 
-/// Output 0 has input 0's shape (the same handle).
+/// Output 0 has input 0's shape (the same handle), and the shapes and
+/// dtypes input 0 holds if it is a resource (TensorFlow's `UnchangedShape`).
 pub fn unchanged_shape(c: &mut InferenceContext) -> Result<()> {
     let s = c.input(0);
     c.set_output(0, s);
+    if let Some(data) = c.input_handle_shapes_and_types(0).map(<[_]>::to_vec) {
+        c.set_output_handle_shapes_and_types(0, data);
+    }
     Ok(())
 }
 

@@ -171,7 +171,11 @@ impl InferenceContext {
     /// Attr `name` as a `T`.
     pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
         match self.attrs.get(name) {
-            Some(_) => get_attr(&self.op_def.name, &self.attrs, name),
+            Some(v) => {
+                // TensorFlow's message for an attr of another type.
+                crate::op_def::attr_value_has_type(v, T::ATTR_TYPE)?;
+                get_attr(&self.op_def.name, &self.attrs, name)
+            }
             None => Err(Status::not_found(format!(
                 "No attr named '{name}' in NodeDef:\n\t [[{{{{node {}}}}}]]",
                 self.node_name
@@ -375,6 +379,21 @@ impl InferenceContext {
         })
     }
 
+    /// The number of elements of `s` as a new dim (TensorFlow's
+    /// `NumElements`): known when every dim is, or as soon as one is 0.
+    pub fn num_elements_dim(&mut self, s: ShapeHandle) -> DimensionHandle {
+        let Some(values) = self.shape_values(s) else {
+            return self.unknown_dim();
+        };
+        if values.contains(&0) {
+            return self.make_dim(0);
+        }
+        match self.num_elements(s) {
+            Some(n) => self.make_dim(n),
+            None => self.unknown_dim(),
+        }
+    }
+
     /// TensorFlow's `DebugString`: `?`, `[]`, `[1,?,3]`.
     pub fn debug_string(&self, s: ShapeHandle) -> String {
         match &self.shapes[s.0] {
@@ -466,11 +485,15 @@ impl InferenceContext {
         }
     }
 
-    /// Two dims that must be equal, merged: the known one (or `a`).
+    /// Two dims that must be equal, merged (TensorFlow's `Merge`): `a`
+    /// unless only `b` is known.
     pub fn merge_dim(&mut self, a: DimensionHandle, b: DimensionHandle) -> Result<DimensionHandle> {
+        if a == b {
+            return Ok(a);
+        }
         match (self.value(a), self.value(b)) {
-            (None, _) => Ok(b),
             (_, None) => Ok(a),
+            (None, _) => Ok(b),
             (Some(x), Some(y)) if x == y => Ok(a),
             (Some(x), Some(y)) => Err(Status::invalid_argument(format!(
                 "Dimensions must be equal, but are {x} and {y}"
@@ -485,7 +508,7 @@ impl InferenceContext {
             return Ok(a);
         }
         let (Some(da), Some(db)) = (self.shapes[a.0].clone(), self.shapes[b.0].clone()) else {
-            return Ok(if self.rank_known(a) { a } else { b });
+            return Ok(if self.rank_known(b) { b } else { a });
         };
         if da.len() != db.len() {
             return Err(Status::invalid_argument(format!(
@@ -518,11 +541,10 @@ impl InferenceContext {
         if return_b {
             return Ok(b);
         }
-        let dims: Vec<DimensionHandle> = da
-            .iter()
-            .zip(&db)
-            .map(|(&x, &y)| if self.value(x).is_none() { y } else { x })
-            .collect();
+        let mut dims = Vec::with_capacity(da.len());
+        for (&x, &y) in da.iter().zip(&db) {
+            dims.push(self.merge_dim(x, y)?);
+        }
         Ok(self.new_shape(Some(dims)))
     }
 

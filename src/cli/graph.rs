@@ -1,0 +1,154 @@
+//! `opforge graph`: run GraphDefs and add gradient subgraphs from scripts.
+//!
+//! - `opforge graph run --graph FILE --request REQ.json`: REQ.json is
+//!   `{"feeds": {"x:0": TENSOR}, "fetches": ["y:0"], "targets": ["init"]}`
+//!   (TENSOR as in `opforge exec`); prints `{"outputs": {"y:0": TENSOR}}` or
+//!   `{"error": {"code": ..., "message": ...}}`.
+//! - `opforge graph gradients --graph FILE --ys loss:0 --xs w:0,b:0 --out FILE2`:
+//!   adds the gradients of the ys with respect to the xs, writes the graph
+//!   to FILE2 (binary if it ends in `.pb`, else text), and prints
+//!   `{"gradients": {"w:0": "gradients/...:0", ...}}` (null where no
+//!   gradient flows).
+//!
+//! FILE may be a binary `.pb` or a text `.pbtxt` GraphDef.
+
+use super::exec::error_json;
+use super::CliError;
+use opforge_core::autodiff::gradients;
+use opforge_core::graph::{Graph, Output, Session};
+use opforge_core::proto::{self, GraphDef};
+use opforge_core::tensor::json::{tensor_from_json, tensor_to_json};
+use opforge_core::{Result, Status};
+use serde_json::{json, Map, Value};
+use std::io::Write;
+use std::path::Path;
+
+/// Reads a GraphDef: binary for `.pb` files, else text (falling back to binary).
+pub fn read_graph_def(path: &Path) -> Result<GraphDef> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Status::not_found(format!("cannot read {}: {e}", path.display())))?;
+    let is_binary = path.extension().is_some_and(|e| e == "pb");
+    if is_binary {
+        return proto::from_binary(&bytes);
+    }
+    match std::str::from_utf8(&bytes) {
+        Ok(text) => proto::from_text(text).or_else(|e| proto::from_binary(&bytes).map_err(|_| e)),
+        Err(_) => proto::from_binary(&bytes),
+    }
+}
+
+/// Runs a request against a graph: the JSON to print.
+pub fn run_request(graph: Graph, request: &Value) -> Result<Value> {
+    let mut feeds = Vec::new();
+    if let Some(map) = request["feeds"].as_object() {
+        for (name, t) in map {
+            let o = graph.output(name)?;
+            feeds.push((
+                o,
+                tensor_from_json(t).map_err(|e| e.prepend(format!("feed {name}: ")))?,
+            ));
+        }
+    }
+    let names = |key: &str| -> Result<Vec<String>> {
+        match &request[key] {
+            Value::Null => Ok(Vec::new()),
+            Value::Array(a) => a
+                .iter()
+                .map(|v| {
+                    v.as_str().map(str::to_string).ok_or_else(|| {
+                        Status::invalid_argument(format!("\"{key}\" must be a list of names"))
+                    })
+                })
+                .collect(),
+            _ => Err(Status::invalid_argument(format!(
+                "\"{key}\" must be a list of names"
+            ))),
+        }
+    };
+    let fetch_names = names("fetches")?;
+    let fetches: Vec<Output> = fetch_names
+        .iter()
+        .map(|n| graph.output(n))
+        .collect::<Result<_>>()?;
+    let targets = names("targets")?
+        .iter()
+        .map(|n| {
+            graph
+                .find(n)
+                .ok_or_else(|| Status::not_found(format!("No node named '{n}' in the graph")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let session = Session::new(graph)?;
+    let outs = session.run(feeds, &fetches, &targets)?;
+    let mut map = Map::new();
+    for (name, t) in fetch_names.into_iter().zip(outs) {
+        map.insert(name, tensor_to_json(&t)?);
+    }
+    Ok(json!({ "outputs": map }))
+}
+
+/// `opforge graph run`.
+pub fn run(
+    graph_path: &Path,
+    request_path: &Path,
+    out: &mut dyn Write,
+) -> std::result::Result<(), CliError> {
+    let result = (|| -> Result<Value> {
+        let def = read_graph_def(graph_path)?;
+        let text = std::fs::read_to_string(request_path).map_err(|e| {
+            Status::not_found(format!("cannot read {}: {e}", request_path.display()))
+        })?;
+        let request: Value = serde_json::from_str(&text)
+            .map_err(|e| Status::invalid_argument(format!("the request is not valid JSON: {e}")))?;
+        run_request(Graph::from_graph_def(&def)?, &request)
+    })();
+    let line = result.unwrap_or_else(|e| error_json(&e));
+    writeln!(out, "{line}")?;
+    Ok(())
+}
+
+/// `opforge graph gradients`.
+pub fn add_gradients(
+    graph_path: &Path,
+    ys: &str,
+    xs: &str,
+    out_path: &Path,
+    out: &mut dyn Write,
+) -> std::result::Result<(), CliError> {
+    let def = read_graph_def(graph_path)?;
+    let mut graph = Graph::from_graph_def(&def)?;
+    let split = |s: &str| -> Vec<String> {
+        s.split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let (y_names, x_names) = (split(ys), split(xs));
+    let ys: Vec<Output> = y_names
+        .iter()
+        .map(|n| graph.output(n))
+        .collect::<Result<_>>()?;
+    let xs: Vec<Output> = x_names
+        .iter()
+        .map(|n| graph.output(n))
+        .collect::<Result<_>>()?;
+    let grads = gradients(&mut graph, &ys, &xs, None)?;
+    let new_def = graph.to_graph_def();
+    let bytes = if out_path.extension().is_some_and(|e| e == "pb") {
+        proto::to_binary(&new_def)
+    } else {
+        proto::to_text(&new_def).into_bytes()
+    };
+    std::fs::write(out_path, bytes)
+        .map_err(|e| Status::unknown(format!("cannot write {}: {e}", out_path.display())))?;
+    let mut map = Map::new();
+    for (name, g) in x_names.into_iter().zip(grads) {
+        map.insert(
+            name,
+            g.map_or(Value::Null, |o| Value::String(graph.output_name(o))),
+        );
+    }
+    writeln!(out, "{}", json!({ "gradients": map }))?;
+    Ok(())
+}
