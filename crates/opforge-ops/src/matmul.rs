@@ -615,6 +615,143 @@ register_kernel!(
     BatchMatMulKernel
 );
 
+// ---- Gradients ----
+
+use crate::reduction::grad_util::{attr_or, reduce_sum, slice_vector};
+use opforge_core::attrs::IntoAttrValue;
+use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::register_gradient;
+
+/// `MatMul(a, b)` with transposes and gradient hints.
+fn mat_mul_call(o: &mut dyn Ops, a: Sym, b: Sym, ta: bool, tb: bool, hint: &str) -> Result<Sym> {
+    o.op1(
+        "MatMul",
+        &[a, b],
+        &[
+            ("transpose_a", ta.into_attr_value()),
+            ("transpose_b", tb.into_attr_value()),
+            (hint, true.into_attr_value()),
+        ],
+    )
+}
+
+/// TensorFlow's `_MatMulGrad` (real types; TensorFlow conjugates the
+/// inputs of complex products).
+fn mat_mul_grad(
+    o: &mut dyn Ops,
+    op: &GradOp<'_>,
+    grads: &[Option<Sym>],
+) -> Result<Vec<Option<Sym>>> {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let ta = attr_or(op, "transpose_a", false)?;
+    let tb = attr_or(op, "transpose_b", false)?;
+    let (a, b) = (op.inputs[0], op.inputs[1]);
+    let (ga, gb) = match (ta, tb) {
+        (false, false) => (
+            mat_mul_call(o, g, b, false, true, "grad_a")?,
+            mat_mul_call(o, a, g, true, false, "grad_b")?,
+        ),
+        (false, true) => (
+            mat_mul_call(o, g, b, false, false, "grad_a")?,
+            mat_mul_call(o, g, a, true, false, "grad_b")?,
+        ),
+        (true, false) => (
+            mat_mul_call(o, b, g, false, true, "grad_a")?,
+            mat_mul_call(o, a, g, false, false, "grad_b")?,
+        ),
+        (true, true) => (
+            mat_mul_call(o, b, g, true, true, "grad_a")?,
+            mat_mul_call(o, g, a, true, true, "grad_b")?,
+        ),
+    };
+    Ok(vec![Some(ga), Some(gb)])
+}
+
+/// `BatchMatMulV2(x, y)` with adjoints and gradient hints.
+fn batch_mat_mul_call(
+    o: &mut dyn Ops,
+    x: Sym,
+    y: Sym,
+    adj_x: bool,
+    adj_y: bool,
+    hint: &str,
+) -> Result<Sym> {
+    o.op1(
+        "BatchMatMulV2",
+        &[x, y],
+        &[
+            ("adj_x", adj_x.into_attr_value()),
+            ("adj_y", adj_y.into_attr_value()),
+            (hint, true.into_attr_value()),
+        ],
+    )
+}
+
+/// TensorFlow's `_BatchMatMulV2` gradient: the `MatMul` formulas on the
+/// matrices, then, where the batch dims broadcast, a `Sum` over the
+/// `BroadcastGradientArgs` of the batch shapes and a `Reshape` back.
+fn batch_mat_mul_v2_grad(
+    o: &mut dyn Ops,
+    op: &GradOp<'_>,
+    grads: &[Option<Sym>],
+) -> Result<Vec<Option<Sym>>> {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let adj_x = attr_or(op, "adj_x", false)?;
+    let adj_y = attr_or(op, "adj_y", false)?;
+    let (x, y) = (op.inputs[0], op.inputs[1]);
+    let (gx, gy) = match (adj_x, adj_y) {
+        (false, false) => (
+            batch_mat_mul_call(o, g, y, false, true, "grad_x")?,
+            batch_mat_mul_call(o, x, g, true, false, "grad_y")?,
+        ),
+        (false, true) => (
+            batch_mat_mul_call(o, g, y, false, false, "grad_x")?,
+            batch_mat_mul_call(o, g, x, true, false, "grad_y")?,
+        ),
+        (true, false) => (
+            batch_mat_mul_call(o, y, g, false, true, "grad_x")?,
+            batch_mat_mul_call(o, x, g, false, false, "grad_y")?,
+        ),
+        (true, true) => (
+            batch_mat_mul_call(o, y, g, true, true, "grad_x")?,
+            batch_mat_mul_call(o, g, x, true, true, "grad_y")?,
+        ),
+    };
+    let (sx, sy) = (o.shape(x), o.shape(y));
+    let may_have_batch =
+        sx.as_ref().is_none_or(|s| s.len() > 2) || sy.as_ref().is_none_or(|s| s.len() > 2);
+    let batch_shapes_match = match (&sx, &sy) {
+        (Some(a), Some(b)) if a.len() >= 2 && b.len() >= 2 => {
+            let (ba, bb) = (&a[..a.len() - 2], &b[..b.len() - 2]);
+            ba == bb && ba.iter().all(|&d| d >= 0)
+        }
+        _ => false,
+    };
+    if !may_have_batch || batch_shapes_match {
+        return Ok(vec![Some(gx), Some(gy)]);
+    }
+    let (shape_x, shape_y) = (o.shape_of(x)?, o.shape_of(y)?);
+    let bx = slice_vector(o, shape_x, 0, Some(-2))?;
+    let by = slice_vector(o, shape_y, 0, Some(-2))?;
+    let r = o.call(
+        "BroadcastGradientArgs",
+        &[SymArg::One(bx), SymArg::One(by)],
+        &Default::default(),
+    )?;
+    let gx = reduce_sum(o, gx, r[0], false)?;
+    let gx = o.reshape(gx, shape_x)?;
+    let gy = reduce_sum(o, gy, r[1], false)?;
+    let gy = o.reshape(gy, shape_y)?;
+    Ok(vec![Some(gx), Some(gy)])
+}
+
+register_gradient!("MatMul", mat_mul_grad);
+register_gradient!("BatchMatMulV2", batch_mat_mul_v2_grad);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1236,6 +1373,211 @@ mod tests {
                 "[2,3];[3,4]",
                 "No attr named 'adj_x'"
             );
+        }
+    }
+
+    // ---- Gradients ----
+
+    mod grads {
+        use crate::testutil::{assert_close, ctx, t};
+        use opforge_core::attrs::IntoAttrValue;
+        use opforge_core::autodiff::{
+            backprop, compute_gradient, compute_gradient_error, GradientTape, Ops, OpsExt, Sym,
+        };
+        use opforge_core::{Result, Tensor};
+
+        type F<'a> = &'a dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>;
+
+        fn to_f32(x: &Tensor) -> Tensor {
+            let v: Vec<f32> = x.flat::<f64>().unwrap().iter().map(|&v| v as f32).collect();
+            t(x.dims(), v)
+        }
+
+        /// Gradient-checks `f` at float64 `xs` (error < 1e-6) and at the
+        /// same values in float32 (error < 1e-3).
+        fn check(f: F<'_>, xs: &[Tensor]) {
+            let jac = compute_gradient(ctx(), f, xs).unwrap();
+            let e64 = compute_gradient_error(&jac);
+            assert!(e64 < 1e-6, "float64 gradient error {e64}: {jac:?}");
+            let xs32: Vec<Tensor> = xs.iter().map(to_f32).collect();
+            let jac = compute_gradient(ctx(), f, &xs32).unwrap();
+            let e32 = compute_gradient_error(&jac);
+            assert!(e32 < 1e-3, "float32 gradient error {e32}: {jac:?}");
+        }
+
+        /// `n` distinct float64 values (no ties, away from 0).
+        fn vals(n: usize, scale: f64) -> Vec<f64> {
+            (0..n)
+                .map(|i| scale * (0.3 + ((i * 7 + 3) % n) as f64 * 0.37 + i as f64 * 0.011))
+                .collect()
+        }
+
+        #[test]
+        fn mat_mul_every_transpose() {
+            for ta in [false, true] {
+                for tb in [false, true] {
+                    let f = move |o: &mut dyn Ops, xs: &[Sym]| {
+                        o.op1(
+                            "MatMul",
+                            &[xs[0], xs[1]],
+                            &[
+                                ("transpose_a", ta.into_attr_value()),
+                                ("transpose_b", tb.into_attr_value()),
+                            ],
+                        )
+                    };
+                    let a = if ta { [3, 2] } else { [2, 3] };
+                    let b = if tb { [4, 3] } else { [3, 4] };
+                    check(&f, &[t(&a, vals(6, 0.5)), t(&b, vals(12, -0.4))]);
+                }
+            }
+        }
+
+        #[test]
+        fn batch_mat_mul_v2_every_adjoint_and_broadcast() {
+            for ax in [false, true] {
+                for ay in [false, true] {
+                    let f = move |o: &mut dyn Ops, xs: &[Sym]| {
+                        o.op1(
+                            "BatchMatMulV2",
+                            &[xs[0], xs[1]],
+                            &[
+                                ("adj_x", ax.into_attr_value()),
+                                ("adj_y", ay.into_attr_value()),
+                            ],
+                        )
+                    };
+                    let m = |adj: bool, r: i64, c: i64| if adj { [c, r] } else { [r, c] };
+                    let [a0, a1] = m(ax, 2, 3);
+                    let [b0, b1] = m(ay, 3, 2);
+                    // Equal batch dims.
+                    check(
+                        &f,
+                        &[
+                            t(&[2, a0, a1], vals(12, 0.5)),
+                            t(&[2, b0, b1], vals(12, -0.3)),
+                        ],
+                    );
+                    // Broadcast batch dims on both sides, and a plain matrix.
+                    check(
+                        &f,
+                        &[
+                            t(&[2, 1, a0, a1], vals(12, 0.5)),
+                            t(&[3, b0, b1], vals(18, 0.2)),
+                        ],
+                    );
+                    check(
+                        &f,
+                        &[t(&[a0, a1], vals(6, 0.5)), t(&[2, b0, b1], vals(12, 0.2))],
+                    );
+                    check(
+                        &f,
+                        &[t(&[a0, a1], vals(6, 0.5)), t(&[b0, b1], vals(6, 0.2))],
+                    );
+                }
+            }
+        }
+
+        #[test]
+        fn mat_mul_gradient_by_hand() {
+            // y = a b; seed g: da = g bᵀ, db = aᵀ g.
+            let mut tape = GradientTape::new(ctx(), false);
+            let a = tape.watch(t(&[1, 2], vec![1.0f64, 2.0]));
+            let b = tape.watch(t(&[2, 2], vec![3.0f64, 4.0, 5.0, 6.0]));
+            let y = tape.op1("MatMul", &[a, b], &[]).unwrap();
+            let g = tape.gradient_tensors(y, &[a, b]).unwrap();
+            assert_close(g[0].as_ref().unwrap(), &[1, 2], &[7.0, 11.0], 0.0);
+            assert_close(g[1].as_ref().unwrap(), &[2, 2], &[1.0, 1.0, 2.0, 2.0], 0.0);
+        }
+
+        /// `MatMul` of plain (untransposed) matrices, for closed forms.
+        fn mm(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+            let mut out = vec![0.0; m * n];
+            for i in 0..m {
+                for j in 0..n {
+                    out[i * n + j] = (0..k).map(|l| a[i * k + l] * b[l * n + j]).sum();
+                }
+            }
+            out
+        }
+
+        fn transpose(a: &[f64], r: usize, c: usize) -> Vec<f64> {
+            (0..c * r).map(|i| a[(i % r) * c + i / r]).collect()
+        }
+
+        #[test]
+        fn mat_mul_second_derivatives() {
+            // f(a, b) = <G, op(a) op(b)>; ∂f/∂a is linear in b, so the
+            // derivative of <W, ∂f/∂a> with respect to b is a closed form.
+            let (m, k, n) = (2usize, 3usize, 2usize);
+            let g_v = vals(m * n, 0.7);
+            let w_v = vals(m * k, -0.9);
+            for ta in [false, true] {
+                for tb in [false, true] {
+                    let mut tape = GradientTape::new(ctx(), true);
+                    let a_dims = if ta {
+                        [k as i64, m as i64]
+                    } else {
+                        [m as i64, k as i64]
+                    };
+                    let b_dims = if tb {
+                        [n as i64, k as i64]
+                    } else {
+                        [k as i64, n as i64]
+                    };
+                    let a = tape.watch(t(&a_dims, vals(m * k, 0.5)));
+                    let b = tape.watch(t(&b_dims, vals(k * n, 0.25)));
+                    let y = tape
+                        .op1(
+                            "MatMul",
+                            &[a, b],
+                            &[
+                                ("transpose_a", ta.into_attr_value()),
+                                ("transpose_b", tb.into_attr_value()),
+                            ],
+                        )
+                        .unwrap();
+                    let seed = tape
+                        .constant(t(&[m as i64, n as i64], g_v.clone()))
+                        .unwrap();
+                    let records = tape.records_snapshot();
+                    let ga = backprop(&mut tape, &records, &[y], &[Some(seed)], &[a]).unwrap()[0]
+                        .unwrap();
+                    // ∂f/∂a = G op(b)ᵀ (in a's layout: its transpose when ta).
+                    let b_plain = if tb {
+                        transpose(&vals(k * n, 0.25), n, k)
+                    } else {
+                        vals(k * n, 0.25)
+                    };
+                    let ga_plain = mm(&g_v, &transpose(&b_plain, k, n), m, n, k);
+                    let ga_want = if ta {
+                        transpose(&ga_plain, m, k)
+                    } else {
+                        ga_plain
+                    };
+                    assert_close(tape.value(ga), &a_dims, &ga_want, 1e-12);
+                    // d/db <W, ∂f/∂a> (W in a's layout): with Wp = W in
+                    // plain [m, k] layout, <Wp, G op(b)ᵀ> has gradient
+                    // op(b)-wise Wpᵀ G, i.e. [k, n], transposed when tb.
+                    let w_dims = a_dims;
+                    let wseed = tape.constant(t(&w_dims, w_v.clone())).unwrap();
+                    let records = tape.records_snapshot();
+                    let gb = backprop(&mut tape, &records, &[ga], &[Some(wseed)], &[b]).unwrap()[0]
+                        .unwrap();
+                    let wp = if ta {
+                        transpose(&w_v, k, m)
+                    } else {
+                        w_v.clone()
+                    };
+                    let gb_plain = mm(&transpose(&wp, m, k), &g_v, k, m, n);
+                    let gb_want = if tb {
+                        transpose(&gb_plain, k, n)
+                    } else {
+                        gb_plain
+                    };
+                    assert_close(tape.value(gb), &b_dims, &gb_want, 1e-12);
+                }
+            }
         }
     }
 }

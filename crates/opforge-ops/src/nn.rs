@@ -1146,6 +1146,228 @@ register_kernel!(
     BiasAddGradKernel
 );
 
+// ---- Gradients ----
+
+use crate::reduction::grad_util::{attr_or, int_scalar, reduce_sum, slice_vector};
+use opforge_core::attrs::IntoAttrValue;
+use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::register_gradient;
+
+type Grads = Result<Vec<Option<Sym>>>;
+
+/// TensorFlow's `_ReluGrad`: `ReluGrad(grad, relu(x))`.
+fn relu_grad_fn(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None]);
+    };
+    Ok(vec![Some(o.op1("ReluGrad", &[g, op.outputs[0]], &[])?)])
+}
+
+/// TensorFlow's `_ReluGradGrad`: `ReluGrad(grad, features)` for the
+/// gradients, zeros for the features.
+fn relu_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let x = op.inputs[1];
+    let gg = o.op1("ReluGrad", &[g, x], &[])?;
+    Ok(vec![Some(gg), Some(o.zeros_like(x)?)])
+}
+
+/// TensorFlow's `_Relu6Grad` is `Relu6Grad(grad, relu6(x))`; that op does
+/// not exist here, so its formula is composed: the gradient where
+/// `0 < relu6(x) < 6`, else 0 (`SelectV2` on `Greater`/`Less`).
+fn relu6_grad_fn(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None]);
+    };
+    let y = op.outputs[0];
+    let dtype = o.dtype(y);
+    let (zero, six) = (o.scalar(dtype, 0.0)?, o.scalar(dtype, 6.0)?);
+    let above = o.op1("Greater", &[y, zero], &[])?;
+    let below = o.op1("Less", &[y, six], &[])?;
+    let inside = o.op1("LogicalAnd", &[above, below], &[])?;
+    let zeros = o.zeros_like(g)?;
+    Ok(vec![Some(o.op1("SelectV2", &[inside, g, zeros], &[])?)])
+}
+
+/// `Sum(x, -1, keep_dims=True)`.
+fn sum_last(o: &mut dyn Ops, x: Sym) -> Result<Sym> {
+    let axis = int_scalar(o, -1)?;
+    reduce_sum(o, x, axis, true)
+}
+
+/// TensorFlow's `_SoftmaxGrad`: `(grad - sum(grad * softmax, -1)) * softmax`.
+fn softmax_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None]);
+    };
+    let y = op.outputs[0];
+    let gy = o.mul(g, y)?;
+    let s = sum_last(o, gy)?;
+    let d = o.sub(g, s)?;
+    Ok(vec![Some(o.mul(d, y)?)])
+}
+
+/// TensorFlow's `_LogSoftmaxGrad`: `grad - sum(grad, -1) * exp(logsoftmax)`.
+fn log_softmax_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None]);
+    };
+    let softmax = o.op1("Exp", &[op.outputs[0]], &[])?;
+    let s = sum_last(o, g)?;
+    let p = o.mul(s, softmax)?;
+    Ok(vec![Some(o.sub(g, p)?)])
+}
+
+/// TensorFlow's `_BroadcastMul`: `vec[..., None] * mat`.
+fn broadcast_mul(o: &mut dyn Ops, vec: Sym, mat: Sym) -> Result<Sym> {
+    let axis = int_scalar(o, -1)?;
+    let v = o.op1("ExpandDims", &[vec, axis], &[])?;
+    o.mul(v, mat)
+}
+
+/// TensorFlow 2.x's `_SoftmaxCrossEntropyWithLogitsGrad`: the features get
+/// `grad_loss[:, None] * backprop` (plus, for a gradient of the backprop
+/// output, `(grad_grad - sum(grad_grad * softmax)) * softmax`), the labels
+/// `grad_loss[:, None] * -log_softmax(features)`.
+fn softmax_cross_entropy_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let (grad_loss, grad_grad) = (grads[0], grads.get(1).copied().flatten());
+    let logits = op.inputs[0];
+    let mut features = match grad_loss {
+        Some(gl) => Some(broadcast_mul(o, gl, op.outputs[1])?),
+        None => None,
+    };
+    if let Some(gg) = grad_grad {
+        let softmax = o.op1("Softmax", &[logits], &[])?;
+        // TensorFlow: squeeze(matmul(grad_grad[:, None, :], softmax[:, :, None]), 1).
+        let one = int_scalar(o, 1)?;
+        let two = int_scalar(o, 2)?;
+        let a = o.op1("ExpandDims", &[gg, one], &[])?;
+        let b = o.op1("ExpandDims", &[softmax, two], &[])?;
+        let m = o.op1("BatchMatMulV2", &[a, b], &[])?;
+        let dot = o.op1(
+            "Squeeze",
+            &[m],
+            &[("squeeze_dims", vec![1i64].into_attr_value())],
+        )?;
+        let d = o.sub(gg, dot)?;
+        let extra = o.mul(d, softmax)?;
+        features = Some(match features {
+            Some(f) => o.add(f, extra)?,
+            None => extra,
+        });
+    }
+    let labels = match grad_loss {
+        Some(gl) => {
+            let ls = o.op1("LogSoftmax", &[logits], &[])?;
+            let neg = o.neg(ls)?;
+            Some(broadcast_mul(o, gl, neg)?)
+        }
+        None => None,
+    };
+    Ok(vec![features, labels])
+}
+
+/// TensorFlow's `_SparseSoftmaxCrossEntropyWithLogitsGrad`: the features get
+/// `grad_loss[:, None] * backprop`, the labels none. Like TensorFlow (whose
+/// `PreventGradient` raises), a gradient through the backprop output is an
+/// error.
+fn sparse_softmax_cross_entropy_grad(
+    o: &mut dyn Ops,
+    op: &GradOp<'_>,
+    grads: &[Option<Sym>],
+) -> Grads {
+    if grads.get(1).copied().flatten().is_some() {
+        return Err(Status::unimplemented(
+            "Currently there is no way to take the second derivative of \
+             sparse_softmax_cross_entropy_with_logits due to the fused implementation's \
+             interaction with tf.gradients()",
+        ));
+    }
+    let Some(gl) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    Ok(vec![Some(broadcast_mul(o, gl, op.outputs[1])?), None])
+}
+
+/// The forward op's `data_format` attr, as given (none if not set).
+fn data_format_attr(
+    op: &GradOp<'_>,
+) -> Result<Vec<(&'static str, opforge_core::proto::AttrValue)>> {
+    Ok(if op.attrs.contains_key("data_format") {
+        let f: String = op.attr("data_format")?;
+        vec![("data_format", f.into_attr_value())]
+    } else {
+        Vec::new()
+    })
+}
+
+/// TensorFlow's `_BiasAddGrad`: the gradient for the value, its
+/// `BiasAddGrad` for the bias.
+fn bias_add_grad_fn(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let attrs = data_format_attr(op)?;
+    let gb = o.op1("BiasAddGrad", &[g], &attrs)?;
+    Ok(vec![Some(g), Some(gb)])
+}
+
+/// TensorFlow's `_BiasAddGradGrad`: the received gradient reshaped to
+/// `[1, ..., C, ...]` and tiled to the input's shape.
+fn bias_add_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None]);
+    };
+    let nchw = attr_or(op, "data_format", "NHWC".to_string())? == "NCHW";
+    let shape = o.shape_of(op.inputs[0])?;
+    let bias_shape = o.shape_of(g)?;
+    let one = o.int_vector(&[1])?;
+    let axis = int_scalar(o, 0)?;
+    let concat = |o: &mut dyn Ops, parts: Vec<Sym>| -> Result<Sym> {
+        let mut out = o.call(
+            "ConcatV2",
+            &[SymArg::List(parts), SymArg::One(axis)],
+            &Default::default(),
+        )?;
+        out.pop()
+            .ok_or_else(|| Status::internal("ConcatV2 has no output"))
+    };
+    let (expanded_shape, tile_mults) = if nchw {
+        let first = slice_vector(o, shape, 0, Some(1))?;
+        let rest = slice_vector(o, shape, 2, None)?;
+        let first_ones = o.ones_like(first)?;
+        let rest_ones = o.ones_like(rest)?;
+        (
+            concat(o, vec![first_ones, bias_shape, rest_ones])?,
+            concat(o, vec![first, one, rest])?,
+        )
+    } else {
+        let lead = slice_vector(o, shape, 0, Some(-1))?;
+        let lead_ones = o.ones_like(lead)?;
+        (
+            concat(o, vec![lead_ones, bias_shape])?,
+            concat(o, vec![lead, one])?,
+        )
+    };
+    let expanded = o.reshape(g, expanded_shape)?;
+    Ok(vec![Some(o.op1("Tile", &[expanded, tile_mults], &[])?)])
+}
+
+register_gradient!("Relu", relu_grad_fn);
+register_gradient!("ReluGrad", relu_grad_grad);
+register_gradient!("Relu6", relu6_grad_fn);
+register_gradient!("Softmax", softmax_grad);
+register_gradient!("LogSoftmax", log_softmax_grad);
+register_gradient!("SoftmaxCrossEntropyWithLogits", softmax_cross_entropy_grad);
+register_gradient!(
+    "SparseSoftmaxCrossEntropyWithLogits",
+    sparse_softmax_cross_entropy_grad
+);
+register_gradient!("BiasAdd", bias_add_grad_fn);
+register_gradient!("BiasAddGrad", bias_add_grad_grad);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1889,6 +2111,245 @@ mod tests {
             // TensorFlow's BiasAddGradShape takes the third-to-last dim for NCHW.
             infer_ok!(nchw, "[2,3,4]", "[d0_0]");
             infer_error!(nchw, "[2,3]", "Shape must be at least rank 3 but is rank 2");
+        }
+    }
+
+    // ---- Gradients ----
+
+    mod grads {
+        use crate::testutil::{assert_close, ctx, t};
+        use opforge_core::attrs::IntoAttrValue;
+        use opforge_core::autodiff::{
+            compute_gradient, compute_gradient_error, GradientTape, Ops, OpsExt, Sym, SymArg,
+        };
+        use opforge_core::{Result, Tensor};
+
+        type F<'a> = &'a dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>;
+
+        fn to_f32(x: &Tensor) -> Tensor {
+            let v: Vec<f32> = x.flat::<f64>().unwrap().iter().map(|&v| v as f32).collect();
+            t(x.dims(), v)
+        }
+
+        /// Gradient-checks `f` at float64 `xs` (error < 1e-6) and at the
+        /// same values in float32 (error < 1e-3).
+        fn check(f: F<'_>, xs: &[Tensor]) {
+            let jac = compute_gradient(ctx(), f, xs).unwrap();
+            let e64 = compute_gradient_error(&jac);
+            assert!(e64 < 1e-6, "float64 gradient error {e64}: {jac:?}");
+            let xs32: Vec<Tensor> = xs.iter().map(to_f32).collect();
+            let jac = compute_gradient(ctx(), f, &xs32).unwrap();
+            let e32 = compute_gradient_error(&jac);
+            assert!(e32 < 1e-3, "float32 gradient error {e32}: {jac:?}");
+        }
+
+        /// `n` distinct float64 values (no ties, away from 0).
+        fn vals(n: usize, scale: f64) -> Vec<f64> {
+            (0..n)
+                .map(|i| scale * (0.3 + ((i * 7 + 3) % n) as f64 * 0.37 + i as f64 * 0.011))
+                .collect()
+        }
+
+        /// Values on both sides of 0 (and of 6), away from the kinks.
+        fn signed(n: usize) -> Vec<f64> {
+            (0..n)
+                .map(|i| [-2.5, 0.7, 3.1, 7.5, -0.4, 5.2, 1.3, -6.0][i % 8] + i as f64 * 0.013)
+                .collect()
+        }
+
+        fn unary(op: &'static str) -> impl Fn(&mut dyn Ops, &[Sym]) -> Result<Sym> {
+            move |o: &mut dyn Ops, xs: &[Sym]| o.op1(op, &[xs[0]], &[])
+        }
+
+        #[test]
+        fn activation_gradients() {
+            for op in ["Relu", "Relu6", "Softmax", "LogSoftmax"] {
+                check(&unary(op), &[t(&[2, 4], signed(8))]);
+                check(&unary(op), &[t(&[3], signed(3))]);
+                check(&unary(op), &[t(&[2, 1, 3], signed(6))]);
+            }
+        }
+
+        #[test]
+        fn relu_grad_gradient() {
+            let f = |o: &mut dyn Ops, xs: &[Sym]| o.op1("ReluGrad", &[xs[0], xs[1]], &[]);
+            check(&f, &[t(&[2, 3], vals(6, 0.4)), t(&[2, 3], signed(6))]);
+        }
+
+        #[test]
+        fn hand_checked_activation_gradients() {
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[5], vec![-1.0f64, 0.5, 3.0, 6.5, 7.0]));
+            let r6 = tape.op1("Relu6", &[x], &[]).unwrap();
+            let g = tape.gradient_tensors(r6, &[x]).unwrap();
+            assert_close(
+                g[0].as_ref().unwrap(),
+                &[5],
+                &[0.0, 1.0, 1.0, 0.0, 0.0],
+                0.0,
+            );
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[3], vec![-1.0f64, 0.5, 3.0]));
+            let r = tape.op1("Relu", &[x], &[]).unwrap();
+            let g = tape.gradient_tensors(r, &[x]).unwrap();
+            assert_close(g[0].as_ref().unwrap(), &[3], &[0.0, 1.0, 1.0], 0.0);
+            // The gradient of sum(softmax) is 0; of log_softmax[0], e0 - softmax.
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[1, 2], vec![0.0f64, 2f64.ln()]));
+            let s = tape.op1("Softmax", &[x], &[]).unwrap();
+            let g = tape.gradient_tensors(s, &[x]).unwrap();
+            assert_close(g[0].as_ref().unwrap(), &[1, 2], &[0.0, 0.0], 1e-15);
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[1, 2], vec![0.0f64, 2f64.ln()]));
+            let s = tape.op1("LogSoftmax", &[x], &[]).unwrap();
+            let seed = tape.constant(t(&[1, 2], vec![1.0f64, 0.0])).unwrap();
+            let records = tape.records_snapshot();
+            let g =
+                opforge_core::autodiff::backprop(&mut tape, &records, &[s], &[Some(seed)], &[x])
+                    .unwrap()[0]
+                    .unwrap();
+            assert_close(
+                tape.value(g),
+                &[1, 2],
+                &[1.0 - 1.0 / 3.0, -2.0 / 3.0],
+                1e-15,
+            );
+        }
+
+        fn xent(o: &mut dyn Ops, op: &str, f: Sym, l: Sym, out: usize) -> Result<Sym> {
+            let outs = o.call(op, &[SymArg::One(f), SymArg::One(l)], &Default::default())?;
+            Ok(outs[out])
+        }
+
+        #[test]
+        fn softmax_cross_entropy_gradients() {
+            let op = "SoftmaxCrossEntropyWithLogits";
+            let features = t(&[2, 3], signed(6));
+            let labels = t(&[2, 3], vec![0.2, 0.3, 0.5, 0.0, 1.0, 0.0]);
+            // Loss with respect to features and labels.
+            let loss = |o: &mut dyn Ops, xs: &[Sym]| xent(o, op, xs[0], xs[1], 0);
+            check(&loss, &[features.clone(), labels.clone()]);
+            // The backprop output (TensorFlow's grad_grad path), alone and with
+            // the loss, with respect to the features. (TensorFlow's gradient
+            // for the labels ignores the backprop output's gradient, so the
+            // labels are constants here.)
+            let lc = labels.clone();
+            let backprop = move |o: &mut dyn Ops, xs: &[Sym]| {
+                let l = like(o, &lc, xs[0])?;
+                xent(o, op, xs[0], l, 1)
+            };
+            check(&backprop, std::slice::from_ref(&features));
+            let both = move |o: &mut dyn Ops, xs: &[Sym]| {
+                let l = like(o, &labels, xs[0])?;
+                let outs = o.call(
+                    op,
+                    &[SymArg::One(xs[0]), SymArg::One(l)],
+                    &Default::default(),
+                )?;
+                let axis = o_scalar(o, -1)?;
+                let sq = o.mul(outs[1], outs[1])?;
+                let s = o.op1("Sum", &[sq, axis], &[])?;
+                o.add(outs[0], s)
+            };
+            check(&both, &[features]);
+        }
+
+        /// A float64 constant in `x`'s dtype.
+        fn like(o: &mut dyn Ops, v: &Tensor, x: Sym) -> Result<Sym> {
+            let c = o.constant(v.clone())?;
+            let dtype = o.dtype(x);
+            o.op1("Cast", &[c], &[("DstT", dtype.into_attr_value())])
+        }
+
+        fn o_scalar(o: &mut dyn Ops, v: i32) -> Result<Sym> {
+            o.constant(Tensor::scalar(v))
+        }
+
+        #[test]
+        fn sparse_softmax_cross_entropy_gradients() {
+            let op = "SparseSoftmaxCrossEntropyWithLogits";
+            for labels in [t(&[3], vec![2i64, 0, 1]), t(&[3], vec![1i32, 1, 0])] {
+                let loss = move |o: &mut dyn Ops, xs: &[Sym]| {
+                    let l = o.constant(labels.clone())?;
+                    xent(o, op, xs[0], l, 0)
+                };
+                check(&loss, &[t(&[3, 4], signed(12))]);
+            }
+            // Hand-checked: d loss / d logits = softmax - onehot.
+            let mut tape = GradientTape::new(ctx(), false);
+            let f = tape.watch(t(&[1, 2], vec![0.0f64, 2f64.ln()]));
+            let l = tape.constant(t(&[1], vec![1i64])).unwrap();
+            let loss = xent(&mut tape, op, f, l, 0).unwrap();
+            let g = tape.gradient(loss, &[f, l]).unwrap();
+            assert!(g[1].is_none());
+            assert_close(
+                tape.value(g[0].unwrap()),
+                &[1, 2],
+                &[1.0 / 3.0, -1.0 / 3.0],
+                1e-15,
+            );
+            // No second derivative through the backprop output, as in TensorFlow.
+            let backprop = |o: &mut dyn Ops, xs: &[Sym]| {
+                let l = o.constant(t(&[2], vec![0i64, 1]))?;
+                xent(o, op, xs[0], l, 1)
+            };
+            let err = compute_gradient(ctx(), &backprop, &[t(&[2, 2], signed(4))]).unwrap_err();
+            assert!(
+                err.message()
+                    .contains("no way to take the second derivative"),
+                "{err}"
+            );
+        }
+
+        fn bias_add(format: &'static str) -> impl Fn(&mut dyn Ops, &[Sym]) -> Result<Sym> {
+            move |o: &mut dyn Ops, xs: &[Sym]| {
+                o.op1(
+                    "BiasAdd",
+                    &[xs[0], xs[1]],
+                    &[("data_format", format.into_attr_value())],
+                )
+            }
+        }
+
+        fn bias_add_grad(format: &'static str) -> impl Fn(&mut dyn Ops, &[Sym]) -> Result<Sym> {
+            move |o: &mut dyn Ops, xs: &[Sym]| {
+                o.op1(
+                    "BiasAddGrad",
+                    &[xs[0]],
+                    &[("data_format", format.into_attr_value())],
+                )
+            }
+        }
+
+        #[test]
+        fn bias_add_gradients() {
+            check(
+                &bias_add("NHWC"),
+                &[t(&[2, 3], signed(6)), t(&[3], vals(3, 1.0))],
+            );
+            check(
+                &bias_add("NHWC"),
+                &[t(&[2, 2, 3], signed(12)), t(&[3], vals(3, 1.0))],
+            );
+            check(
+                &bias_add("NCHW"),
+                &[t(&[2, 3, 2, 2], signed(24)), t(&[3], vals(3, 1.0))],
+            );
+            let no_format = |o: &mut dyn Ops, xs: &[Sym]| o.op1("BiasAdd", &[xs[0], xs[1]], &[]);
+            check(&no_format, &[t(&[2, 3], signed(6)), t(&[3], vals(3, 1.0))]);
+            check(&bias_add_grad("NHWC"), &[t(&[2, 3], signed(6))]);
+            check(&bias_add_grad("NHWC"), &[t(&[2, 2, 3], signed(12))]);
+            check(&bias_add_grad("NCHW"), &[t(&[2, 3, 2, 2], signed(24))]);
+            let no_format = |o: &mut dyn Ops, xs: &[Sym]| o.op1("BiasAddGrad", &[xs[0]], &[]);
+            check(&no_format, &[t(&[4, 2], signed(8))]);
+            // Hand-checked: the bias gets the column sums.
+            let mut tape = GradientTape::new(ctx(), false);
+            let v = tape.watch(t(&[2, 2], vec![1.0f64, 2.0, 3.0, 4.0]));
+            let b = tape.watch(t(&[2], vec![0.5f64, -0.5]));
+            let y = tape.op1("BiasAdd", &[v, b], &[]).unwrap();
+            let g = tape.gradient_tensors(y, &[v, b]).unwrap();
+            assert_close(g[0].as_ref().unwrap(), &[2, 2], &[1.0; 4], 0.0);
+            assert_close(g[1].as_ref().unwrap(), &[2], &[2.0, 2.0], 0.0);
         }
     }
 }

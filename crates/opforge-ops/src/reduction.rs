@@ -17,6 +17,7 @@
 use crate::util::{fmt_shape, index_values};
 use half::{bf16, f16};
 use num_complex::Complex;
+use opforge_core::attrs::IntoAttrValue;
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
@@ -1560,6 +1561,224 @@ register_kernel!(
     ArgKernel
 );
 
+// ---- Gradients ----
+
+/// Gradient helpers shared by this module, `matmul` and `nn`.
+pub(crate) mod grad_util {
+    use opforge_core::attrs::{FromAttrValue, IntoAttrValue};
+    use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
+    use opforge_core::{DataType, Result, Tensor};
+
+    /// Attr `name` of the forward op, or `default` when the call did not
+    /// set it (eager calls record only the attrs they were given).
+    pub(crate) fn attr_or<T: FromAttrValue>(op: &GradOp<'_>, name: &str, default: T) -> Result<T> {
+        if op.attrs.contains_key(name) {
+            op.attr(name)
+        } else {
+            Ok(default)
+        }
+    }
+
+    /// An int32 scalar constant.
+    pub(crate) fn int_scalar(o: &mut dyn Ops, v: i32) -> Result<Sym> {
+        o.constant(Tensor::scalar(v))
+    }
+
+    /// `Sum(x, axes)` (optionally keeping the reduced dims).
+    pub(crate) fn reduce_sum(o: &mut dyn Ops, x: Sym, axes: Sym, keep_dims: bool) -> Result<Sym> {
+        o.op1(
+            "Sum",
+            &[x, axes],
+            &[("keep_dims", keep_dims.into_attr_value())],
+        )
+    }
+
+    /// `Cast(x, dtype)`.
+    pub(crate) fn cast(o: &mut dyn Ops, x: Sym, dtype: DataType) -> Result<Sym> {
+        o.op1("Cast", &[x], &[("DstT", dtype.into_attr_value())])
+    }
+
+    /// `x[begin:end]` of a vector (`end = None`: to the end; negative
+    /// indices count from the end), with `StridedSlice`.
+    pub(crate) fn slice_vector(
+        o: &mut dyn Ops,
+        x: Sym,
+        begin: i32,
+        end: Option<i32>,
+    ) -> Result<Sym> {
+        let b = o.int_vector(&[begin])?;
+        let e = o.int_vector(&[end.unwrap_or(0)])?;
+        let st = o.int_vector(&[1])?;
+        let end_mask: i64 = if end.is_none() { 1 } else { 0 };
+        o.op1(
+            "StridedSlice",
+            &[x, b, e, st],
+            &[
+                ("begin_mask", 0i64.into_attr_value()),
+                ("end_mask", end_mask.into_attr_value()),
+                ("ellipsis_mask", 0i64.into_attr_value()),
+                ("new_axis_mask", 0i64.into_attr_value()),
+                ("shrink_axis_mask", 0i64.into_attr_value()),
+            ],
+        )
+    }
+
+    /// TensorFlow's `math_ops.reduced_shape`: `input_shape` (int32) with the
+    /// dims in `axes` (a scalar or vector, int32 or int64, possibly
+    /// negative) set to 1, computed at run time (without `DynamicStitch`:
+    /// a one-hot mask of the reduced axes selects between 1 and the dim).
+    pub(crate) fn reduced_shape(
+        o: &mut dyn Ops,
+        x: Sym,
+        input_shape: Sym,
+        axes: Sym,
+    ) -> Result<Sym> {
+        if o.shape(x).is_some_and(|s| s.is_empty()) {
+            // A scalar: nothing to reduce (and no rank to take axes modulo).
+            return Ok(input_shape);
+        }
+        let axes = if o.dtype(axes) == DataType::Int32 {
+            axes
+        } else {
+            cast(o, axes, DataType::Int32)?
+        };
+        let minus_one = o.int_vector(&[-1])?;
+        let axes = o.reshape(axes, minus_one)?;
+        let rank = o.op1(
+            "Size",
+            &[input_shape],
+            &[("out_type", DataType::Int32.into_attr_value())],
+        )?;
+        let axes = o.op1("FloorMod", &[axes, rank], &[])?;
+        let (on, off) = (int_scalar(o, 1)?, int_scalar(o, 0)?);
+        let onehot = o.op1("OneHot", &[axes, rank, on, off], &[])?;
+        let zero_axis = int_scalar(o, 0)?;
+        let counts = reduce_sum(o, onehot, zero_axis, false)?;
+        let is_reduced = o.op1("Greater", &[counts, off], &[])?;
+        o.op1("SelectV2", &[is_reduced, on, input_shape], &[])
+    }
+
+    /// The gradient `grad` of a reduction of `x` over `axes`, reshaped to
+    /// the kept-dims shape (unless `keep_dims`) and broadcast to `x`'s shape.
+    /// Also returns `x`'s shape and the kept-dims shape.
+    pub(crate) fn broadcast_reduced(
+        o: &mut dyn Ops,
+        op: &GradOp<'_>,
+        grad: Sym,
+    ) -> Result<(Sym, Sym, Sym)> {
+        let (x, axes) = (op.inputs[0], op.inputs[1]);
+        let input_shape = o.shape_of(x)?;
+        let kept = if attr_or(op, "keep_dims", false)? {
+            o.shape_of(op.outputs[0])?
+        } else {
+            reduced_shape(o, x, input_shape, axes)?
+        };
+        let g = o.reshape(grad, kept)?;
+        let g = o.op1("BroadcastTo", &[g, input_shape], &[])?;
+        Ok((g, input_shape, kept))
+    }
+}
+
+use grad_util::{attr_or, broadcast_reduced, cast, reduce_sum};
+use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
+use opforge_core::{register_gradient, register_not_differentiable};
+
+type Grads = Result<Vec<Option<Sym>>>;
+
+/// TensorFlow's `_SumGrad`: the gradient reshaped to the kept-dims shape
+/// and broadcast to the input's shape.
+fn sum_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let (g, _, _) = broadcast_reduced(o, op, g)?;
+    Ok(vec![Some(g), None])
+}
+
+/// TensorFlow's `_MeanGrad`: `_SumGrad` divided by the number of reduced
+/// elements, `size(input) // max(size(output), 1)`, computed at run time
+/// from `Size` ops (so unknown shapes work).
+fn mean_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let (g, _, _) = broadcast_reduced(o, op, g)?;
+    let i32_attr = [("out_type", DataType::Int32.into_attr_value())];
+    let in_size = o.op1("Size", &[op.inputs[0]], &i32_attr)?;
+    let out_size = o.op1("Size", &[op.outputs[0]], &i32_attr)?;
+    let one = grad_util::int_scalar(o, 1)?;
+    let out_size = o.op1("Maximum", &[out_size, one], &[])?;
+    let factor = o.op1("FloorDiv", &[in_size, out_size], &[])?;
+    let dtype = o.dtype(g);
+    let factor = cast(o, factor, dtype)?;
+    Ok(vec![Some(o.div(g, factor)?), None])
+}
+
+/// TensorFlow's `_MinOrMaxGrad`: the gradient goes to the elements equal to
+/// the result, divided evenly between ties.
+fn min_or_max_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let (x, axes) = (op.inputs[0], op.inputs[1]);
+    let input_shape = o.shape_of(x)?;
+    let (y, g, kept) = if attr_or(op, "keep_dims", false)? {
+        (op.outputs[0], g, o.shape_of(op.outputs[0])?)
+    } else {
+        let kept = grad_util::reduced_shape(o, x, input_shape, axes)?;
+        (o.reshape(op.outputs[0], kept)?, o.reshape(g, kept)?, kept)
+    };
+    let dtype = o.dtype(g);
+    let eq = o.op1("Equal", &[y, x], &[])?;
+    let indicators = cast(o, eq, dtype)?;
+    let count = reduce_sum(o, indicators, axes, false)?;
+    let num_selected = o.reshape(count, kept)?;
+    let share = o.div(indicators, num_selected)?;
+    Ok(vec![Some(o.mul(share, g)?), None])
+}
+
+/// The gradient of `Prod`: each element gets the product of the other
+/// elements of its reduction group times the gradient. TensorFlow computes
+/// it with exclusive cumulative products; without a `Cumprod` op this
+/// counts the zeros of each group instead (exact for zeros too): with no
+/// zero it is `prod / x`, with one zero the product of the nonzero elements
+/// at the zero and 0 elsewhere, with more zeros 0.
+fn prod_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let (x, axes) = (op.inputs[0], op.inputs[1]);
+    let (g, _, _) = broadcast_reduced(o, op, g)?;
+    let dtype = o.dtype(x);
+    let zeros = o.zeros_like(x)?;
+    let ones = o.ones_like(x)?;
+    let is_zero = o.op1("Equal", &[x, zeros], &[])?;
+    let x_safe = o.op1("SelectV2", &[is_zero, ones, x], &[])?;
+    let prod_nonzero = o.op1(
+        "Prod",
+        &[x_safe, axes],
+        &[("keep_dims", true.into_attr_value())],
+    )?;
+    let zero_flags = cast(o, is_zero, dtype)?;
+    let num_zeros = reduce_sum(o, zero_flags, axes, true)?;
+    let (zero, one) = (o.scalar(dtype, 0.0)?, o.scalar(dtype, 1.0)?);
+    let no_zero = o.op1("Equal", &[num_zeros, zero], &[])?;
+    let one_zero = o.op1("Equal", &[num_zeros, one], &[])?;
+    let others_at_nonzero = o.div(prod_nonzero, x_safe)?;
+    let at_nonzero = o.op1("SelectV2", &[no_zero, others_at_nonzero, zeros], &[])?;
+    let prod_b = o.mul(prod_nonzero, ones)?;
+    let at_zero = o.op1("SelectV2", &[one_zero, prod_b, zeros], &[])?;
+    let others = o.op1("SelectV2", &[is_zero, at_zero, at_nonzero], &[])?;
+    Ok(vec![Some(o.mul(others, g)?), None])
+}
+
+register_gradient!("Sum", sum_grad);
+register_gradient!("Mean", mean_grad);
+register_gradient!("Max", min_or_max_grad);
+register_gradient!("Min", min_or_max_grad);
+register_gradient!("Prod", prod_grad);
+register_not_differentiable!("ArgMax", "ArgMin", "All", "Any");
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2193,6 +2412,151 @@ mod tests {
                 );
                 let o = ShapeTestOp::new(op).input_tensor(1, Tensor::scalar(-3i64));
                 infer_ok!(o, "[2,3,4];[]", "[d0_1,d0_2]");
+            }
+        }
+    }
+
+    // ---- Gradients ----
+
+    mod grads {
+        use crate::testutil::{assert_close, ctx, t};
+        use opforge_core::attrs::IntoAttrValue;
+        use opforge_core::autodiff::{
+            compute_gradient, compute_gradient_error, Gradient, GradientRegistry, GradientTape,
+            Ops, OpsExt, Sym,
+        };
+        use opforge_core::{Result, Tensor};
+
+        type F<'a> = &'a dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>;
+
+        fn to_f32(x: &Tensor) -> Tensor {
+            let v: Vec<f32> = x.flat::<f64>().unwrap().iter().map(|&v| v as f32).collect();
+            t(x.dims(), v)
+        }
+
+        /// Gradient-checks `f` at float64 `xs` (error < 1e-6) and at the
+        /// same values in float32 (error < 1e-3).
+        fn check(f: F<'_>, xs: &[Tensor]) {
+            let jac = compute_gradient(ctx(), f, xs).unwrap();
+            let e64 = compute_gradient_error(&jac);
+            assert!(e64 < 1e-6, "float64 gradient error {e64}: {jac:?}");
+            let xs32: Vec<Tensor> = xs.iter().map(to_f32).collect();
+            let jac = compute_gradient(ctx(), f, &xs32).unwrap();
+            let e32 = compute_gradient_error(&jac);
+            assert!(e32 < 1e-3, "float32 gradient error {e32}: {jac:?}");
+        }
+
+        /// `n` distinct float64 values (no ties, away from 0).
+        fn vals(n: usize, scale: f64) -> Vec<f64> {
+            (0..n)
+                .map(|i| scale * (0.3 + ((i * 7 + 3) % n) as f64 * 0.37 + i as f64 * 0.011))
+                .collect()
+        }
+
+        fn reduce_fn(
+            op: &'static str,
+            axes: Tensor,
+            keep: bool,
+        ) -> impl Fn(&mut dyn Ops, &[Sym]) -> Result<Sym> {
+            move |o: &mut dyn Ops, xs: &[Sym]| {
+                let a = o.constant(axes.clone())?;
+                o.op1(op, &[xs[0], a], &[("keep_dims", keep.into_attr_value())])
+            }
+        }
+
+        fn axes_cases() -> Vec<Tensor> {
+            vec![
+                t(&[1], vec![1i32]),
+                t(&[2], vec![0i32, 2]),
+                t(&[2], vec![-1i64, 0]),
+                Tensor::scalar(-2i32),
+                t(&[3], vec![0i32, 1, 2]),
+                t(&[0], Vec::<i32>::new()),
+            ]
+        }
+
+        #[test]
+        fn sum_mean_max_min_prod_gradients() {
+            for op in ["Sum", "Mean", "Max", "Min", "Prod"] {
+                // Products of values near 1 stay small (the float32 check is absolute).
+                let scale = if op == "Prod" { 0.3 } else { 1.0 };
+                let x = t(&[2, 3, 2], vals(12, scale));
+                for axes in axes_cases() {
+                    for keep in [false, true] {
+                        let f = reduce_fn(op, axes.clone(), keep);
+                        check(&f, std::slice::from_ref(&x));
+                    }
+                }
+                // Reducing a vector and a scalar.
+                let f = reduce_fn(op, Tensor::scalar(0i32), false);
+                check(&f, &[t(&[4], vals(4, 1.0))]);
+                let f = reduce_fn(op, t(&[0], Vec::<i32>::new()), false);
+                check(&f, &[Tensor::scalar(1.5f64)]);
+            }
+        }
+
+        fn grad_of(op: &'static str, x: Tensor, axes: Tensor, keep: bool) -> Tensor {
+            let mut tape = GradientTape::new(ctx(), false);
+            let xs = tape.watch(x);
+            let a = tape.constant(axes).unwrap();
+            let y = tape
+                .op1(op, &[xs, a], &[("keep_dims", keep.into_attr_value())])
+                .unwrap();
+            tape.gradient_tensors(y, &[xs]).unwrap()[0].clone().unwrap()
+        }
+
+        #[test]
+        fn hand_checked_reduction_gradients() {
+            let x = t(&[2, 3], vec![1.0f64, 3.0, 3.0, -1.0, -2.0, 5.0]);
+            // Sum: ones; Mean: 1/3 per row.
+            let g = grad_of("Sum", x.clone(), t(&[1], vec![1i32]), false);
+            assert_close(&g, &[2, 3], &[1.0; 6], 0.0);
+            let g = grad_of("Mean", x.clone(), t(&[1], vec![1i32]), false);
+            assert_close(&g, &[2, 3], &[1.0 / 3.0; 6], 1e-15);
+            let g = grad_of("Mean", x.clone(), t(&[2], vec![0i32, 1]), true);
+            assert_close(&g, &[2, 3], &[1.0 / 6.0; 6], 1e-15);
+            // Max: ties share the gradient.
+            let g = grad_of("Max", x.clone(), t(&[1], vec![1i32]), false);
+            assert_close(&g, &[2, 3], &[0.0, 0.5, 0.5, 0.0, 0.0, 1.0], 0.0);
+            let g = grad_of("Min", x.clone(), t(&[1], vec![0i32]), true);
+            assert_close(&g, &[2, 3], &[0.0, 0.0, 1.0, 1.0, 1.0, 0.0], 0.0);
+            // Prod: the product of the others, zeros included.
+            let z = t(
+                &[3, 3],
+                vec![2.0f64, 0.0, 3.0, 0.0, 0.0, 1.0, 2.0, 4.0, 0.5],
+            );
+            let g = grad_of("Prod", z, t(&[1], vec![1i32]), false);
+            assert_close(
+                &g,
+                &[3, 3],
+                &[0.0, 6.0, 0.0, 0.0, 0.0, 0.0, 2.0, 1.0, 8.0],
+                1e-15,
+            );
+            // float32 Mean.
+            let g = grad_of(
+                "Mean",
+                t(&[4], vec![1.0f32; 4]),
+                Tensor::scalar(0i32),
+                false,
+            );
+            assert_close(&g, &[4], &[0.25; 4], 0.0);
+        }
+
+        #[test]
+        fn axes_get_no_gradient_and_arg_ops_are_not_differentiable() {
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[2], vec![1.0f64, 2.0]));
+            let a = tape.watch(t(&[1], vec![0i32]));
+            let y = tape
+                .op1("Sum", &[x, a], &[("keep_dims", false.into_attr_value())])
+                .unwrap();
+            let g = tape.gradient(y, &[x, a]).unwrap();
+            assert!(g[0].is_some() && g[1].is_none());
+            for op in ["ArgMax", "ArgMin", "All", "Any"] {
+                assert!(matches!(
+                    GradientRegistry::global().get(op),
+                    Some(Gradient::NotDifferentiable)
+                ));
             }
         }
     }
