@@ -1748,6 +1748,53 @@ mod gradient_tests {
         }
     }
 
+    /// In a graph with inputs of unknown shape: the offsets come from run-time shapes.
+    #[test]
+    fn concat_v2_grad_in_a_graph_with_unknown_shapes() {
+        use opforge_core::autodiff::gradients;
+        use opforge_core::graph::{Graph, NodeSpec, Output, Session};
+        use opforge_core::DataType;
+        crate::link();
+        let mut g = Graph::new();
+        let add = |g: &mut Graph, spec: NodeSpec| Output::new(g.add(spec).unwrap(), 0);
+        let a = add(
+            &mut g,
+            NodeSpec::new("Placeholder", "a").attr("dtype", DataType::Double),
+        );
+        let b = add(
+            &mut g,
+            NodeSpec::new("Placeholder", "b").attr("dtype", DataType::Double),
+        );
+        let axis = add(
+            &mut g,
+            NodeSpec::new("Const", "axis")
+                .attr("value", &Tensor::scalar(-1i32))
+                .attr("dtype", DataType::Int32),
+        );
+        let c = add(
+            &mut g,
+            NodeSpec::new("ConcatV2", "c")
+                .input_list(vec![a, b])
+                .input(axis),
+        );
+        let y = add(&mut g, NodeSpec::new("Mul", "y").input(c).input(c));
+        let gr = gradients(&mut g, &[y], &[a, b], None).unwrap();
+        let (ga, gb) = (gr[0].unwrap(), gr[1].unwrap());
+        let sess = Session::new(g).unwrap();
+        let out = sess
+            .run(
+                vec![
+                    (a, t(&[2, 1], vec![1.0f64, 2.0])),
+                    (b, t(&[2, 2], vec![3.0f64, 4.0, 5.0, 6.0])),
+                ],
+                &[ga, gb],
+                &[],
+            )
+            .unwrap();
+        assert_close(&out[0], &[2, 1], &[2.0, 4.0], 0.0);
+        assert_close(&out[1], &[2, 2], &[6.0, 8.0, 10.0, 12.0], 0.0);
+    }
+
     #[test]
     fn pack_unpack_grad() {
         for axis in [0i64, 1, -1] {
