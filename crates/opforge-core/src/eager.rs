@@ -123,6 +123,11 @@ impl EagerContext {
         &self.device
     }
 
+    /// The op registry this context resolves ops in.
+    pub fn op_registry(&self) -> &'static OpRegistry {
+        self.ops
+    }
+
     /// The resource manager holding this context's op state (variables, ...).
     pub fn resource_mgr(&self) -> &Arc<ResourceMgr> {
         &self.resource_mgr

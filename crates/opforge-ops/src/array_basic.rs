@@ -1806,6 +1806,253 @@ register_kernel!(
     fn = |_| Ok(Box::new(InvertPermutationOp))
 );
 
+// ---- Gradients ----
+
+/// The gradients of the basic array ops, as TensorFlow's `array_grad.py`
+/// (and `math_grad.py` for `Range`, `ZerosLike`, `OnesLike`) defines them.
+mod gradients {
+    use opforge_core::attrs::IntoAttrValue;
+    use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+    use opforge_core::{register_gradient, register_not_differentiable, Result};
+
+    type Grads = Result<Vec<Option<Sym>>>;
+
+    fn identity_grad(_: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        Ok(vec![grads[0]])
+    }
+
+    fn identity_n_grad(_: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        Ok(grads.to_vec())
+    }
+
+    /// `Reshape`, `ExpandDims`, `Squeeze`: the gradient reshaped to the input's shape.
+    fn reshape_to_input(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let mut out = vec![None; op.inputs.len()];
+        if let Some(g) = grads[0] {
+            let s = o.shape_of(op.inputs[0])?;
+            out[0] = Some(o.reshape(g, s)?);
+        }
+        Ok(out)
+    }
+
+    /// The sum of `g` over all its axes.
+    pub(crate) fn sum_all(o: &mut dyn Ops, g: Sym) -> Result<Sym> {
+        let rank = o.op1("Rank", &[g], &[])?;
+        let zero = o.constant(opforge_core::Tensor::scalar(0i32))?;
+        let one = o.constant(opforge_core::Tensor::scalar(1i32))?;
+        let axes = o.op1("Range", &[zero, rank, one], &[])?;
+        o.op1("Sum", &[g, axes], &[("keep_dims", false.into_attr_value())])
+    }
+
+    /// `Fill(dims, value)`: no gradient for `dims`, the sum of the gradient for `value`.
+    fn fill_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        Ok(vec![None, Some(sum_all(o, g)?)])
+    }
+
+    /// `BroadcastTo(input, shape)`: the gradient summed over the broadcast axes.
+    fn broadcast_to_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (x, shape) = (op.inputs[0], op.inputs[1]);
+        let shape_dtype = o.dtype(shape);
+        let x_shape = o.op1(
+            "Shape",
+            &[x],
+            &[("out_type", shape_dtype.into_attr_value())],
+        )?;
+        let r = o.call(
+            "BroadcastGradientArgs",
+            &[SymArg::One(shape), SymArg::One(x_shape)],
+            &opforge_core::attrs::AttrMap::new(),
+        )?;
+        let summed = o.op1("Sum", &[g, r[1]], &[("keep_dims", true.into_attr_value())])?;
+        Ok(vec![Some(o.reshape(summed, x_shape)?), None])
+    }
+
+    register_gradient!("Identity", identity_grad);
+    register_gradient!("IdentityN", identity_n_grad);
+    register_gradient!("Reshape", reshape_to_input);
+    register_gradient!("ExpandDims", reshape_to_input);
+    register_gradient!("Squeeze", reshape_to_input);
+    register_gradient!("Fill", fill_grad);
+    register_gradient!("BroadcastTo", broadcast_to_grad);
+    register_not_differentiable!(
+        "Const",
+        "StopGradient",
+        "Shape",
+        "ShapeN",
+        "Size",
+        "Rank",
+        "ZerosLike",
+        "OnesLike",
+        "Range",
+        "BroadcastArgs",
+        "BroadcastGradientArgs",
+        "InvertPermutation",
+    );
+}
+
+#[cfg(test)]
+pub(crate) mod gradient_tests {
+    use crate::testutil::{ctx, t};
+    use opforge_core::attrs::IntoAttrValue;
+    use opforge_core::autodiff::{
+        compute_gradient, compute_gradient_error, GradientTape, Ops, OpsExt, Sym,
+    };
+    use opforge_core::{Result, Tensor};
+
+    type Builder = dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>;
+
+    pub(crate) const X: [f64; 6] = [1.3, 2.7, -0.6, 4.1, -3.2, 0.45];
+
+    /// Checks `f`'s gradient at `xs` in float64 (< 1e-6) and float32 (< 1e-3).
+    pub(crate) fn check(name: &str, f: &Builder, xs: &[(Vec<i64>, Vec<f64>)]) {
+        let x64: Vec<Tensor> = xs.iter().map(|(d, v)| t(d, v.clone())).collect();
+        let x32: Vec<Tensor> = xs
+            .iter()
+            .map(|(d, v)| t(d, v.iter().map(|&x| x as f32).collect()))
+            .collect();
+        let j = compute_gradient(ctx(), f, &x64).unwrap();
+        for (i, j) in j.iter().enumerate() {
+            assert!(
+                j.theoretical.iter().any(|&v| v != 0.0),
+                "{name}: input {i} gets no gradient"
+            );
+        }
+        let e64 = compute_gradient_error(&j);
+        let e32 = compute_gradient_error(&compute_gradient(ctx(), f, &x32).unwrap());
+        assert!(e64 < 1e-6, "{name}: float64 gradient error {e64}");
+        assert!(e32 < 1e-3, "{name}: float32 gradient error {e32}");
+    }
+
+    fn x23() -> Vec<(Vec<i64>, Vec<f64>)> {
+        vec![(vec![2, 3], X.to_vec())]
+    }
+
+    /// `f(x) * w` with fixed distinct weights, so that the Jacobian of a
+    /// pass-through op is not trivially all ones.
+    pub(crate) fn weighted(o: &mut dyn Ops, y: Sym) -> Result<Sym> {
+        let s = o.shape_of(y)?;
+        let n = o.op1("Size", &[y], &[])?;
+        let zero = o.constant(Tensor::scalar(0i32))?;
+        let one = o.constant(Tensor::scalar(1i32))?;
+        let r = o.op1("Range", &[zero, n, one], &[])?;
+        let dt = o.dtype(y);
+        let r = o.op1("Cast", &[r], &[("DstT", dt.into_attr_value())])?;
+        let r = o.reshape(r, s)?;
+        let y2 = o.mul(y, y)?;
+        o.add(y2, r)
+    }
+
+    #[test]
+    fn identity_family() {
+        check("Identity", &|o, x| o.op1("Identity", &[x[0]], &[]), &x23());
+        check(
+            "IdentityN",
+            &|o, x| {
+                let outs = o.call(
+                    "IdentityN",
+                    &[opforge_core::autodiff::SymArg::List(vec![x[0], x[1]])],
+                    &opforge_core::attrs::AttrMap::new(),
+                )?;
+                let a = weighted(o, outs[0])?;
+                o.mul(a, outs[1])
+            },
+            &[
+                (vec![2, 3], X.to_vec()),
+                (vec![2, 3], X.iter().map(|v| v + 0.5).collect()),
+            ],
+        );
+    }
+
+    #[test]
+    fn stop_gradient_blocks() {
+        let mut tape = GradientTape::new(ctx(), false);
+        let x = tape.watch(t(&[2], vec![1.0f64, 2.0]));
+        let s = tape.op1("StopGradient", &[x], &[]).unwrap();
+        let y = tape.mul(s, x).unwrap();
+        let g = tape.gradient(y, &[x]).unwrap()[0].unwrap();
+        // d(stop(x) * x)/dx = stop(x) = x.
+        crate::testutil::assert_close(tape.value(g), &[2], &[1.0, 2.0], 0.0);
+    }
+
+    #[test]
+    fn reshape_expand_squeeze() {
+        check(
+            "Reshape",
+            &|o, x| {
+                let s = o.int_vector(&[3, 2])?;
+                let y = o.reshape(x[0], s)?;
+                weighted(o, y)
+            },
+            &x23(),
+        );
+        check(
+            "ExpandDims",
+            &|o, x| {
+                let a = o.constant(Tensor::scalar(1i32))?;
+                let y = o.op1("ExpandDims", &[x[0], a], &[])?;
+                weighted(o, y)
+            },
+            &x23(),
+        );
+        check(
+            "Squeeze",
+            &|o, x| {
+                let y = o.op1("Squeeze", &[x[0]], &[])?;
+                weighted(o, y)
+            },
+            &[(vec![2, 1, 3], X.to_vec())],
+        );
+    }
+
+    #[test]
+    fn fill_and_broadcast_to() {
+        check(
+            "Fill",
+            &|o, x| {
+                let d = o.int_vector(&[2, 3])?;
+                let y = o.op1("Fill", &[d, x[0]], &[])?;
+                weighted(o, y)
+            },
+            &[(vec![], vec![0.7])],
+        );
+        for (dims, vals) in [
+            (vec![3], X[..3].to_vec()),
+            (vec![2, 1], X[..2].to_vec()),
+            (vec![1, 3], X[..3].to_vec()),
+            (vec![2, 3], X.to_vec()),
+        ] {
+            check(
+                "BroadcastTo",
+                &|o, x| {
+                    let d = o.int_vector(&[2, 2, 3])?;
+                    let y = o.op1("BroadcastTo", &[x[0], d], &[])?;
+                    weighted(o, y)
+                },
+                &[(dims, vals)],
+            );
+        }
+    }
+
+    #[test]
+    fn broadcast_to_hand_checked() {
+        let mut tape = GradientTape::new(ctx(), false);
+        let x = tape.watch(t(&[2, 1], vec![1.0f64, 2.0]));
+        let d = tape
+            .constant(Tensor::from_slice(&[2], &[2i64, 3]).unwrap())
+            .unwrap();
+        let y = tape.op1("BroadcastTo", &[x, d], &[]).unwrap();
+        let g = tape.gradient(y, &[x, d]).unwrap();
+        crate::testutil::assert_close(tape.value(g[0].unwrap()), &[2, 1], &[3.0, 3.0], 0.0);
+        assert!(g[1].is_none());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1510,6 +1510,432 @@ register_kernel!(
     fn = |_| Ok(Box::new(PadOp { with_constant: true }) as Box<dyn OpKernel>)
 );
 
+// ---- Gradients ----
+
+/// The gradients of the concat/split/slice/pad ops, as TensorFlow's
+/// `array_grad.py` defines them. `ConcatV2`'s offsets (TensorFlow's
+/// `ConcatOffset`) are computed at run time from the inputs' `Shape`s: input
+/// `i`'s slice begins at `onehot(axis) * sum(sizes[..i])`.
+mod gradients {
+    use opforge_core::attrs::{AttrMap, IntoAttrValue};
+    use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+    use opforge_core::{register_gradient, DataType, Result, Status, Tensor};
+
+    type Grads = Result<Vec<Option<Sym>>>;
+
+    /// An index vector constant of `dtype` (int32 or int64).
+    fn index_vector(o: &mut dyn Ops, dtype: DataType, v: &[i64]) -> Result<Sym> {
+        let t = if dtype == DataType::Int64 {
+            Tensor::from_slice(&[v.len() as i64], v)?
+        } else {
+            let v32: Vec<i32> = v.iter().map(|&x| x as i32).collect();
+            Tensor::from_slice(&[v.len() as i64], &v32)?
+        };
+        o.constant(t)
+    }
+
+    fn one_output(mut r: Vec<Sym>, op: &str) -> Result<Sym> {
+        r.pop()
+            .ok_or_else(|| Status::internal(format!("{op} has no output")))
+    }
+
+    fn concat_list(o: &mut dyn Ops, xs: &[Sym], axis: Sym) -> Result<Sym> {
+        if let [one] = xs {
+            return Ok(*one);
+        }
+        let r = o.call(
+            "ConcatV2",
+            &[SymArg::List(xs.to_vec()), SymArg::One(axis)],
+            &AttrMap::new(),
+        )?;
+        one_output(r, "ConcatV2")
+    }
+
+    fn pack_list(o: &mut dyn Ops, xs: &[Sym], axis: i64) -> Result<Sym> {
+        let mut attrs = AttrMap::new();
+        attrs.insert("axis".to_string(), axis.into_attr_value());
+        let r = o.call("Pack", &[SymArg::List(xs.to_vec())], &attrs)?;
+        one_output(r, "Pack")
+    }
+
+    fn concat_v2_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let n = op.inputs.len() - 1;
+        let mut out = vec![None; n + 1];
+        let Some(g) = grads[0] else {
+            return Ok(out);
+        };
+        let values = &op.inputs[..n];
+        let i32t = DataType::Int32.into_attr_value();
+        let rank = o.op1("Rank", &[values[0]], &[])?;
+        let ax = o.op1("Cast", &[op.inputs[n]], &[("DstT", i32t)])?;
+        let ax = o.op1("FloorMod", &[ax, rank], &[])?;
+        let one_i = o.constant(Tensor::scalar(1i32))?;
+        let zero_i = o.constant(Tensor::scalar(0i32))?;
+        let mask = o.op1("OneHot", &[ax, rank, one_i, zero_i], &[])?;
+        let ax_v = o.int_vector(&[1])?;
+        let ax_v = o.reshape(ax, ax_v)?;
+        let one_v = o.int_vector(&[1])?;
+        let mut offset: Option<Sym> = None;
+        for (i, &x) in values.iter().enumerate() {
+            let s = o.shape_of(x)?;
+            let begin = match offset {
+                None => o.zeros_like(s)?,
+                Some(off) => o.mul(mask, off)?,
+            };
+            out[i] = Some(o.op1("Slice", &[g, begin, s], &[])?);
+            let size = o.op1("Slice", &[s, ax_v, one_v], &[])?;
+            offset = Some(match offset {
+                None => size,
+                Some(off) => o.add(off, size)?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn pack_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let n = op.inputs.len();
+        let Some(g) = grads[0] else {
+            return Ok(vec![None; n]);
+        };
+        let axis: i64 = op.attr("axis")?;
+        let mut attrs = AttrMap::new();
+        attrs.insert("num".to_string(), (n as i64).into_attr_value());
+        attrs.insert("axis".to_string(), axis.into_attr_value());
+        let r = o.call("Unpack", &[SymArg::One(g)], &attrs)?;
+        Ok(r.into_iter().map(Some).collect())
+    }
+
+    /// Gradients of a multi-output op, with zeros for the outputs without one.
+    fn filled(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Result<Vec<Sym>> {
+        grads
+            .iter()
+            .zip(op.outputs)
+            .map(|(g, &y)| match g {
+                Some(g) => Ok(*g),
+                None => o.zeros_like(y),
+            })
+            .collect()
+    }
+
+    fn unpack_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        if grads.iter().all(Option::is_none) {
+            return Ok(vec![None]);
+        }
+        let axis: i64 = op.attr("axis")?;
+        let gs = filled(o, op, grads)?;
+        Ok(vec![Some(pack_list(o, &gs, axis)?)])
+    }
+
+    fn split_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        if grads.iter().all(Option::is_none) {
+            return Ok(vec![None, None]);
+        }
+        let gs = filled(o, op, grads)?;
+        Ok(vec![None, Some(concat_list(o, &gs, op.inputs[0])?)])
+    }
+
+    fn slice_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None, None]);
+        };
+        let (x, begin) = (op.inputs[0], op.inputs[1]);
+        let idx = o.dtype(begin).into_attr_value();
+        let out_size = o.op1("Shape", &[op.outputs[0]], &[("out_type", idx.clone())])?;
+        let in_size = o.op1("Shape", &[x], &[("out_type", idx)])?;
+        let col = o.int_vector(&[-1, 1])?;
+        let before = o.reshape(begin, col)?;
+        let rest = o.sub(in_size, out_size)?;
+        let rest = o.sub(rest, begin)?;
+        let after = o.reshape(rest, col)?;
+        let one = o.constant(Tensor::scalar(1i32))?;
+        let paddings = concat_list(o, &[before, after], one)?;
+        Ok(vec![Some(o.op1("Pad", &[g, paddings], &[])?), None, None])
+    }
+
+    fn tile_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None, None]);
+        };
+        let (x, multiples) = (op.inputs[0], op.inputs[1]);
+        let idx = o.dtype(multiples).into_attr_value();
+        let in_shape = o.op1("Shape", &[x], &[("out_type", idx)])?;
+        // [m0, d0, m1, d1, ...]
+        let pairs = pack_list(o, &[multiples, in_shape], 1)?;
+        let mdt = o.dtype(multiples);
+        let flat = index_vector(o, mdt, &[-1])?;
+        let split_shape = o.reshape(pairs, flat)?;
+        let n = o.op1("Size", &[split_shape], &[])?;
+        let zero = o.constant(Tensor::scalar(0i32))?;
+        let two = o.constant(Tensor::scalar(2i32))?;
+        let axes = o.op1("Range", &[zero, n, two], &[])?;
+        let g = o.reshape(g, split_shape)?;
+        let summed = o.op1("Sum", &[g, axes], &[("keep_dims", false.into_attr_value())])?;
+        Ok(vec![Some(summed), None])
+    }
+
+    fn pad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let mut out = vec![None; op.inputs.len()];
+        let Some(g) = grads[0] else {
+            return Ok(out);
+        };
+        let (x, paddings) = (op.inputs[0], op.inputs[1]);
+        let dt = o.dtype(paddings);
+        let b = index_vector(o, dt, &[0, 0])?;
+        let s = index_vector(o, dt, &[-1, 1])?;
+        let before = o.op1("Slice", &[paddings, b, s], &[])?;
+        let flat = index_vector(o, dt, &[-1])?;
+        let begin = o.reshape(before, flat)?;
+        let sizes = o.op1("Shape", &[x], &[("out_type", dt.into_attr_value())])?;
+        out[0] = Some(o.op1("Slice", &[g, begin, sizes], &[])?);
+        Ok(out)
+    }
+
+    register_gradient!("ConcatV2", concat_v2_grad);
+    register_gradient!("Pack", pack_grad);
+    register_gradient!("Unpack", unpack_grad);
+    register_gradient!("Split", split_grad);
+    register_gradient!("Slice", slice_grad);
+    register_gradient!("Tile", tile_grad);
+    register_gradient!("Pad", pad_grad);
+    register_gradient!("PadV2", pad_grad);
+}
+
+#[cfg(test)]
+mod gradient_tests {
+    use crate::array_basic::gradient_tests::{check, weighted, X};
+    use crate::testutil::{assert_close, ctx, t};
+    use opforge_core::attrs::{AttrMap, IntoAttrValue};
+    use opforge_core::autodiff::{GradientTape, Ops, OpsExt, Sym, SymArg};
+    use opforge_core::{Result, Tensor};
+
+    fn xs(n: usize, off: f64) -> Vec<f64> {
+        (0..n).map(|i| (i as f64) * 0.37 - off).collect()
+    }
+
+    fn concat(o: &mut dyn Ops, xs: &[Sym], axis: i32) -> Result<Sym> {
+        let a = o.constant(Tensor::scalar(axis))?;
+        let r = o.call(
+            "ConcatV2",
+            &[SymArg::List(xs.to_vec()), SymArg::One(a)],
+            &AttrMap::new(),
+        )?;
+        Ok(r[0])
+    }
+
+    #[test]
+    fn concat_v2_grad() {
+        for axis in [0, 1, -1] {
+            check(
+                "ConcatV2",
+                &move |o, x| {
+                    let y = concat(o, x, axis)?;
+                    weighted(o, y)
+                },
+                &if axis == 0 {
+                    vec![
+                        (vec![1, 3], xs(3, 1.0)),
+                        (vec![2, 3], xs(6, 2.0)),
+                        (vec![1, 3], xs(3, 0.5)),
+                    ]
+                } else {
+                    vec![
+                        (vec![2, 1], xs(2, 1.0)),
+                        (vec![2, 3], xs(6, 2.0)),
+                        (vec![2, 2], xs(4, 0.5)),
+                    ]
+                },
+            );
+        }
+    }
+
+    /// In a graph with inputs of unknown shape: the offsets come from run-time shapes.
+    #[test]
+    fn concat_v2_grad_in_a_graph_with_unknown_shapes() {
+        use opforge_core::autodiff::gradients;
+        use opforge_core::graph::{Graph, NodeSpec, Output, Session};
+        use opforge_core::DataType;
+        crate::link();
+        let mut g = Graph::new();
+        let add = |g: &mut Graph, spec: NodeSpec| Output::new(g.add(spec).unwrap(), 0);
+        let a = add(
+            &mut g,
+            NodeSpec::new("Placeholder", "a").attr("dtype", DataType::Double),
+        );
+        let b = add(
+            &mut g,
+            NodeSpec::new("Placeholder", "b").attr("dtype", DataType::Double),
+        );
+        let axis = add(
+            &mut g,
+            NodeSpec::new("Const", "axis")
+                .attr("value", &Tensor::scalar(-1i32))
+                .attr("dtype", DataType::Int32),
+        );
+        let c = add(
+            &mut g,
+            NodeSpec::new("ConcatV2", "c")
+                .input_list(vec![a, b])
+                .input(axis),
+        );
+        let y = add(&mut g, NodeSpec::new("Mul", "y").input(c).input(c));
+        let gr = gradients(&mut g, &[y], &[a, b], None).unwrap();
+        let (ga, gb) = (gr[0].unwrap(), gr[1].unwrap());
+        let sess = Session::new(g).unwrap();
+        let out = sess
+            .run(
+                vec![
+                    (a, t(&[2, 1], vec![1.0f64, 2.0])),
+                    (b, t(&[2, 2], vec![3.0f64, 4.0, 5.0, 6.0])),
+                ],
+                &[ga, gb],
+                &[],
+            )
+            .unwrap();
+        assert_close(&out[0], &[2, 1], &[2.0, 4.0], 0.0);
+        assert_close(&out[1], &[2, 2], &[6.0, 8.0, 10.0, 12.0], 0.0);
+    }
+
+    #[test]
+    fn pack_unpack_grad() {
+        for axis in [0i64, 1, -1] {
+            check(
+                "Pack",
+                &move |o, x| {
+                    let mut attrs = AttrMap::new();
+                    attrs.insert("axis".into(), axis.into_attr_value());
+                    let y = o.call("Pack", &[SymArg::List(x.to_vec())], &attrs)?[0];
+                    weighted(o, y)
+                },
+                &[(vec![2, 3], xs(6, 1.0)), (vec![2, 3], xs(6, 2.5))],
+            );
+            check(
+                "Unpack",
+                &move |o, x| {
+                    let mut attrs = AttrMap::new();
+                    attrs.insert("axis".into(), axis.into_attr_value());
+                    attrs.insert("num".into(), 2i64.into_attr_value());
+                    let ys = o.call("Unpack", &[SymArg::One(x[0])], &attrs)?;
+                    // Only output 0 is used: output 1's gradient is zeros.
+                    let a = weighted(o, ys[0])?;
+                    let b = o.mul(ys[1], ys[1])?;
+                    let y = o.add(a, b)?;
+                    weighted(o, y)
+                },
+                &[(vec![2, 2, 2], xs(8, 1.3))],
+            );
+        }
+        // Unpack with an unused output: zeros for it.
+        let mut tape = GradientTape::new(ctx(), false);
+        let x = tape.watch(t(&[2, 2], vec![1.0f64, 2.0, 3.0, 4.0]));
+        let mut attrs = AttrMap::new();
+        attrs.insert("axis".into(), 0i64.into_attr_value());
+        attrs.insert("num".into(), 2i64.into_attr_value());
+        let ys = tape.call("Unpack", &[SymArg::One(x)], &attrs).unwrap();
+        let g = tape.gradient(ys[1], &[x]).unwrap()[0].unwrap();
+        assert_close(tape.value(g), &[2, 2], &[0.0, 0.0, 1.0, 1.0], 0.0);
+    }
+
+    #[test]
+    fn split_grad() {
+        for axis in [0i32, 1] {
+            check(
+                "Split",
+                &move |o, x| {
+                    let a = o.constant(Tensor::scalar(axis))?;
+                    let mut attrs = AttrMap::new();
+                    attrs.insert("num_split".into(), 2i64.into_attr_value());
+                    let ys = o.call("Split", &[SymArg::One(a), SymArg::One(x[0])], &attrs)?;
+                    let y = o.mul(ys[0], ys[1])?;
+                    weighted(o, y)
+                },
+                &[(vec![2, 4], xs(8, 1.4))],
+            );
+        }
+        // Only one output used.
+        let mut tape = GradientTape::new(ctx(), false);
+        let x = tape.watch(t(&[4], vec![1.0f64, 2.0, 3.0, 4.0]));
+        let a = tape.constant(Tensor::scalar(0i32)).unwrap();
+        let mut attrs = AttrMap::new();
+        attrs.insert("num_split".into(), 2i64.into_attr_value());
+        let ys = tape
+            .call("Split", &[SymArg::One(a), SymArg::One(x)], &attrs)
+            .unwrap();
+        let g = tape.gradient(ys[0], &[x]).unwrap()[0].unwrap();
+        assert_close(tape.value(g), &[4], &[1.0, 1.0, 0.0, 0.0], 0.0);
+    }
+
+    #[test]
+    fn slice_grad() {
+        check(
+            "Slice",
+            &|o, x| {
+                let b = o.int_vector(&[1, 0, 1])?;
+                let s = o.int_vector(&[1, -1, 2])?;
+                let y = o.op1("Slice", &[x[0], b, s], &[])?;
+                weighted(o, y)
+            },
+            &[(vec![2, 3, 4], xs(24, 4.0))],
+        );
+        let mut tape = GradientTape::new(ctx(), false);
+        let x = tape.watch(t(&[4], vec![1.0f64, 2.0, 3.0, 4.0]));
+        let b = tape
+            .constant(Tensor::from_slice(&[1], &[1i64]).unwrap())
+            .unwrap();
+        let s = tape
+            .constant(Tensor::from_slice(&[1], &[2i64]).unwrap())
+            .unwrap();
+        let y = tape.op1("Slice", &[x, b, s], &[]).unwrap();
+        let g = tape.gradient(y, &[x, b, s]).unwrap();
+        assert_close(tape.value(g[0].unwrap()), &[4], &[0.0, 1.0, 1.0, 0.0], 0.0);
+        assert!(g[1].is_none() && g[2].is_none());
+    }
+
+    #[test]
+    fn tile_grad() {
+        check(
+            "Tile",
+            &|o, x| {
+                let m = o.int_vector(&[2, 1, 3])?;
+                let y = o.op1("Tile", &[x[0], m], &[])?;
+                weighted(o, y)
+            },
+            &[(vec![2, 3, 1], X.to_vec())],
+        );
+        let mut tape = GradientTape::new(ctx(), false);
+        let x = tape.watch(t(&[2], vec![1.0f64, 2.0]));
+        let m = tape
+            .constant(Tensor::from_slice(&[1], &[3i64]).unwrap())
+            .unwrap();
+        let y = tape.op1("Tile", &[x, m], &[]).unwrap();
+        let g = tape.gradient(y, &[x]).unwrap()[0].unwrap();
+        assert_close(tape.value(g), &[2], &[3.0, 3.0], 0.0);
+    }
+
+    #[test]
+    fn pad_grads() {
+        check(
+            "Pad",
+            &|o, x| {
+                let p = o.constant(Tensor::from_slice(&[2, 2], &[1i32, 0, 2, 1]).unwrap())?;
+                let y = o.op1("Pad", &[x[0], p], &[])?;
+                weighted(o, y)
+            },
+            &[(vec![2, 3], X.to_vec())],
+        );
+        check(
+            "PadV2",
+            &|o, x| {
+                let p = o.constant(Tensor::from_slice(&[2, 2], &[0i64, 1, 1, 1]).unwrap())?;
+                let dt = o.dtype(x[0]);
+                let c = o.scalar(dt, 0.5)?;
+                let y = o.op1("PadV2", &[x[0], p, c], &[])?;
+                weighted(o, y)
+            },
+            &[(vec![2, 3], X.to_vec())],
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

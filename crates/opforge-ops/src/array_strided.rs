@@ -475,6 +475,293 @@ register_kernel!(
     StridedSliceOp
 );
 
+// ---- Gradients ----
+
+/// `StridedSliceGrad`'s CPU kernel: `dy` scattered into zeros of shape
+/// `shape` where `StridedSlice(begin, end, strides)` of that shape reads.
+struct StridedSliceGradOp {
+    masks: StridedSliceMasks,
+}
+
+impl CreateKernel for StridedSliceGradOp {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(StridedSliceGradOp {
+            masks: StridedSliceMasks::from_attrs(ctx)?,
+        })
+    }
+}
+
+/// Adds `dy` (in the slice's row-major order) into `out` at the slice's positions.
+fn strided_scatter<T: opforge_core::Element + Copy>(
+    info: &StridedSliceInfo,
+    shape: &[i64],
+    dy: &Tensor,
+    out: &mut Tensor,
+) -> Result<()> {
+    let src = dy.flat::<T>()?;
+    let dst = out.flat_mut::<T>()?;
+    let rank = shape.len();
+    let mut in_strides = vec![1i64; rank];
+    for i in (0..rank.saturating_sub(1)).rev() {
+        in_strides[i] = in_strides[i + 1] * shape[i + 1];
+    }
+    let mut idx = vec![0i64; rank];
+    for &v in src {
+        let mut off = 0i64;
+        for i in 0..rank {
+            off += (info.begin[i] + idx[i] * info.strides[i]) * in_strides[i];
+        }
+        let slot = usize::try_from(off)
+            .ok()
+            .and_then(|o| dst.get_mut(o))
+            .ok_or_else(|| Status::internal("StridedSliceGrad: offset out of range"))?;
+        *slot = v;
+        for i in (0..rank).rev() {
+            idx[i] += 1;
+            if idx[i] < info.processing_shape[i] {
+                break;
+            }
+            idx[i] = 0;
+        }
+    }
+    Ok(())
+}
+
+impl OpKernel for StridedSliceGradOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let shape_t = ctx.input(0);
+        ensure!(
+            shape_t.rank() == 1,
+            InvalidArgument,
+            "shape must be 1-D, got shape {}",
+            shape_t.shape()
+        );
+        let shape = index_vec(shape_t, "shape")?;
+        ensure!(
+            shape.iter().all(|&d| d >= 0),
+            InvalidArgument,
+            "shape must not have negative dimensions, got {}",
+            crate::util::fmt_shape(&shape)
+        );
+        let info = validate_strided_slice(
+            &shape,
+            ctx.input(1),
+            ctx.input(2),
+            ctx.input(3),
+            &self.masks,
+        )?;
+        let dy = ctx.input(4).clone();
+        ensure!(
+            dy.dims() == info.final_shape.as_slice(),
+            InvalidArgument,
+            "shape of dy was {} instead of {}",
+            crate::util::fmt_shape(dy.dims()),
+            crate::util::fmt_shape(&info.final_shape)
+        );
+        let mut out = Tensor::zeros(dy.dtype(), &shape)?;
+        if !info.processing_shape.contains(&0) {
+            opforge_core::dispatch!(dy.dtype(), T => strided_scatter::<T>(&info, &shape, &dy, &mut out)?,
+                [Float, Double, Half, BFloat16, Int32, Int64, Complex64, Complex128],
+                return Err(Status::unimplemented(format!("StridedSliceGrad for {}", dy.dtype()))));
+        }
+        ctx.set_output(0, out)
+    }
+}
+
+register_kernel!(
+    KernelDefBuilder::new("StridedSliceGrad")
+        .type_constraint_list(
+            "T",
+            &[
+                DataType::Float,
+                DataType::Double,
+                DataType::Half,
+                DataType::BFloat16,
+                DataType::Int32,
+                DataType::Int64,
+                DataType::Complex64,
+                DataType::Complex128,
+            ]
+        )
+        .host_memory("shape")
+        .host_memory("begin")
+        .host_memory("end")
+        .host_memory("strides"),
+    StridedSliceGradOp
+);
+
+/// The gradients of `StridedSlice` (through `StridedSliceGrad`) and of
+/// `StridedSliceGrad` (a `StridedSlice` of the gradient), as TensorFlow's
+/// `array_grad.py` defines them.
+mod gradients {
+    use opforge_core::attrs::{AttrMap, IntoAttrValue};
+    use opforge_core::autodiff::{GradOp, Ops, Sym, SymArg};
+    use opforge_core::{register_gradient, Result, Status};
+
+    type Grads = Result<Vec<Option<Sym>>>;
+
+    const MASKS: [&str; 5] = [
+        "begin_mask",
+        "end_mask",
+        "ellipsis_mask",
+        "new_axis_mask",
+        "shrink_axis_mask",
+    ];
+
+    fn masks(op: &GradOp<'_>) -> AttrMap {
+        MASKS
+            .iter()
+            .filter_map(|&k| op.attrs.get(k).map(|v| (k.to_string(), v.clone())))
+            .collect()
+    }
+
+    fn call1(o: &mut dyn Ops, name: &str, inputs: &[Sym], attrs: &AttrMap) -> Result<Sym> {
+        let args: Vec<SymArg> = inputs.iter().map(|&s| SymArg::One(s)).collect();
+        o.call(name, &args, attrs)?
+            .pop()
+            .ok_or_else(|| Status::internal(format!("{name} has no output")))
+    }
+
+    fn strided_slice_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None; 4]);
+        };
+        let (begin, end, strides) = (op.inputs[1], op.inputs[2], op.inputs[3]);
+        let idx = o.dtype(begin).into_attr_value();
+        let mut attrs = AttrMap::new();
+        attrs.insert("out_type".to_string(), idx);
+        let x = call1(o, "Shape", &[op.inputs[0]], &attrs)?;
+        let dx = call1(
+            o,
+            "StridedSliceGrad",
+            &[x, begin, end, strides, g],
+            &masks(op),
+        )?;
+        Ok(vec![Some(dx), None, None, None])
+    }
+
+    fn strided_slice_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+        let Some(g) = grads[0] else {
+            return Ok(vec![None; 5]);
+        };
+        let (begin, end, strides) = (op.inputs[1], op.inputs[2], op.inputs[3]);
+        let ddy = call1(o, "StridedSlice", &[g, begin, end, strides], &masks(op))?;
+        Ok(vec![None, None, None, None, Some(ddy)])
+    }
+
+    register_gradient!("StridedSlice", strided_slice_grad);
+    register_gradient!("StridedSliceGrad", strided_slice_grad_grad);
+}
+
+#[cfg(test)]
+mod gradient_tests {
+    use crate::array_basic::gradient_tests::{check, weighted};
+    use crate::testutil::{assert_close, ctx, t};
+    use opforge_core::attrs::{AttrMap, IntoAttrValue};
+    use opforge_core::autodiff::{GradientTape, Ops, OpsExt, Sym, SymArg};
+    use opforge_core::{Result, Tensor};
+
+    fn ss(o: &mut dyn Ops, x: Sym, b: &[i32], e: &[i32], s: &[i32], m: [i64; 5]) -> Result<Sym> {
+        let (b, e, s) = (o.int_vector(b)?, o.int_vector(e)?, o.int_vector(s)?);
+        let mut attrs = AttrMap::new();
+        for (k, v) in [
+            "begin_mask",
+            "end_mask",
+            "ellipsis_mask",
+            "new_axis_mask",
+            "shrink_axis_mask",
+        ]
+        .iter()
+        .zip(m)
+        {
+            attrs.insert(k.to_string(), v.into_attr_value());
+        }
+        let args = [x, b, e, s].map(SymArg::One);
+        Ok(o.call("StridedSlice", &args, &attrs)?[0])
+    }
+
+    #[test]
+    fn strided_slice_grad() {
+        let x: Vec<f64> = (0..24).map(|i| (i as f64) * 0.37 - 4.0).collect();
+        type Case = (&'static [i32], &'static [i32], &'static [i32], [i64; 5]);
+        let cases: [Case; 4] = [
+            // x[:, ::-2, 1:3]
+            (&[0, 0, 1], &[0, 0, 3], &[1, -2, 1], [1 | 2, 1 | 2, 0, 0, 0]),
+            // x[1, ..., ::2]
+            (&[1, 0, 0], &[2, 0, 0], &[1, 1, 2], [4, 4, 2, 0, 1]),
+            // x[tf.newaxis, 0:2, 2]
+            (&[0, 0, 2], &[0, 2, 3], &[1, 1, 1], [0, 0, 0, 1, 4]),
+            // x[-1:0:-1, 1:]
+            (&[-1, 1], &[0, 0], &[-1, 1], [0, 2, 0, 0, 0]),
+        ];
+        for (b, e, s, m) in cases {
+            check(
+                "StridedSlice",
+                &move |o, xs| {
+                    let y = ss(o, xs[0], b, e, s, m)?;
+                    weighted(o, y)
+                },
+                &[(vec![2, 3, 4], x.clone())],
+            );
+        }
+        // Hand-checked: x[1::2] of [5].
+        let mut tape = GradientTape::new(ctx(), false);
+        let xv = tape.watch(t(&[5], vec![1.0f64, 2.0, 3.0, 4.0, 5.0]));
+        let y = ss(&mut tape, xv, &[1], &[5], &[2], [0; 5]).unwrap();
+        let g = tape.gradient(y, &[xv]).unwrap()[0].unwrap();
+        assert_close(tape.value(g), &[5], &[0.0, 1.0, 0.0, 1.0, 0.0], 0.0);
+    }
+
+    #[test]
+    fn strided_slice_grad_kernel_and_its_gradient() {
+        let c = ctx();
+        let shape = Tensor::from_slice(&[2], &[2i64, 3]).unwrap();
+        let b = Tensor::from_slice(&[2], &[0i64, 2]).unwrap();
+        let e = Tensor::from_slice(&[2], &[2i64, 0]).unwrap();
+        let s = Tensor::from_slice(&[2], &[1i64, -2]).unwrap();
+        let dy = t(&[2, 1], vec![5.0f32, 7.0]);
+        let out = c
+            .op("StridedSliceGrad")
+            .input(shape.clone())
+            .input(b.clone())
+            .input(e.clone())
+            .input(s.clone())
+            .input(dy)
+            .run1()
+            .unwrap();
+        assert_close(&out, &[2, 3], &[0.0, 0.0, 5.0, 0.0, 0.0, 7.0], 0.0);
+        let bad = c
+            .op("StridedSliceGrad")
+            .input(shape)
+            .input(b)
+            .input(e)
+            .input(s)
+            .input(t(&[3], vec![1.0f32, 2.0, 3.0]))
+            .run1()
+            .unwrap_err();
+        assert!(
+            bad.message()
+                .contains("shape of dy was [3] instead of [2,1]"),
+            "{bad}"
+        );
+        // Second order: the gradient of StridedSliceGrad w.r.t. dy.
+        check(
+            "StridedSliceGrad",
+            &|o, xs| {
+                let shape = o.int_vector(&[2, 3])?;
+                let (b, e, s) = (
+                    o.int_vector(&[0, 2])?,
+                    o.int_vector(&[2, 0])?,
+                    o.int_vector(&[1, -2])?,
+                );
+                let y = o.op1("StridedSliceGrad", &[shape, b, e, s, xs[0]], &[])?;
+                weighted(o, y)
+            },
+            &[(vec![2, 1], vec![0.3, -1.2])],
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -389,7 +389,7 @@ mod gradients {
         let Some(g) = grads[0] else {
             return Ok(vec![None]);
         };
-        let preserve_index: i64 = op.attr("preserve_index").unwrap_or(0);
+        let preserve_index: i64 = op.attr("preserve_index")?;
         Ok(vec![Some(o.op1(
             "ZeroOut",
             &[g],
@@ -895,6 +895,29 @@ mod tests {
                 .unwrap();
             assert_close(&g, &[4], &[0.0, 0.0, 0.0, 1.0], 0.0);
             assert_eq!(g.dtype(), DataType::Float);
+        }
+
+        /// Gradient functions see every attr of the op (given, inferred and
+        /// defaulted), eagerly as in graphs: the tape records the resolved
+        /// attrs. Before the fix in `tape.rs` it recorded only the given
+        /// ones, and `ZeroOut`'s gradient failed on its defaulted
+        /// `preserve_index` (as would any gradient reading `T`).
+        #[test]
+        fn the_tape_records_defaulted_and_inferred_attrs() {
+            crate::link();
+            let mut tape = GradientTape::new(ctx(), false);
+            let x = tape.watch(t(&[3], vec![1.0f64, 2.0, 3.0]));
+            let z = tape.op1("ZeroOut", &[x], &[]).unwrap();
+            let r = tape.records_snapshot().pop().unwrap();
+            assert_eq!(r.attrs["preserve_index"], 0i64.into_attr_value());
+            assert_eq!(r.attrs["T"], DataType::Double.into_attr_value());
+            let g = tape
+                .gradient_tensors(z, &[x])
+                .unwrap()
+                .pop()
+                .unwrap()
+                .unwrap();
+            assert_close(&g, &[3], &[1.0, 0.0, 0.0], 0.0);
         }
 
         #[test]

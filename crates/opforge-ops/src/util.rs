@@ -478,6 +478,51 @@ pub fn index_tensor(dtype: DataType, dims: &[i64], values: &[i64]) -> Result<Ten
     }
 }
 
+/// Gradient helper for broadcasting binary ops: given the gradients `gx`,
+/// `gy` of the broadcast output, sums each over the axes its input was
+/// broadcast along and reshapes it to that input's shape (TensorFlow's
+/// `BroadcastGradientArgs` + `Sum` + `Reshape` pattern). When both inputs'
+/// shapes are fully known and equal, the gradients are returned as they are.
+pub fn unbroadcast_grads(
+    o: &mut dyn opforge_core::autodiff::Ops,
+    x: opforge_core::autodiff::Sym,
+    y: opforge_core::autodiff::Sym,
+    gx: Option<opforge_core::autodiff::Sym>,
+    gy: Option<opforge_core::autodiff::Sym>,
+) -> Result<(
+    Option<opforge_core::autodiff::Sym>,
+    Option<opforge_core::autodiff::Sym>,
+)> {
+    use opforge_core::attrs::IntoAttrValue;
+    use opforge_core::autodiff::{OpsExt, SymArg};
+    let (sx, sy) = (o.shape(x), o.shape(y));
+    if let (Some(a), Some(b)) = (&sx, &sy) {
+        if a == b && a.iter().all(|&d| d >= 0) {
+            return Ok((gx, gy));
+        }
+    }
+    let shape_x = o.shape_of(x)?;
+    let shape_y = o.shape_of(y)?;
+    let r = o.call(
+        "BroadcastGradientArgs",
+        &[SymArg::One(shape_x), SymArg::One(shape_y)],
+        &opforge_core::attrs::AttrMap::new(),
+    )?;
+    let reduce =
+        |o: &mut dyn opforge_core::autodiff::Ops, g: Option<_>, axes, shape| -> Result<Option<_>> {
+            let Some(g) = g else { return Ok(None) };
+            let summed = o.op1(
+                "Sum",
+                &[g, axes],
+                &[("keep_dims", IntoAttrValue::into_attr_value(false))],
+            )?;
+            Ok(Some(o.reshape(summed, shape)?))
+        };
+    let gx = reduce(o, gx, r[0], shape_x)?;
+    let gy = reduce(o, gy, r[1], shape_y)?;
+    Ok((gx, gy))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -579,49 +624,4 @@ mod tests {
         );
         assert!(index_tensor(DataType::Int32, &[1], &[1 << 40]).is_err());
     }
-}
-
-/// Gradient helper for broadcasting binary ops: given the gradients `gx`,
-/// `gy` of the broadcast output, sums each over the axes its input was
-/// broadcast along and reshapes it to that input's shape (TensorFlow's
-/// `BroadcastGradientArgs` + `Sum` + `Reshape` pattern). When both inputs'
-/// shapes are fully known and equal, the gradients are returned as they are.
-pub fn unbroadcast_grads(
-    o: &mut dyn opforge_core::autodiff::Ops,
-    x: opforge_core::autodiff::Sym,
-    y: opforge_core::autodiff::Sym,
-    gx: Option<opforge_core::autodiff::Sym>,
-    gy: Option<opforge_core::autodiff::Sym>,
-) -> Result<(
-    Option<opforge_core::autodiff::Sym>,
-    Option<opforge_core::autodiff::Sym>,
-)> {
-    use opforge_core::attrs::IntoAttrValue;
-    use opforge_core::autodiff::{OpsExt, SymArg};
-    let (sx, sy) = (o.shape(x), o.shape(y));
-    if let (Some(a), Some(b)) = (&sx, &sy) {
-        if a == b && a.iter().all(|&d| d >= 0) {
-            return Ok((gx, gy));
-        }
-    }
-    let shape_x = o.shape_of(x)?;
-    let shape_y = o.shape_of(y)?;
-    let r = o.call(
-        "BroadcastGradientArgs",
-        &[SymArg::One(shape_x), SymArg::One(shape_y)],
-        &opforge_core::attrs::AttrMap::new(),
-    )?;
-    let reduce =
-        |o: &mut dyn opforge_core::autodiff::Ops, g: Option<_>, axes, shape| -> Result<Option<_>> {
-            let Some(g) = g else { return Ok(None) };
-            let summed = o.op1(
-                "Sum",
-                &[g, axes],
-                &[("keep_dims", IntoAttrValue::into_attr_value(false))],
-            )?;
-            Ok(Some(o.reshape(summed, shape)?))
-        };
-    let gx = reduce(o, gx, r[0], shape_x)?;
-    let gy = reduce(o, gy, r[1], shape_y)?;
-    Ok((gx, gy))
 }

@@ -2,7 +2,7 @@
 //! of recorded computations can be taken afterwards.
 
 use super::{backprop, Ops, Record, Sym, SymArg};
-use crate::attrs::AttrMap;
+use crate::attrs::{resolve_call, ArgTypes, AttrMap};
 use crate::eager::{Arg, EagerContext};
 use crate::{DataType, Result, Status, Tensor};
 use std::collections::HashSet;
@@ -109,6 +109,17 @@ impl Ops for GradientTape<'_> {
             })
             .collect();
         let outs = self.ctx.execute_args(op, args, attrs)?;
+        // Record every attr (given, inferred and defaulted), as a graph node
+        // holds them, so that gradient functions read attrs alike in both.
+        let arg_types: Vec<ArgTypes> = inputs
+            .iter()
+            .map(|a| match a {
+                SymArg::One(s) => ArgTypes::Single(self.dtype(*s)),
+                SymArg::List(l) => ArgTypes::List(l.iter().map(|s| self.dtype(*s)).collect()),
+            })
+            .collect();
+        let data = self.ctx.op_registry().lookup(op)?;
+        let attrs = resolve_call(&data.op_def, &arg_types, attrs)?.attrs;
         let outputs: Vec<Sym> = outs.into_iter().map(|t| self.push(t)).collect();
         let flat: Vec<Sym> = inputs
             .iter()
@@ -119,7 +130,7 @@ impl Ops for GradientTape<'_> {
             .collect();
         self.records.push(Record {
             op: op.to_string(),
-            attrs: attrs.clone(),
+            attrs,
             inputs: flat,
             outputs: outputs.clone(),
         });
