@@ -2421,37 +2421,10 @@ mod tests {
     mod grads {
         use crate::testutil::{assert_close, ctx, t};
         use opforge_core::attrs::IntoAttrValue;
-        use opforge_core::autodiff::{
-            compute_gradient, compute_gradient_error, Gradient, GradientRegistry, GradientTape,
-            Ops, OpsExt, Sym,
-        };
+        use opforge_core::autodiff::{Gradient, GradientRegistry, GradientTape, Ops, OpsExt, Sym};
         use opforge_core::{Result, Tensor};
 
-        type F<'a> = &'a dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>;
-
-        fn to_f32(x: &Tensor) -> Tensor {
-            let v: Vec<f32> = x.flat::<f64>().unwrap().iter().map(|&v| v as f32).collect();
-            t(x.dims(), v)
-        }
-
-        /// Gradient-checks `f` at float64 `xs` (error < 1e-6) and at the
-        /// same values in float32 (error < 1e-3).
-        fn check(f: F<'_>, xs: &[Tensor]) {
-            let jac = compute_gradient(ctx(), f, xs).unwrap();
-            let e64 = compute_gradient_error(&jac);
-            assert!(e64 < 1e-6, "float64 gradient error {e64}: {jac:?}");
-            let xs32: Vec<Tensor> = xs.iter().map(to_f32).collect();
-            let jac = compute_gradient(ctx(), f, &xs32).unwrap();
-            let e32 = compute_gradient_error(&jac);
-            assert!(e32 < 1e-3, "float32 gradient error {e32}: {jac:?}");
-        }
-
-        /// `n` distinct float64 values (no ties, away from 0).
-        fn vals(n: usize, scale: f64) -> Vec<f64> {
-            (0..n)
-                .map(|i| scale * (0.3 + ((i * 7 + 3) % n) as f64 * 0.37 + i as f64 * 0.011))
-                .collect()
-        }
+        use crate::testutil::{check_gradients as check, distinct_values as vals};
 
         fn reduce_fn(
             op: &'static str,

@@ -33,3 +33,34 @@ pub fn assert_close(got: &Tensor, dims: &[i64], want: &[f64], tol: f64) {
         assert!(ok, "element {i}: got {g}, want {w} (tol {tol}) in {got:?}");
     }
 }
+
+/// A function of its inputs built through [`Ops`](opforge_core::autodiff::Ops), for gradient checks.
+pub type GradFnUnderTest<'a> = &'a dyn Fn(
+    &mut dyn opforge_core::autodiff::Ops,
+    &[opforge_core::autodiff::Sym],
+) -> opforge_core::Result<opforge_core::autodiff::Sym>;
+
+fn to_f32(x: &Tensor) -> Tensor {
+    let v: Vec<f32> = x.flat::<f64>().unwrap().iter().map(|&v| v as f32).collect();
+    t(x.dims(), v)
+}
+
+/// Gradient-checks `f` at float64 `xs` (error < 1e-6) and at the same
+/// values in float32 (error < 1e-3).
+pub fn check_gradients(f: GradFnUnderTest<'_>, xs: &[Tensor]) {
+    use opforge_core::autodiff::{compute_gradient, compute_gradient_error};
+    let jac = compute_gradient(ctx(), f, xs).unwrap();
+    let e64 = compute_gradient_error(&jac);
+    assert!(e64 < 1e-6, "float64 gradient error {e64}: {jac:?}");
+    let xs32: Vec<Tensor> = xs.iter().map(to_f32).collect();
+    let jac = compute_gradient(ctx(), f, &xs32).unwrap();
+    let e32 = compute_gradient_error(&jac);
+    assert!(e32 < 1e-3, "float32 gradient error {e32}: {jac:?}");
+}
+
+/// `n` distinct float64 values (no ties, away from 0).
+pub fn distinct_values(n: usize, scale: f64) -> Vec<f64> {
+    (0..n)
+        .map(|i| scale * (0.3 + ((i * 7 + 3) % n) as f64 * 0.37 + i as f64 * 0.011))
+        .collect()
+}
