@@ -10,6 +10,7 @@
 //! [`crate::reduction`].
 
 use crate::reduction::{par_chunks, reduce_into, AccNum, NumElem, SumR};
+use crate::util::NUMERIC_KERNEL_TYPES;
 use crate::util::{binary_same, broadcast_shapes, fmt_shape, index_values, unary_same, CHEAP_COST};
 use half::{bf16, f16};
 use num_traits::{Float, One, Zero};
@@ -1120,29 +1121,12 @@ impl OpKernel for BiasAddGradKernel {
     }
 }
 
-const NUMBER_TYPES: &[DataType] = &[
-    DataType::Float,
-    DataType::Double,
-    DataType::Half,
-    DataType::BFloat16,
-    DataType::Int8,
-    DataType::Int16,
-    DataType::Int32,
-    DataType::Int64,
-    DataType::UInt8,
-    DataType::UInt16,
-    DataType::UInt32,
-    DataType::UInt64,
-    DataType::Complex64,
-    DataType::Complex128,
-];
-
 register_kernel!(
-    KernelDefBuilder::new("BiasAdd").type_constraint_list("T", NUMBER_TYPES),
+    KernelDefBuilder::new("BiasAdd").type_constraint_list("T", NUMERIC_KERNEL_TYPES),
     BiasAddKernel
 );
 register_kernel!(
-    KernelDefBuilder::new("BiasAddGrad").type_constraint_list("T", NUMBER_TYPES),
+    KernelDefBuilder::new("BiasAddGrad").type_constraint_list("T", NUMERIC_KERNEL_TYPES),
     BiasAddGradKernel
 );
 

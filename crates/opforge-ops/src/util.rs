@@ -8,6 +8,26 @@ use opforge_core::kernel::OpKernelContext;
 use opforge_core::{DataType, Element, Result, Status, Tensor, TensorShape};
 use rayon::prelude::*;
 
+/// Every numeric dtype with an element type: the floats (incl. half and
+/// bfloat16), all signed and unsigned ints, and both complex types. Kernels
+/// registered for "all number types" use this list.
+pub const NUMERIC_KERNEL_TYPES: &[DataType] = &[
+    DataType::Float,
+    DataType::Double,
+    DataType::Half,
+    DataType::BFloat16,
+    DataType::Int8,
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::UInt8,
+    DataType::UInt16,
+    DataType::UInt32,
+    DataType::UInt64,
+    DataType::Complex64,
+    DataType::Complex128,
+];
+
 /// Elementwise work below this many elements runs on the calling thread.
 pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 
