@@ -163,18 +163,13 @@ pub fn build(
     for ((handle, read), grad) in vars.iter().zip(grads) {
         let grad = grad.ok_or_else(|| crate::Status::internal("no gradient for a weight"))?;
         let name = g.node(*handle).name.clone();
-        let step = g.add(
-            NodeSpec::new("Mul", &format!("{name}/step"))
-                .input(lr_t)
-                .input(grad),
-        )?;
         // Read before update: the forward pass of this step used `read`.
         updates.push(
             g.add(
-                NodeSpec::new("AssignSubVariableOp", &format!("{name}/update"))
+                NodeSpec::new("ResourceApplyGradientDescent", &format!("{name}/update"))
                     .input(*handle)
-                    .input(step)
-                    .attr("dtype", DataType::Float)
+                    .input(lr_t)
+                    .input(grad)
                     .control_input(read.node),
             )?,
         );

@@ -139,6 +139,7 @@ const STANDARD_OPS: &[&str] = &[
     "AssignVariableOp",
     "AssignAddVariableOp",
     "AssignSubVariableOp",
+    "ResourceApplyGradientDescent",
     "DestroyResourceOp",
     // seed examples
     "ZeroOut",

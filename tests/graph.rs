@@ -351,3 +351,101 @@ fn parallel_readers_of_one_value_all_get_it() {
         }
     }
 }
+
+/// Updates and reads of one large variable, unordered, on the default
+/// session (nodes share the intra-op pool with the kernels' shards). An
+/// update holds the variable's lock while it shards its work; a thread that
+/// ran another node (a read of the same variable) while waiting for those
+/// shards would wait for its own lock forever, so updates shard with
+/// `ThreadPool::chunks_isolated` (whose unit test reproduces that deadlock
+/// with the stealing `shard`). The runs happen on a watchdog thread so a
+/// deadlock fails the test instead of hanging it; every read must see whole
+/// updates.
+#[test]
+fn updates_and_reads_of_one_variable_on_the_shared_pool_do_not_deadlock() {
+    opforge::opforge_ops::link();
+    let n = 1i64 << 20;
+    let mut g = Graph::new();
+    let shape = opforge::TensorShape::new(&[n]).unwrap().to_proto();
+    let h = g
+        .add(
+            NodeSpec::new("VarHandleOp", "v")
+                .attr("dtype", DataType::Float)
+                .attr("shape", shape)
+                .attr("shared_name", "v"),
+        )
+        .unwrap();
+    let init = konst(
+        &mut g,
+        "init",
+        &Tensor::from_vec(&[n], vec![0.0f32; n as usize]).unwrap(),
+    );
+    let assign = g
+        .add(
+            NodeSpec::new("AssignVariableOp", "assign")
+                .input(h)
+                .input(init)
+                .attr("dtype", DataType::Float),
+        )
+        .unwrap();
+    let alpha = konst(&mut g, "alpha", &Tensor::scalar(1.0f32));
+    let delta = konst(
+        &mut g,
+        "delta",
+        &Tensor::from_vec(&[n], vec![-1.0f32; n as usize]).unwrap(),
+    );
+    let axis = konst(&mut g, "axis", &Tensor::scalar(0i32));
+    let mut updates = Vec::new();
+    let mut sums = Vec::new();
+    for i in 0..8 {
+        updates.push(
+            g.add(
+                NodeSpec::new("ResourceApplyGradientDescent", &format!("sgd{i}"))
+                    .input(h)
+                    .input(alpha)
+                    .input(delta),
+            )
+            .unwrap(),
+        );
+        let r = g
+            .add(
+                NodeSpec::new("ReadVariableOp", &format!("read{i}"))
+                    .input(h)
+                    .attr("dtype", DataType::Float),
+            )
+            .unwrap();
+        for op in ["Max", "Min"] {
+            let s = g
+                .add(NodeSpec::new(op, &format!("{op}{i}")).input(r).input(axis))
+                .unwrap();
+            sums.push(Output::new(s, 0));
+        }
+    }
+    let sess = std::sync::Arc::new(Session::new(g).unwrap());
+    sess.run(vec![], &[], &[assign]).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let worker = sess.clone();
+    std::thread::spawn(move || {
+        for run in 0..20 {
+            let out = worker.run(vec![], &sums, &updates).unwrap();
+            // Each read sees whole updates only (its max equals its min),
+            // as many as have landed so far.
+            for pair in out.chunks(2) {
+                let (max, min) = (
+                    pair[0].scalar_value::<f32>().unwrap(),
+                    pair[1].scalar_value::<f32>().unwrap(),
+                );
+                assert_eq!(max, min, "a torn read");
+                assert!(
+                    max >= (8 * run) as f32 && max <= (8 * run + 8) as f32,
+                    "{max}"
+                );
+            }
+        }
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the runs finish (no deadlock)");
+    let r = sess.run_by_name(&[], &["read0:0"], &[]).unwrap();
+    assert!(r[0].flat::<f32>().unwrap().iter().all(|&x| x == 160.0));
+}

@@ -644,6 +644,7 @@ const COVERED_ELSEWHERE: &[(&str, &str)] = &[
     ("AssignSubVariableOp", "variables"),
     ("ReadVariableOp", "variables"),
     ("DestroyResourceOp", "variables"),
+    ("ResourceApplyGradientDescent", "variables"),
 ];
 
 /// Cases known to differ between graph and eager mode or to fail to round
@@ -1161,8 +1162,9 @@ const UPDATES: [&str; 3] = [
     "AssignSubVariableOp",
 ];
 
-/// Creates a variable, assigns, assign-adds and assign-subs `values`, reads
-/// it, destroys it and reads it again, eagerly and in a graph (ordered by
+/// Creates a variable, assigns, assign-adds and assign-subs `values`,
+/// applies a gradient-descent step (alpha 2, delta `values[1]`), reads it,
+/// destroys it and reads it again, eagerly and in a graph (ordered by
 /// control edges, with the values in `Const`s or fed `Placeholder`s).
 fn variable_sequence(values: [Tensor; 3], fed: bool) {
     let ctx = eager();
@@ -1185,6 +1187,18 @@ fn variable_sequence(values: [Tensor; 3], fed: bool) {
             .run()
             .unwrap();
     }
+    let alpha = ctx
+        .op("Cast")
+        .input(Tensor::scalar(2i32))
+        .attr("DstT", dtype)
+        .run1()
+        .unwrap();
+    ctx.op("ResourceApplyGradientDescent")
+        .input(h.clone())
+        .input(alpha.clone())
+        .input(values[1].clone())
+        .run()
+        .unwrap();
     let read = || {
         ctx.op("ReadVariableOp")
             .input(h.clone())
@@ -1219,6 +1233,19 @@ fn variable_sequence(values: [Tensor; 3], fed: bool) {
         spec.control_inputs = prev;
         prev = vec![g.add(spec).unwrap()];
     }
+    let aid = g
+        .add(
+            NodeSpec::new("Const", "alpha")
+                .attr("value", &alpha)
+                .attr("dtype", dtype),
+        )
+        .unwrap();
+    let mut spec = NodeSpec::new("ResourceApplyGradientDescent", "sgd")
+        .input(hid)
+        .input(aid)
+        .input(Output::new(g.find("value1").unwrap(), 0));
+    spec.control_inputs = prev;
+    prev = vec![g.add(spec).unwrap()];
     for (op, name) in [
         ("ReadVariableOp", "read"),
         ("DestroyResourceOp", "destroy"),

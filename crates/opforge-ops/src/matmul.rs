@@ -110,8 +110,20 @@ struct Gemm {
 /// Products below this many multiply-adds run on one thread.
 const PARALLEL_FLOPS: usize = 1 << 18;
 
-/// `dst = op(a) * op(b)` with faer, for row-major `a`, `b`, `dst`.
-fn faer_one<T: ComplexField + Copy>(g: &Gemm, a: &[T], b: &[T], dst: &mut [T], par: Par) {
+/// A parallel product is split into blocks of at least this many
+/// multiply-adds (about 10 µs of work), each computed by faer on one
+/// thread.
+const BLOCK_FLOPS: usize = 1 << 20;
+
+/// `dst = op(a) * op(b)` with faer, for row-major `a`, `b`, `dst`; with
+/// `pool`, split into blocks over its threads (see [`split_product`]).
+fn faer_one<T: ComplexField + Copy + Send + Sync>(
+    g: &Gemm,
+    a: &[T],
+    b: &[T],
+    dst: &mut [T],
+    pool: Option<&ThreadPool>,
+) {
     let a = if g.ta {
         MatRef::from_row_major_slice(a, g.k, g.m).transpose()
     } else {
@@ -123,7 +135,21 @@ fn faer_one<T: ComplexField + Copy>(g: &Gemm, a: &[T], b: &[T], dst: &mut [T], p
         MatRef::from_row_major_slice(b, g.k, g.n)
     };
     let dst = MatMut::from_row_major_slice_mut(dst, g.m, g.n);
+    match pool {
+        Some(pool) => {
+            // Twice the threads: when another node holds a thread at first,
+            // the blocks still even out once it is free.
+            let blocks = 2 * pool.num_threads().next_power_of_two();
+            pool.install(|| split_product(g, dst, a, b, blocks));
+        }
+        None => block_product(g, dst, a, b),
+    }
+}
+
+/// One block on the calling thread.
+fn block_product<T: ComplexField + Copy>(g: &Gemm, dst: MatMut<T>, a: MatRef<T>, b: MatRef<T>) {
     let one = T::one_impl();
+    let par = Par::Seq;
     match (g.ca, g.cb) {
         (false, false) => matmul(dst, Accum::Replace, a, b, one, par),
         (true, false) => matmul(dst, Accum::Replace, a.conjugate(), b, one, par),
@@ -132,9 +158,45 @@ fn faer_one<T: ComplexField + Copy>(g: &Gemm, a: &[T], b: &[T], dst: &mut [T], p
     }
 }
 
-/// Runs `one(batch index, a, b, dst)` for every output matrix, in parallel
-/// over matrices when there are enough of them, else one after the other
-/// with `Par::rayon` inside each product.
+/// Splits `dst` in halves (the longer side, at a multiple of 16) with
+/// `rayon::join` until there are `blocks` blocks or a block would fall
+/// below [`BLOCK_FLOPS`]. Runs inside the pool, so the halves go to idle
+/// threads and, when the other threads are busy with other nodes, simply
+/// run one after the other here. (faer's own `Par::rayon` starts a second
+/// pool of spinning threads, which costs more than it gains on small
+/// matrices and fights the executor for the cores.)
+fn split_product<T: ComplexField + Copy + Send + Sync>(
+    g: &Gemm,
+    dst: MatMut<T>,
+    a: MatRef<T>,
+    b: MatRef<T>,
+    blocks: usize,
+) {
+    let (m, n, k) = (dst.nrows(), dst.ncols(), a.ncols());
+    let half = |len: usize| (len / 2).next_multiple_of(16);
+    if blocks < 2 || m * n * k < 2 * BLOCK_FLOPS || m.max(n) < 32 {
+        return block_product(g, dst, a, b);
+    }
+    if n >= m {
+        let (d0, d1) = dst.split_at_col_mut(half(n));
+        let (b0, b1) = b.split_at_col(half(n));
+        rayon::join(
+            || split_product(g, d0, a, b0, blocks / 2),
+            || split_product(g, d1, a, b1, blocks / 2),
+        );
+    } else {
+        let (d0, d1) = dst.split_at_row_mut(half(m));
+        let (a0, a1) = a.split_at_row(half(m));
+        rayon::join(
+            || split_product(g, d0, a0, b, blocks / 2),
+            || split_product(g, d1, a1, b, blocks / 2),
+        );
+    }
+}
+
+/// Runs `one(a, b, dst, pool)` for every output matrix: in parallel over
+/// matrices when there are enough of them, else one after the other with
+/// each product split over the pool (`Some(pool)`) when it is large.
 fn for_each_product<T: Send + Sync>(
     pool: &ThreadPool,
     g: &Gemm,
@@ -142,7 +204,7 @@ fn for_each_product<T: Send + Sync>(
     b: &[T],
     pairs: &[(usize, usize)],
     out: &mut [T],
-    one: impl Fn(&[T], &[T], &mut [T], Par) + Sync,
+    one: impl Fn(&[T], &[T], &mut [T], Option<&ThreadPool>) + Sync,
 ) {
     let (sa, sb, so) = (g.m * g.k, g.k * g.n, g.m * g.n);
     if so == 0 {
@@ -151,31 +213,22 @@ fn for_each_product<T: Send + Sync>(
     let threads = pool.num_threads();
     let flops = g.m * g.k * g.n;
     let total = flops.saturating_mul(pairs.len());
-    let mat = |i: usize, &(ia, ib): &(usize, usize)| {
-        (&a[ia * sa..(ia + 1) * sa], &b[ib * sb..(ib + 1) * sb], i)
-    };
+    let mat = |&(ia, ib): &(usize, usize)| (&a[ia * sa..(ia + 1) * sa], &b[ib * sb..(ib + 1) * sb]);
     if threads <= 1 || total < PARALLEL_FLOPS {
-        for (o, (i, p)) in out.chunks_mut(so).zip(pairs.iter().enumerate()) {
-            let (x, y, _) = mat(i, p);
-            one(x, y, o, Par::Seq);
+        for (o, p) in out.chunks_mut(so).zip(pairs) {
+            let (x, y) = mat(p);
+            one(x, y, o, None);
         }
     } else if pairs.len() >= threads && flops < (1 << 24) {
         par_chunks(pool, out, so, &|i, o| {
-            let (x, y, _) = mat(i, &pairs[i]);
-            one(x, y, o, Par::Seq)
+            let (x, y) = mat(&pairs[i]);
+            one(x, y, o, None)
         });
     } else {
-        pool.install(|| {
-            for (o, (i, p)) in out.chunks_mut(so).zip(pairs.iter().enumerate()) {
-                let (x, y, _) = mat(i, p);
-                let par = if flops < PARALLEL_FLOPS {
-                    Par::Seq
-                } else {
-                    Par::rayon(threads)
-                };
-                one(x, y, o, par);
-            }
-        });
+        for (o, p) in out.chunks_mut(so).zip(pairs) {
+            let (x, y) = mat(p);
+            one(x, y, o, (flops >= PARALLEL_FLOPS).then_some(pool));
+        }
     }
 }
 
@@ -191,8 +244,8 @@ fn faer_products<T: ComplexField + Copy + Send + Sync>(
         out.fill(T::zero_impl());
         return;
     }
-    for_each_product(pool, g, a, b, pairs, out, |x, y, o, par| {
-        faer_one(g, x, y, o, par)
+    for_each_product(pool, g, a, b, pairs, out, |x, y, o, pool| {
+        faer_one(g, x, y, o, pool)
     });
 }
 
@@ -1172,6 +1225,49 @@ mod tests {
         )
         .unwrap();
         assert_close(&out, &[1, 1], &[11.0], 0.0);
+    }
+
+    /// A product large enough to be split over the pool (rows and columns),
+    /// with every adjoint combination, against a naive complex loop.
+    #[test]
+    fn large_complex_adjoint_products_split_over_the_pool() {
+        let (m, k, n) = (150usize, 170usize, 140usize);
+        assert!(m * k * n >= 2 * BLOCK_FLOPS);
+        let c = |i: usize, s: usize| {
+            Complex::new(
+                ((i * s) % 13) as f64 / 3.0 - 2.0,
+                ((i * 7 + s) % 11) as f64 / 4.0 - 1.0,
+            )
+        };
+        let a: Vec<Complex<f64>> = (0..m * k).map(|i| c(i, 5)).collect();
+        let b: Vec<Complex<f64>> = (0..k * n).map(|i| c(i, 3)).collect();
+        let mut want = vec![Complex::new(0.0, 0.0); m * n];
+        for i in 0..m {
+            for j in 0..n {
+                want[i * n + j] = (0..k).map(|l| a[i * k + l] * b[l * n + j]).sum();
+            }
+        }
+        let adj = |x: &[Complex<f64>], r: usize, cols: usize| -> Vec<Complex<f64>> {
+            tr(x, r, cols).iter().map(|v| v.conj()).collect()
+        };
+        let (mi, ki, ni) = (m as i64, k as i64, n as i64);
+        for (ax, ay) in [(false, false), (true, false), (false, true), (true, true)] {
+            let x = if ax {
+                t(&[ki, mi], adj(&a, m, k))
+            } else {
+                t(&[mi, ki], a.clone())
+            };
+            let y = if ay {
+                t(&[ni, ki], adj(&b, k, n))
+            } else {
+                t(&[ki, ni], b.clone())
+            };
+            let out = bmm(x, y, ax, ay).unwrap();
+            assert_eq!(out.dims(), &[mi, ni]);
+            for (g, w) in out.flat::<Complex<f64>>().unwrap().iter().zip(&want) {
+                assert!((g - w).norm() < 1e-9, "adj ({ax}, {ay}): {g} vs {w}");
+            }
+        }
     }
 
     #[test]

@@ -27,8 +27,7 @@
 //! does, it writes a fresh buffer instead, so a tensor returned by a read
 //! never changes. Updates of one variable are serialized; reads run in parallel.
 
-use crate::util::{fmt_shape, par_zip, CHEAP_COST, NUMERIC_KERNEL_TYPES, PARALLEL_THRESHOLD};
-use opforge_core::device::ThreadPool;
+use crate::util::{fmt_shape, par_zip, CHEAP_COST, NUMERIC_KERNEL_TYPES};
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
@@ -37,10 +36,9 @@ use opforge_core::resource::{Resource, ResourceHandle};
 use opforge_core::shape_inference::common::no_outputs;
 use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
 use opforge_core::{
-    dispatch, register_kernel, register_op, Code, DataType, Element, OpDefBuilder, Result, Status,
-    Tensor,
+    dispatch, ensure, register_kernel, register_op, Code, DataType, Element, OpDefBuilder, Result,
+    Status, Tensor,
 };
-use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -52,6 +50,7 @@ pub const OPS: &[&str] = &[
     "AssignAddVariableOp",
     "AssignSubVariableOp",
     "DestroyResourceOp",
+    "ResourceApplyGradientDescent",
 ];
 
 /// The container of handles whose `container` attr is empty (TensorFlow's
@@ -247,6 +246,41 @@ pub fn assign_sub_variable_op() -> OpDefBuilder {
         )
 }
 
+/// `ResourceApplyGradientDescent`, with TensorFlow 2.21's OpDef.
+pub fn resource_apply_gradient_descent() -> OpDefBuilder {
+    OpDefBuilder::new("ResourceApplyGradientDescent")
+        .input("var: resource")
+        .input("alpha: T")
+        .input("delta: T")
+        .attr("T: numbertype")
+        .attr("use_locking: bool = false")
+        .stateful()
+        .set_shape_fn(apply_gradient_descent_shape)
+        .doc(
+            "Update '*var' by subtracting 'alpha' * 'delta' from it.\n\
+             \n\
+             `alpha` must be a scalar and `delta` must have the variable's shape. The\n\
+             update is done in place under the variable's lock whatever `use_locking`\n\
+             says (TensorFlow leaves the unlocked case undefined); readers holding an\n\
+             earlier value keep seeing it.",
+        )
+}
+
+/// TensorFlow's `ApplyGradientDescentShapeFn` for a resource variable:
+/// `alpha` is a scalar and `delta` has the variable's shape (the shape its
+/// handle holds, unknown without handle data).
+fn apply_gradient_descent_shape(c: &mut InferenceContext) -> Result<()> {
+    let var = match c.input_handle_shapes_and_types(0) {
+        Some([first, ..]) if first.dtype != DataType::Invalid => first.shape,
+        _ => c.unknown_shape(),
+    };
+    let alpha = c.input(1);
+    c.with_rank(alpha, 0)?;
+    let delta = c.input(2);
+    c.merge(var, delta)?;
+    Ok(())
+}
+
 /// `DestroyResourceOp`, with TensorFlow 2.21's OpDef.
 pub fn destroy_resource_op() -> OpDefBuilder {
     OpDefBuilder::new("DestroyResourceOp")
@@ -269,6 +303,7 @@ register_op!(assign_variable_op());
 register_op!(assign_add_variable_op());
 register_op!(assign_sub_variable_op());
 register_op!(destroy_resource_op());
+register_op!(resource_apply_gradient_descent());
 
 // ---- Shape functions (TensorFlow's resource_variable_ops.cc) ----
 
@@ -539,6 +574,7 @@ register_kernel!(
 trait Update: Element {
     fn add(self, other: Self) -> Self;
     fn sub(self, other: Self) -> Self;
+    fn mul(self, other: Self) -> Self;
 }
 
 macro_rules! update_wrapping {
@@ -546,6 +582,7 @@ macro_rules! update_wrapping {
         impl Update for $t {
             fn add(self, other: Self) -> Self { self.wrapping_add(other) }
             fn sub(self, other: Self) -> Self { self.wrapping_sub(other) }
+            fn mul(self, other: Self) -> Self { self.wrapping_mul(other) }
         }
     )*};
 }
@@ -555,6 +592,7 @@ macro_rules! update_ops {
         impl Update for $t {
             fn add(self, other: Self) -> Self { self + other }
             fn sub(self, other: Self) -> Self { self - other }
+            fn mul(self, other: Self) -> Self { self * other }
         }
     )*};
 }
@@ -569,57 +607,78 @@ update_ops!(
     num_complex::Complex<f64>
 );
 
-/// `x[i] = f(x[i], y[i])` in place, sharded over `pool` for large slices.
-/// (A binary in-place counterpart of `util::par_map_inplace`; other kernels
-/// that update a buffer in place may use it.)
-pub(crate) fn par_zip_inplace<T: Copy + Send + Sync>(
-    pool: &ThreadPool,
-    x: &mut [T],
-    y: &[T],
-    cost: usize,
-    f: impl Fn(T, T) -> T + Sync,
-) {
-    let n = x.len();
-    if n < PARALLEL_THRESHOLD {
-        x.iter_mut().zip(y).for_each(|(a, &b)| *a = f(*a, b));
-        return;
-    }
-    let chunk = n.div_ceil(pool.num_shards(n, cost.max(1) * 8)).max(1);
-    pool.install(|| {
-        x.par_chunks_mut(chunk)
-            .zip(y.par_chunks(chunk))
-            .for_each(|(x, y)| x.iter_mut().zip(y).for_each(|(a, &b)| *a = f(*a, b)))
-    });
+/// The element types the update kernels support: every numeric dtype.
+/// (TensorFlow's `TF_CALL_NUMBER_TYPES` without the quantized types).
+macro_rules! dispatch_update {
+    ($ctx:expr, $dt:expr, $T:ident => $body:expr) => {
+        dispatch!(
+            $dt,
+            $T => $body,
+            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32,
+             UInt64, Complex64, Complex128],
+            Err(Status::unimplemented(format!(
+                "{} does not support {} variables",
+                $ctx.op_def().name,
+                $dt
+            )))
+        )
+    };
 }
 
-/// `current = current (+|-) value`, in place if no reader shares the
-/// buffer, else into a fresh buffer (copy-on-write).
+/// `var = f(var, value)` elementwise, for the update kernels.
+///
+/// When no read result shares the variable's buffer, the update runs in
+/// place under the write lock, sharded with
+/// [`ThreadPool::chunks_isolated`]: the thread holding the lock runs
+/// nothing else while it waits (the executor shares the intra-op pool, and
+/// another node could read this variable). Otherwise (copy-on-write) the
+/// new value is computed in parallel outside the lock and swapped in if no
+/// other update landed meanwhile, else recomputed from that update's
+/// result. `check` validates the variable's current value first.
 fn update<T: Update>(
     ctx: &OpKernelContext<'_>,
-    current: &mut Tensor,
+    var: &Var,
+    h: &ResourceHandle,
     value: &Tensor,
-    sub: bool,
+    check: impl Fn(&Tensor) -> Result<()>,
+    f: impl Fn(T, T) -> T + Sync,
 ) -> Result<()> {
     let pool = ctx.thread_pool();
     let v = value.flat::<T>()?;
-    let f = |a: T, b: T| if sub { a.sub(b) } else { a.add(b) };
-    match current.flat_mut::<T>() {
-        Ok(x) => par_zip_inplace(pool, x, v, CHEAP_COST, f),
-        Err(_) => {
-            // A read result shares the buffer: write a new one.
-            let mut fresh = ctx.allocate_temp(current.dtype(), current.shape().clone())?;
-            par_zip(
-                pool,
-                current.flat::<T>()?,
-                v,
-                fresh.flat_mut::<T>()?,
-                CHEAP_COST,
-                f,
-            );
-            *current = fresh;
+    let mut snapshot = {
+        let mut slot = var.write();
+        let current = slot.as_mut().ok_or_else(|| uninitialized(h))?;
+        check(current)?;
+        match current.flat_mut::<T>() {
+            Ok(x) => {
+                pool.chunks_isolated(x, CHEAP_COST * 8, |offset, x| {
+                    let v = &v[offset..offset + x.len()];
+                    x.iter_mut().zip(v).for_each(|(a, &b)| *a = f(*a, b));
+                });
+                return Ok(());
+            }
+            Err(_) => current.clone(),
         }
+    };
+    loop {
+        let mut fresh = ctx.allocate_temp(snapshot.dtype(), snapshot.shape().clone())?;
+        par_zip(
+            pool,
+            snapshot.flat::<T>()?,
+            v,
+            fresh.flat_mut::<T>()?,
+            CHEAP_COST,
+            &f,
+        );
+        let mut slot = var.write();
+        let current = slot.as_mut().ok_or_else(|| uninitialized(h))?;
+        if current.shares_storage_with(&snapshot) {
+            *current = fresh;
+            return Ok(());
+        }
+        check(current)?;
+        snapshot = current.clone();
     }
-    Ok(())
 }
 
 struct AssignUpdateKernel {
@@ -634,27 +693,55 @@ impl OpKernel for AssignUpdateKernel {
         if var.dtype() != value.dtype() {
             return Err(wrong_assign_dtype(var.dtype(), value.dtype()));
         }
-        let mut slot = var.write();
-        let current = slot.as_mut().ok_or_else(|| uninitialized(&h))?;
-        if current.shape() != value.shape() {
-            return Err(Status::invalid_argument(format!(
+        let check = |current: &Tensor| {
+            ensure!(
+                current.shape() == value.shape(),
+                InvalidArgument,
                 "Cannot update variable with shape {} using a Tensor with shape {}, shapes must be equal.",
                 fmt_shape(current.dims()),
                 fmt_shape(value.dims())
-            )));
-        }
+            );
+            Ok(())
+        };
         let sub = self.sub;
-        dispatch!(
-            value.dtype(),
-            T => update::<T>(ctx, current, value, sub),
-            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32,
-             UInt64, Complex64, Complex128],
-            Err(Status::unimplemented(format!(
-                "{} does not support {} variables",
-                ctx.op_def().name,
-                value.dtype()
-            )))
-        )
+        dispatch_update!(ctx, value.dtype(), T => update::<T>(ctx, &var, &h, value, check, |a, b| {
+            if sub { a.sub(b) } else { a.add(b) }
+        }))
+    }
+}
+
+/// `ResourceApplyGradientDescent`: `var -= alpha * delta` (TensorFlow's
+/// SGD update, as `tf.keras.optimizers.SGD` applies it) in one pass.
+struct ApplyGradientDescentKernel;
+
+impl OpKernel for ApplyGradientDescentKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let h = var_handle_input(ctx, 0)?;
+        let var = ctx.resource_mgr().lookup::<Var>(&h.container, &h.name)?;
+        let (alpha, delta) = (ctx.input(1), ctx.input(2));
+        if var.dtype() != delta.dtype() {
+            return Err(wrong_assign_dtype(var.dtype(), delta.dtype()));
+        }
+        ensure!(
+            alpha.rank() == 0,
+            InvalidArgument,
+            "alpha is not a scalar: {}",
+            fmt_shape(alpha.dims())
+        );
+        let check = |current: &Tensor| {
+            ensure!(
+                current.shape() == delta.shape(),
+                InvalidArgument,
+                "var and delta do not have the same shape{} {}",
+                fmt_shape(current.dims()),
+                fmt_shape(delta.dims())
+            );
+            Ok(())
+        };
+        dispatch_update!(ctx, delta.dtype(), T => {
+            let a = alpha.flat::<T>()?[0];
+            update::<T>(ctx, &var, &h, delta, check, |v, d| v.sub(a.mul(d)))
+        })
     }
 }
 
@@ -665,6 +752,10 @@ register_kernel!(
 register_kernel!(
     KernelDefBuilder::new("AssignSubVariableOp").type_constraint_list("dtype", NUMERIC_KERNEL_TYPES),
     fn = |_| Ok(Box::new(AssignUpdateKernel { sub: true }))
+);
+register_kernel!(
+    KernelDefBuilder::new("ResourceApplyGradientDescent").type_constraint_list("T", NUMERIC_KERNEL_TYPES),
+    fn = |_| Ok(Box::new(ApplyGradientDescentKernel))
 );
 
 struct DestroyResourceKernel {
@@ -723,6 +814,7 @@ mod gradients {
         "AssignAddVariableOp",
         "AssignSubVariableOp",
         "DestroyResourceOp",
+        "ResourceApplyGradientDescent",
     );
 }
 
@@ -730,6 +822,7 @@ mod gradients {
 mod tests {
     use super::*;
     use crate::testutil::{ctx, t};
+    use crate::util::PARALLEL_THRESHOLD;
     use opforge_core::eager::EagerContext;
     use opforge_core::proto::{self, OpDef, OpList};
     use std::sync::Arc;
@@ -788,6 +881,7 @@ mod tests {
             assign_add_variable_op(),
             assign_sub_variable_op(),
             destroy_resource_op(),
+            resource_apply_gradient_descent(),
         ];
         assert_eq!(builders.iter().map(|b| b.name()).collect::<Vec<_>>(), OPS);
         for b in builders {
@@ -1201,6 +1295,93 @@ mod tests {
         );
     }
 
+    fn sgd(c: &EagerContext, h: &Tensor, alpha: Tensor, delta: Tensor) -> Result<()> {
+        c.op("ResourceApplyGradientDescent")
+            .input(h.clone())
+            .input(alpha)
+            .input(delta)
+            .run()
+            .map(|_| ())
+    }
+
+    #[test]
+    fn apply_gradient_descent_subtracts_alpha_times_delta() {
+        let c = fresh();
+        let h = handle(&c, "w", DataType::Float, &[3]);
+        assign(&c, &h, t(&[3], vec![1.0f32, 2.0, 3.0])).unwrap();
+        sgd(
+            &c,
+            &h,
+            Tensor::scalar(0.5f32),
+            t(&[3], vec![2.0f32, -4.0, 0.5]),
+        )
+        .unwrap();
+        let r = read(&c, &h, DataType::Float).unwrap();
+        assert_eq!(r.flat::<f32>().unwrap(), &[0.0, 4.0, 2.75]);
+        // Integers wrap, as TensorFlow's do.
+        let hi = handle(&c, "i", DataType::Int32, &[2]);
+        assign(&c, &hi, t(&[2], vec![i32::MAX, 7])).unwrap();
+        sgd(&c, &hi, Tensor::scalar(-1i32), t(&[2], vec![1i32, 2])).unwrap();
+        let r = read(&c, &hi, DataType::Int32).unwrap();
+        assert_eq!(r.flat::<i32>().unwrap(), &[i32::MIN, 9]);
+        // Large, in place (no reader) and copy-on-write (a reader holds the value).
+        let n = PARALLEL_THRESHOLD * 3 + 5;
+        let hb = handle(&c, "big", DataType::Double, &[n as i64]);
+        let start: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        assign(&c, &hb, t(&[n as i64], start)).unwrap();
+        let delta = || {
+            t(
+                &[n as i64],
+                (0..n).map(|i| (i % 7) as f64).collect::<Vec<f64>>(),
+            )
+        };
+        sgd(&c, &hb, Tensor::scalar(0.25f64), delta()).unwrap();
+        let kept = read(&c, &hb, DataType::Double).unwrap();
+        sgd(&c, &hb, Tensor::scalar(2.0f64), delta()).unwrap();
+        let now = read(&c, &hb, DataType::Double).unwrap();
+        for (i, (&k, &v)) in kept
+            .flat::<f64>()
+            .unwrap()
+            .iter()
+            .zip(now.flat::<f64>().unwrap())
+            .enumerate()
+        {
+            let d = (i % 7) as f64;
+            assert_eq!(k, i as f64 - 0.25 * d);
+            assert_eq!(v, i as f64 - 0.25 * d - 2.0 * d);
+        }
+    }
+
+    #[test]
+    fn apply_gradient_descent_errors() {
+        let c = fresh();
+        let h = handle(&c, "w", DataType::Float, &[3]);
+        // Never assigned: not found, as for AssignSubVariableOp.
+        let e = sgd(&c, &h, Tensor::scalar(1.0f32), t(&[3], vec![1.0f32; 3])).unwrap_err();
+        assert_eq!(e.code(), Code::NotFound, "{e}");
+        assign(&c, &h, t(&[3], vec![1.0f32; 3])).unwrap();
+        let e = sgd(&c, &h, t(&[2], vec![1.0f32; 2]), t(&[3], vec![1.0f32; 3])).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert!(e.message().starts_with("alpha is not a scalar: [2]"), "{e}");
+        let e = sgd(&c, &h, Tensor::scalar(1.0f32), t(&[2], vec![1.0f32; 2])).unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("var and delta do not have the same shape[3] [2]"),
+            "{e}"
+        );
+        let e = sgd(&c, &h, Tensor::scalar(1.0f64), t(&[3], vec![1.0f64; 3])).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert!(
+            e.message().starts_with(
+                "Trying to assign variable with wrong dtype. Expected float got double"
+            ),
+            "{e}"
+        );
+        // Nothing changed.
+        let r = read(&c, &h, DataType::Float).unwrap();
+        assert_eq!(r.flat::<f32>().unwrap(), &[1.0; 3]);
+    }
+
     #[test]
     fn large_updates_are_sharded_and_correct() {
         let c = fresh();
@@ -1468,6 +1649,20 @@ mod tests {
                     "Incompatible handle variant shape_and_type size and input shape_and_type size: 1 vs. 0"
                 );
             }
+            // ResourceApplyGradientDescent: alpha a scalar, delta the variable's shape.
+            let sgd = ShapeTestOp::new("ResourceApplyGradientDescent").attr("T", DataType::Float);
+            infer_ok!(sgd, "[];[];[2,3]", "");
+            infer_ok!(sgd, "?;?;?", "");
+            let handle = [(0, &[("[2,?]", DataType::Float)][..])];
+            infer_with_handles(&sgd, "[];[];[2,3]", &handle).unwrap();
+            let e = infer_with_handles(&sgd, "[];[1];[2,3]", &handle).unwrap_err();
+            assert_eq!(e.message(), "Shape must be rank 0 but is rank 1");
+            let e = infer_with_handles(&sgd, "[];[];[3,3]", &handle).unwrap_err();
+            assert!(
+                e.message()
+                    .starts_with("Dimension 0 in both shapes must be equal, but are 2 and 3"),
+                "{e}"
+            );
             let destroy = ShapeTestOp::new("DestroyResourceOp");
             infer_ok!(destroy, "[]", "");
             infer_ok!(destroy, "?", "");

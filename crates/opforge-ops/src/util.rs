@@ -346,6 +346,15 @@ pub fn broadcast_zip<T: Copy + Sync, U: Send>(
     if a.len() == out.len() && b.len() == out.len() {
         return par_zip(pool, a, b, out, cost, f);
     }
+    // A scalar against a tensor: one pass, no row bookkeeping.
+    if a.len() == 1 && b.len() == out.len() {
+        let x = a[0];
+        return par_map(pool, b, out, cost, |y| f(x, y));
+    }
+    if b.len() == 1 && a.len() == out.len() {
+        let y = b[0];
+        return par_map(pool, a, out, cost, |x| f(x, y));
+    }
     let (rows, inner) = plan.rows();
     let run = |start: usize, end: usize, out: &mut [U]| {
         let base = start * inner;
@@ -412,6 +421,14 @@ pub fn binary_same<T: Element>(
                             .zip(other.par_chunks(chunk))
                             .for_each(|(o, y)| apply(o, y))
                     });
+                }
+            } else if let [y] = other {
+                // A scalar against the forwarded tensor: in place.
+                let y = *y;
+                if forwarded == 0 {
+                    par_map_inplace(pool, out, cost, |o| f(o, y));
+                } else {
+                    par_map_inplace(pool, out, cost, |o| f(y, o));
                 }
             } else {
                 // The other input is broadcast: the output's own values are read from a copy.

@@ -1,6 +1,8 @@
 //! [`Session`]: runs a graph. `run(feeds, fetches, targets)` prunes the
 //! graph to what the fetches and targets need, runs nodes in dependency
-//! order (independent nodes in parallel on an inter-op pool), frees each
+//! order (independent nodes in parallel; by default on the device's own
+//! thread pool, so a node and the shards of its kernel share one set of
+//! threads and no work is handed between pools), frees each
 //! intermediate after its last consumer (moving it to that consumer, so the
 //! kernel may reuse its buffer in place), builds each node's kernel once
 //! and reuses it across runs, and allows concurrent `run` calls.
@@ -46,23 +48,18 @@ struct Plan {
     sequential: bool,
 }
 
-/// Options of a [`Session`].
-#[derive(Clone, Debug)]
+/// Options of a [`Session`]; the default (both 0) shares one pool of one
+/// thread per core between nodes and kernels.
+#[derive(Clone, Debug, Default)]
 pub struct SessionOptions {
-    /// Threads that run independent nodes at once (1 = none).
+    /// Threads that run independent nodes at once: 0 (the default) runs
+    /// them on the device's intra-op pool, so nodes and the shards of
+    /// their kernels share one set of threads (no hand-off between pools);
+    /// 1 runs nodes one after another on the caller's thread; `n > 1`
+    /// starts a separate inter-op pool of `n` threads, like TensorFlow.
     pub inter_op_threads: usize,
     /// Threads each kernel may shard its work over (0 = one per core).
     pub intra_op_threads: usize,
-}
-
-impl Default for SessionOptions {
-    fn default() -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        SessionOptions {
-            inter_op_threads: cores,
-            intra_op_threads: 0,
-        }
-    }
 }
 
 /// A plan is cached per (feeds, fetches, targets).
@@ -76,7 +73,11 @@ pub struct Session {
     kernels: Vec<OnceLock<Result<Arc<NodeKernel>>>>,
     kernel_registry: &'static KernelRegistry,
     plans: Mutex<HashMap<PlanKey, Arc<Plan>>>,
+    /// A separate inter-op pool (`inter_op_threads > 1`).
     inter_op: Option<rayon::ThreadPool>,
+    /// Run independent nodes in parallel (on `inter_op`, else on the
+    /// device's pool).
+    parallel: bool,
 }
 
 /// Outputs whose every known shape is at most this many elements count as
@@ -106,6 +107,11 @@ impl Session {
             None
         };
         let n = graph.len();
+        let parallel = match options.inter_op_threads {
+            0 => device.thread_pool().rayon_pool().is_some(),
+            1 => false,
+            _ => true,
+        };
         Ok(Session {
             graph: Arc::new(graph),
             device,
@@ -114,6 +120,7 @@ impl Session {
             kernel_registry: KernelRegistry::global(),
             plans: Mutex::new(HashMap::new()),
             inter_op,
+            parallel,
         })
     }
 
@@ -199,8 +206,14 @@ impl Session {
         for (slot, (_, t)) in plan.feed_slots.iter().zip(feeds) {
             values[*slot] = Some(t);
         }
-        match (&self.inter_op, plan.sequential) {
-            (Some(pool), false) => self.run_parallel(&plan, values, pool),
+        let pool = match &self.inter_op {
+            Some(pool) => Some(pool),
+            None => self.device.thread_pool().rayon_pool(),
+        };
+        match pool {
+            Some(pool) if self.parallel && !plan.sequential => {
+                self.run_parallel(&plan, values, pool)
+            }
             _ => self.run_sequential(&plan, values),
         }
     }
