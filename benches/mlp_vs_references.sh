@@ -1,53 +1,40 @@
 #!/usr/bin/env bash
 # The 784-512-512-10 MLP (batch 128, SGD, float32): opforge's graph-mode
-# training step (examples/mlp.rs) against the same step written by hand in
-# numpy (OpenBLAS matmuls), in the same run. numpy comes from PyPI into a venv
-# this script creates (target/bench-venv); OPENBLAS_CORETYPE and
-# OPENBLAS_L2_SIZE are unset for the numpy command alone.
-# Usage: benches/mlp_vs_numpy.sh [STEPS]
+# training step (examples/mlp.rs) against the same step in other frameworks,
+# all in the same run on the same machine:
+#   numpy       the step written by hand (OpenBLAS matmuls)
+#   tensorflow  tf.function + GradientTape + assign_sub (tensorflow-cpu)
+#   jax         jax.jit of forward + jax.grad + SGD (jaxlib, XLA:CPU)
+#   torch       eager autograd + torch.optim.SGD (optional: PyPI's torch wheel
+#               pulls several GiB of CUDA libraries, so it is not a default)
+# opforge runs first and last, so drift during the run shows.
+# The frameworks come from PyPI into a venv this script creates
+# (target/bench-venv); OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for
+# the Python commands alone, so numpy runs its best kernel.
+# Usage: benches/mlp_vs_references.sh [STEPS] [FRAMEWORK ...]
+#        (default: 300 numpy tensorflow jax)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 steps=${1:-300}
+shift || true
+if [ $# -gt 0 ]; then frameworks=("$@"); else frameworks=(numpy tensorflow jax); fi
 venv=target/bench-venv
-if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet numpy threadpoolctl
-fi
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+for f in "${frameworks[@]}"; do
+    case $f in
+    numpy) pkg=numpy module=numpy ;;
+    tensorflow) pkg=tensorflow-cpu module=tensorflow ;;
+    jax) pkg=jax module=jax ;;
+    torch) pkg=torch module=torch ;;
+    *) echo "unknown framework '$f' (numpy, tensorflow, jax, torch)" >&2; exit 2 ;;
+    esac
+    "$venv/bin/python" -c "import $module" 2>/dev/null ||
+        "$venv/bin/pip" install --quiet numpy threadpoolctl "$pkg"
+done
 cargo build --quiet --release --example mlp
-env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$venv/bin/python" - "$steps" <<'PY'
-import sys, time, numpy as np
-steps = int(sys.argv[1])
-rng = np.random.default_rng(7)
-sizes, batch, lr = [784, 512, 512, 10], 128, 0.05
-W = [(rng.standard_normal((a, b)) * np.sqrt(2.0 / a)).astype(np.float32) for a, b in zip(sizes, sizes[1:])]
-B = [np.zeros(b, np.float32) for b in sizes[1:]]
-data = [(rng.standard_normal((batch, 784)).astype(np.float32), rng.integers(0, 10, batch)) for _ in range(16)]
-def step(x, y):
-    h1 = np.maximum(x @ W[0] + B[0], 0)
-    h2 = np.maximum(h1 @ W[1] + B[1], 0)
-    z = h2 @ W[2] + B[2]
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    p = e / e.sum(axis=1, keepdims=True)
-    loss = -np.log(p[np.arange(batch), y]).mean()
-    g3 = p
-    g3[np.arange(batch), y] -= 1
-    g3 /= batch
-    gW3, gb3 = h2.T @ g3, g3.sum(0)
-    g2 = (g3 @ W[2].T) * (h2 > 0)
-    gW2, gb2 = h1.T @ g2, g2.sum(0)
-    g1 = (g2 @ W[1].T) * (h1 > 0)
-    gW1, gb1 = x.T @ g1, g1.sum(0)
-    for w, g in zip(W + B, [gW1, gW2, gW3, gb1, gb2, gb3]):
-        w -= lr * g
-    return loss
-first = step(*data[0])
-for d in data[:5]:
-    step(*d)
-t = time.perf_counter()
-for s in range(steps):
-    last = step(*data[s % 16])
-secs = time.perf_counter() - t
-print(f"numpy {np.__version__} (same step by hand): {steps / secs:.1f} steps/s; loss {first:.4f} -> {last:.4f}")
-PY
+target/release/examples/mlp "$steps"
+for f in "${frameworks[@]}"; do
+    (cd benches/mlp_ref && env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
+        "../../$venv/bin/python" "${f}_step.py" "$steps")
+done
 target/release/examples/mlp "$steps"
