@@ -449,3 +449,67 @@ fn updates_and_reads_of_one_variable_on_the_shared_pool_do_not_deadlock() {
     let r = sess.run_by_name(&[], &["read0:0"], &[]).unwrap();
     assert!(r[0].flat::<f32>().unwrap().iter().all(|&x| x == 160.0));
 }
+
+/// A plan's run state is reused by later runs: a run that fails halfway
+/// (values still in their slots) and a run that feeds a value nothing reads
+/// leave nothing behind that changes a later run, sequential or parallel.
+#[test]
+fn runs_after_failed_runs_and_unread_feeds_see_only_their_own_values() {
+    opforge::opforge_ops::link();
+    for inter_op_threads in [1, 0, 3] {
+        let mut g = Graph::new();
+        let x = g
+            .add(NodeSpec::new("Placeholder", "x").attr("dtype", DataType::Float))
+            .unwrap();
+        let y = g
+            .add(NodeSpec::new("Placeholder", "y").attr("dtype", DataType::Float))
+            .unwrap();
+        let (x, y) = (Output::new(x, 0), Output::new(y, 0));
+        let sq = g.add(NodeSpec::new("Square", "sq").input(x)).unwrap();
+        // x*x + y: fails when y's shape does not broadcast with x's.
+        let sum = g
+            .add(
+                NodeSpec::new("AddV2", "sum")
+                    .input(Output::new(sq, 0))
+                    .input(y),
+            )
+            .unwrap();
+        let neg = g.add(NodeSpec::new("Neg", "neg").input(x)).unwrap();
+        let (sum, neg) = (Output::new(sum, 0), Output::new(neg, 0));
+        let sess = Session::with_options(
+            g,
+            SessionOptions {
+                inter_op_threads,
+                intra_op_threads: 0,
+            },
+        )
+        .unwrap();
+        let v = |vals: &[f32]| Tensor::from_vec(&[vals.len() as i64], vals.to_vec()).unwrap();
+        for round in 0..3 {
+            let k = round as f32;
+            let ok = sess
+                .run(
+                    vec![(x, v(&[k, 2.0])), (y, v(&[1.0, 1.0]))],
+                    &[sum, neg],
+                    &[],
+                )
+                .unwrap();
+            assert_eq!(ok[0].flat::<f32>().unwrap(), &[k * k + 1.0, 5.0]);
+            assert_eq!(ok[1].flat::<f32>().unwrap(), &[-k, -2.0]);
+            let e = sess
+                .run(
+                    vec![(x, v(&[1.0, 2.0])), (y, v(&[1.0, 2.0, 3.0]))],
+                    &[sum, neg],
+                    &[],
+                )
+                .unwrap_err();
+            assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+            assert!(e.message().contains("sum"), "{e}");
+            // y fed but not read by anything this plan runs.
+            let only_neg = sess
+                .run(vec![(x, v(&[3.0, k])), (y, v(&[9.0]))], &[neg], &[])
+                .unwrap();
+            assert_eq!(only_neg[0].flat::<f32>().unwrap(), &[-3.0, -k]);
+        }
+    }
+}

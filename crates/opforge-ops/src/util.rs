@@ -387,6 +387,14 @@ pub fn binary_same<T: Element>(
     cost: usize,
     f: impl Fn(T, T) -> T + Sync,
 ) -> Result<()> {
+    // One element each, of one shape (scalars): no plan, no sharding.
+    let (a, b) = (ctx.input(0), ctx.input(1));
+    if a.num_elements() == 1 && a.shape() == b.shape() {
+        let r = f(a.flat::<T>()?[0], b.flat::<T>()?[0]);
+        ctx.forward_input_or_allocate_output_like(&[0, 1], 0, 0)?;
+        ctx.output_mut(0)?.flat_mut::<T>()?[0] = r;
+        return Ok(());
+    }
     let (plan, forwarded) = match broadcast_plan(ctx)? {
         None => (
             None,

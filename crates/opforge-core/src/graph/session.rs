@@ -27,16 +27,24 @@ struct Step {
     node: NodeId,
     /// The node's kernel, built when the plan was made.
     kernel: Arc<NodeKernel>,
-    /// Value slot of each flat input.
-    inputs: Vec<usize>,
-    /// Value slot of each flat output (`None` if nothing reads it).
-    outputs: Vec<Option<usize>>,
+    /// Where the step's slots start in `Plan::slots`: the value slot of
+    /// each flat input, then of each flat output ([`NO_SLOT`] if nothing
+    /// reads it). One array for the whole plan keeps a run's walk over it
+    /// sequential in memory.
+    first_slot: usize,
+    num_inputs: usize,
+    num_outputs: usize,
     /// Steps that wait for this one (deduplicated).
     successors: Vec<usize>,
 }
 
+/// The slot of an output nothing reads.
+const NO_SLOT: usize = usize::MAX;
+
 struct Plan {
     steps: Vec<Step>,
+    /// Every step's input and output slots (see [`Step::first_slot`]).
+    slots: Vec<usize>,
     num_slots: usize,
     feed_slots: Vec<usize>,
     fetch_slots: Vec<usize>,
@@ -46,6 +54,100 @@ struct Plan {
     roots: Vec<usize>,
     /// Run on the caller's thread, in order: no inter-op parallelism pays off.
     sequential: bool,
+    /// The per-run buffers of finished runs, for the next runs to reuse: a
+    /// large plan would otherwise allocate, and fault in, fresh pages on
+    /// every run. Each holds no value between runs.
+    spare: Mutex<Vec<RunState>>,
+}
+
+/// The buffers one run works in: a value slot per used output, the readers
+/// each slot still has, and (parallel runs) the unfinished predecessors of
+/// each step and the first error.
+struct RunState {
+    values: Vec<Mutex<Option<Tensor>>>,
+    uses: Vec<AtomicUsize>,
+    pending: Vec<AtomicUsize>,
+    error: Mutex<Option<Status>>,
+}
+
+/// Spare run states kept per plan (more only with more concurrent runs).
+const SPARE_RUN_STATES: usize = 4;
+
+impl Plan {
+    /// The value slots of `step`'s flat inputs.
+    #[inline]
+    fn inputs(&self, step: &Step) -> &[usize] {
+        &self.slots[step.first_slot..step.first_slot + step.num_inputs]
+    }
+
+    /// The value slots of `step`'s flat outputs ([`NO_SLOT`] where unread).
+    #[inline]
+    fn outputs(&self, step: &Step) -> &[usize] {
+        let start = step.first_slot + step.num_inputs;
+        &self.slots[start..start + step.num_outputs]
+    }
+
+    /// A run state with the feeds in their slots and every count at its start.
+    fn start_run(&self, feeds: Vec<(Output, Tensor)>) -> RunState {
+        let spare = self
+            .spare
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let mut state = match spare {
+            Some(mut st) => {
+                for (u, &n) in st.uses.iter_mut().zip(&self.slot_uses) {
+                    *u.get_mut() = n;
+                }
+                for (p, &n) in st.pending.iter_mut().zip(&self.pending) {
+                    *p.get_mut() = n;
+                }
+                st
+            }
+            None => RunState {
+                values: (0..self.num_slots).map(|_| Mutex::new(None)).collect(),
+                uses: self
+                    .slot_uses
+                    .iter()
+                    .map(|&n| AtomicUsize::new(n))
+                    .collect(),
+                pending: self.pending.iter().map(|&n| AtomicUsize::new(n)).collect(),
+                error: Mutex::new(None),
+            },
+        };
+        for (&slot, (_, t)) in self.feed_slots.iter().zip(feeds) {
+            // A fed value nothing reads is dropped now, so a finished run
+            // leaves every slot empty.
+            if self.slot_uses[slot] > 0 {
+                *state.values[slot]
+                    .get_mut()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(t);
+            }
+        }
+        state
+    }
+
+    /// Keeps a finished run's state for the next run. After an error,
+    /// values may remain: they are dropped here.
+    fn finish_run(&self, mut state: RunState, failed: bool) {
+        if failed {
+            for v in &mut state.values {
+                *v.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
+            }
+            *state
+                .error
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner) = None;
+        }
+        debug_assert!(state
+            .values
+            .iter_mut()
+            .all(|v| v.get_mut().is_ok_and(|v| v.is_none())));
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < SPARE_RUN_STATES {
+            spare.push(state);
+        }
+    }
 }
 
 /// Options of a [`Session`]; the default (both 0) shares one pool of one
@@ -202,20 +304,19 @@ impl Session {
                 }
             }
         };
-        let mut values: Vec<Option<Tensor>> = vec![None; plan.num_slots];
-        for (slot, (_, t)) in plan.feed_slots.iter().zip(feeds) {
-            values[*slot] = Some(t);
-        }
+        let mut state = plan.start_run(feeds);
         let pool = match &self.inter_op {
             Some(pool) => Some(pool),
             None => self.device.thread_pool().rayon_pool(),
         };
-        match pool {
+        let result = match pool {
             Some(pool) if self.parallel && !plan.sequential => {
-                self.run_parallel(&plan, values, pool)
+                self.run_parallel(&plan, &state, pool)
             }
-            _ => self.run_sequential(&plan, values),
-        }
+            _ => self.run_sequential(&plan, &mut state),
+        };
+        plan.finish_run(state, result.is_err());
+        result
     }
 
     /// The node's kernel, built on first use.
@@ -281,6 +382,7 @@ impl Session {
         let step_of: HashMap<NodeId, usize> =
             order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
         let mut steps: Vec<Step> = Vec::with_capacity(order.len());
+        let mut step_slots: Vec<(Vec<usize>, Vec<usize>)> = Vec::with_capacity(order.len());
         let mut slot_uses: Vec<usize> = vec![0; slot_of.len()];
         let mut pending = vec![0usize; order.len()];
         let mut all_small = true;
@@ -315,10 +417,12 @@ impl Session {
             steps.push(Step {
                 node: n,
                 kernel: self.kernel(n)?,
-                inputs,
-                outputs: vec![None; node.output_types.len()],
+                first_slot: 0,
+                num_inputs: inputs.len(),
+                num_outputs: node.output_types.len(),
                 successors: Vec::new(),
             });
+            step_slots.push((inputs, vec![NO_SLOT; node.output_types.len()]));
         }
         let mut fetch_slots = Vec::with_capacity(fetches.len());
         for &o in fetches {
@@ -333,20 +437,28 @@ impl Session {
         for (&o, &slot) in &slot_of {
             if let Some(&si) = step_of.get(&o.node) {
                 if !fed.contains(&o) {
-                    steps[si].outputs[o.index] = Some(slot);
+                    step_slots[si].1[o.index] = slot;
                 }
             }
+        }
+        let mut slots = Vec::new();
+        for (step, (inputs, outputs)) in steps.iter_mut().zip(step_slots) {
+            step.first_slot = slots.len();
+            slots.extend(inputs);
+            slots.extend(outputs);
         }
         let roots = (0..steps.len()).filter(|&i| pending[i] == 0).collect();
         Ok(Plan {
             num_slots: slot_of.len(),
             steps,
+            slots,
             feed_slots,
             fetch_slots,
             slot_uses,
             pending,
             roots,
             sequential: all_small,
+            spare: Mutex::new(Vec::new()),
         })
     }
 
@@ -368,86 +480,51 @@ impl Session {
         .map_err(|e| self.annotate(e, step.node))
     }
 
-    fn run_sequential(&self, plan: &Plan, mut values: Vec<Option<Tensor>>) -> Result<Vec<Tensor>> {
-        let mut uses = plan.slot_uses.clone();
+    fn run_sequential(&self, plan: &Plan, state: &mut RunState) -> Result<Vec<Tensor>> {
         for step in &plan.steps {
-            // Each value moves to its last reader, so the kernel may reuse its buffer.
             let mut inputs = TensorVec::new();
-            for &slot in &step.inputs {
-                uses[slot] -= 1;
-                let v = if uses[slot] == 0 {
-                    values[slot].take()
-                } else {
-                    values[slot].clone()
-                };
+            for &slot in plan.inputs(step) {
+                let v = state.read_alone(slot);
                 inputs.push(v.ok_or_else(|| self.annotate(unproduced(), step.node))?);
             }
+            let outputs = plan.outputs(step);
             self.execute(step, &mut inputs, |i, t| {
-                if let Some(slot) = step.outputs[i] {
-                    values[slot] = Some(t);
+                // (An output nothing reads has NO_SLOT: no value slot.)
+                if let Some(v) = state.values.get_mut(outputs[i]) {
+                    *v.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(t);
                 }
             })?;
         }
-        collect_fetches(plan, &mut uses, |slot, last| {
-            if last {
-                values[slot].take()
-            } else {
-                values[slot].clone()
-            }
-        })
+        collect_fetches(plan, |slot| state.read_alone(slot))
     }
 
     fn run_parallel(
         &self,
         plan: &Plan,
-        values: Vec<Option<Tensor>>,
+        state: &RunState,
         pool: &rayon::ThreadPool,
     ) -> Result<Vec<Tensor>> {
-        let state = ParallelState {
-            values: values.into_iter().map(Mutex::new).collect(),
-            uses: plan
-                .slot_uses
-                .iter()
-                .map(|&u| AtomicUsize::new(u))
-                .collect(),
-            pending: plan.pending.iter().map(|&p| AtomicUsize::new(p)).collect(),
-            error: Mutex::new(None),
-        };
         pool.scope(|scope| {
             for &r in &plan.roots {
-                let state = &state;
                 scope.spawn(move |s| self.process(plan, state, r, s));
             }
         });
         if let Some(e) = state
             .error
-            .into_inner()
+            .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .take()
         {
             return Err(e);
         }
-        let mut uses: Vec<usize> = state
-            .uses
-            .iter()
-            .map(|u| u.load(Ordering::Acquire))
-            .collect();
-        collect_fetches(plan, &mut uses, |slot, last| {
-            let mut v = state.values[slot]
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if last {
-                v.take()
-            } else {
-                v.clone()
-            }
-        })
+        collect_fetches(plan, |slot| state.read(slot))
     }
 
     /// Runs `step` and then, inline, one successor it made ready; spawns the others.
     fn process<'s>(
         &'s self,
         plan: &'s Plan,
-        state: &'s ParallelState,
+        state: &'s RunState,
         mut step: usize,
         scope: &rayon::Scope<'s>,
     ) {
@@ -461,27 +538,21 @@ impl Session {
                 return;
             }
             let s = &plan.steps[step];
-            let gathered: Result<TensorVec> = s
-                .inputs
+            let gathered: Result<TensorVec> = plan
+                .inputs(s)
                 .iter()
                 .map(|&slot| {
-                    // Count this read under the slot's lock: otherwise the last
-                    // reader could take the value between another reader's
-                    // count and its clone.
-                    let mut v = state.values[slot]
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    let last = state.uses[slot].fetch_sub(1, Ordering::AcqRel) == 1;
-                    let t = if last { v.take() } else { v.clone() };
-                    t.ok_or_else(|| self.annotate(unproduced(), s.node))
+                    state
+                        .read(slot)
+                        .ok_or_else(|| self.annotate(unproduced(), s.node))
                 })
                 .collect();
             let result = gathered.and_then(|mut inputs| {
+                let outputs = plan.outputs(s);
                 self.execute(s, &mut inputs, |i, t| {
-                    if let Some(slot) = s.outputs[i] {
-                        *state.values[slot]
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner) = Some(t);
+                    // (An output nothing reads has NO_SLOT: no value slot.)
+                    if let Some(v) = state.values.get(outputs[i]) {
+                        *v.lock().unwrap_or_else(PoisonError::into_inner) = Some(t);
                     }
                 })
             });
@@ -511,25 +582,49 @@ fn unproduced() -> Status {
     Status::internal("executor: a value was read before it was produced")
 }
 
-/// The fetched values, each moved out by its last reader.
+/// The fetched values, each read (and counted) with `read`.
 fn collect_fetches(
     plan: &Plan,
-    uses: &mut [usize],
-    mut get: impl FnMut(usize, bool) -> Option<Tensor>,
+    mut read: impl FnMut(usize) -> Option<Tensor>,
 ) -> Result<Vec<Tensor>> {
     plan.fetch_slots
         .iter()
         .map(|&slot| {
-            uses[slot] -= 1;
-            get(slot, uses[slot] == 0)
-                .ok_or_else(|| Status::internal("executor: a fetched value was not produced"))
+            read(slot).ok_or_else(|| Status::internal("executor: a fetched value was not produced"))
         })
         .collect()
 }
 
-struct ParallelState {
-    values: Vec<Mutex<Option<Tensor>>>,
-    uses: Vec<AtomicUsize>,
-    pending: Vec<AtomicUsize>,
-    error: Mutex<Option<Status>>,
+impl RunState {
+    /// One read of `slot` by a sequential run, which has the state to
+    /// itself (no locking, no atomic operations): the last reader takes
+    /// the value, so a kernel may reuse its buffer; the others clone it.
+    #[inline(always)]
+    fn read_alone(&mut self, slot: usize) -> Option<Tensor> {
+        let uses = self.uses[slot].get_mut();
+        *uses -= 1;
+        let v = self.values[slot]
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if *uses == 0 {
+            v.take()
+        } else {
+            v.clone()
+        }
+    }
+
+    /// One read of `slot` by a parallel run: the last reader takes the
+    /// value, the others clone it.
+    fn read(&self, slot: usize) -> Option<Tensor> {
+        // Count this read under the slot's lock: otherwise the last reader
+        // could take the value between another reader's count and its clone.
+        let mut v = self.values[slot]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if self.uses[slot].fetch_sub(1, Ordering::AcqRel) == 1 {
+            v.take()
+        } else {
+            v.clone()
+        }
+    }
 }

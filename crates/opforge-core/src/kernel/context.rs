@@ -239,6 +239,7 @@ impl<'a> OpKernelContext<'a> {
     }
 
     /// The number of flat inputs.
+    #[inline]
     pub fn num_inputs(&self) -> usize {
         self.inputs.len()
     }
@@ -246,11 +247,13 @@ impl<'a> OpKernelContext<'a> {
     /// Flat input `i`. Panics if `i` is out of range (a kernel bug: the
     /// number of inputs is fixed by the op's signature), or reads an empty
     /// tensor if the input was forwarded to an output.
+    #[inline]
     pub fn input(&self, i: usize) -> &Tensor {
         &self.inputs[i]
     }
 
     /// All flat inputs.
+    #[inline]
     pub fn inputs(&self) -> &[Tensor] {
         self.inputs
     }
@@ -262,22 +265,26 @@ impl<'a> OpKernelContext<'a> {
     }
 
     /// The dtype of flat input `i`.
+    #[inline]
     pub fn input_dtype(&self, i: usize) -> DataType {
         self.sig.input_types[i]
     }
 
     /// Moves flat input `i` out of the context (leaving an empty tensor), for
     /// kernels that pass an input through or update it in place.
+    #[inline]
     pub fn take_input(&mut self, i: usize) -> Tensor {
         std::mem::replace(&mut self.inputs[i], Tensor::taken())
     }
 
     /// The number of flat outputs.
+    #[inline]
     pub fn num_outputs(&self) -> usize {
         self.outputs.len()
     }
 
     /// The dtype output `i` must have.
+    #[inline]
     pub fn output_type(&self, i: usize) -> DataType {
         self.sig.output_types[i]
     }
@@ -289,6 +296,7 @@ impl<'a> OpKernelContext<'a> {
 
     /// Allocates output `i` with `shape` (its dtype is the signature's) and
     /// returns it for writing. Its contents are unspecified.
+    #[inline]
     pub fn allocate_output(&mut self, i: usize, shape: TensorShape) -> Result<&mut Tensor> {
         let t = self.device.allocate(self.sig.output_types[i], shape)?;
         Ok(self.outputs[i].insert(t))
@@ -299,6 +307,7 @@ impl<'a> OpKernelContext<'a> {
     /// input is then moved to the output, and the kernel must compute in
     /// place); otherwise allocates output `i`. Returns the input forwarded,
     /// if any.
+    #[inline]
     pub fn forward_input_or_allocate_output(
         &mut self,
         candidates: &[usize],
@@ -315,6 +324,7 @@ impl<'a> OpKernelContext<'a> {
     /// [`forward_input_or_allocate_output`](Self::forward_input_or_allocate_output)
     /// with the shape of input `like` (the elementwise case), without
     /// copying the shape when an input is forwarded.
+    #[inline]
     pub fn forward_input_or_allocate_output_like(
         &mut self,
         candidates: &[usize],
@@ -331,6 +341,7 @@ impl<'a> OpKernelContext<'a> {
 
     /// The first of the `candidates` inputs that may become output `i` of
     /// `shape` in place: same dtype and shape, on the device, not shared.
+    #[inline]
     fn forwardable_input(
         &self,
         candidates: &[usize],
@@ -338,17 +349,17 @@ impl<'a> OpKernelContext<'a> {
         shape: &TensorShape,
     ) -> Option<usize> {
         let dtype = self.sig.output_types[i];
-        let location = self.device.location();
         candidates.iter().copied().find(|&c| {
             let input = &self.inputs[c];
             input.dtype() == dtype
                 && input.shape() == shape
                 && input.is_uniquely_owned()
-                && input.location() == location
+                && input.location() == self.device.location()
         })
     }
 
     /// Moves input `c` to output `i`; returns `c`.
+    #[inline]
     fn forward(&mut self, c: usize, i: usize) -> usize {
         let t = self.take_input(c);
         self.outputs[i] = Some(t);
@@ -357,6 +368,7 @@ impl<'a> OpKernelContext<'a> {
 
     /// The inputs and output `i` at once (output `i` must have been
     /// allocated), for kernels that read inputs while writing the output.
+    #[inline]
     pub fn inputs_and_output(&mut self, i: usize) -> Result<(&[Tensor], &mut Tensor)> {
         let name = &self.sig.op_def.name;
         let out = self.outputs[i].as_mut().ok_or_else(|| {
@@ -371,6 +383,7 @@ impl<'a> OpKernelContext<'a> {
     }
 
     /// Output `i` for writing (must have been allocated or set).
+    #[inline]
     pub fn output_mut(&mut self, i: usize) -> Result<&mut Tensor> {
         let name = &self.sig.op_def.name;
         self.outputs[i].as_mut().ok_or_else(|| {
@@ -379,6 +392,7 @@ impl<'a> OpKernelContext<'a> {
     }
 
     /// Sets output `i` to an existing tensor (which must have the output's dtype).
+    #[inline]
     pub fn set_output(&mut self, i: usize, t: Tensor) -> Result<()> {
         let want = self.sig.output_types[i].base();
         if t.dtype() != want {
@@ -399,16 +413,19 @@ impl<'a> OpKernelContext<'a> {
 
     /// The device the kernel runs on (borrowed for the whole run, not just
     /// this call, so it can be held while outputs are written).
+    #[inline]
     pub fn device(&self) -> &'a dyn Device {
         self.device
     }
 
     /// The device's intra-op thread pool (borrowed for the whole run).
+    #[inline]
     pub fn thread_pool(&self) -> &'a ThreadPool {
         self.device.thread_pool()
     }
 
     /// The resource manager for op state (borrowed for the whole run).
+    #[inline]
     pub fn resource_mgr(&self) -> &'a ResourceMgr {
         self.resource_mgr
     }

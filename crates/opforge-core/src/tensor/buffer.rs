@@ -126,16 +126,19 @@ impl Buffer {
     }
 
     /// Where the memory lives.
+    #[inline]
     pub fn location(&self) -> Location {
         self.location
     }
 
     /// The address of the first byte.
+    #[inline]
     pub fn as_ptr(&self) -> *const u8 {
         self.ptr.as_ptr()
     }
 
     /// The bytes, for host memory (empty for device memory).
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         if self.location != Location::Host {
             return &[];
@@ -146,6 +149,7 @@ impl Buffer {
     }
 
     /// The bytes, mutably, for host memory (empty for device memory).
+    #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         if self.location != Location::Host {
             return &mut [];

@@ -57,6 +57,7 @@ pub struct Tensor {
 }
 
 impl Drop for Tensor {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: `storage` is taken exactly once, here, and never used again
         // (the tensor is being dropped).
@@ -85,6 +86,7 @@ impl Tensor {
     /// What a kernel leaves behind when it moves an input out: a `float`
     /// tensor of shape `[0]` with no storage (never shared, never reused
     /// for an output).
+    #[inline]
     pub(crate) fn taken() -> Tensor {
         Tensor {
             dtype: DataType::Float,
@@ -247,31 +249,37 @@ impl Tensor {
     }
 
     /// The element type.
+    #[inline]
     pub fn dtype(&self) -> DataType {
         self.dtype
     }
 
     /// The shape.
+    #[inline]
     pub fn shape(&self) -> &TensorShape {
         &self.shape
     }
 
     /// The dimension sizes.
+    #[inline]
     pub fn dims(&self) -> &[i64] {
         self.shape.dims()
     }
 
     /// The number of dimensions.
+    #[inline]
     pub fn rank(&self) -> usize {
         self.shape.rank()
     }
 
     /// The number of elements.
+    #[inline]
     pub fn num_elements(&self) -> usize {
         self.shape.num_elements()
     }
 
     /// Where the data lives (`Host` for strings and resources).
+    #[inline]
     pub fn location(&self) -> Location {
         match &*self.storage {
             Storage::Dense { buf, .. } => buf.location(),
@@ -279,24 +287,33 @@ impl Tensor {
         }
     }
 
+    #[inline]
     fn check_type<T: Element>(&self) -> Result<()> {
-        if T::DTYPE != self.dtype {
-            return Err(Status::invalid_argument(format!(
-                "Tensor of dtype {} viewed as {}",
-                self.dtype,
-                T::DTYPE
-            )));
-        }
-        if self.location() != Location::Host {
-            return Err(Status::failed_precondition(format!(
-                "Tensor data is on {:?}; copy it to the host before reading it",
-                self.location()
-            )));
+        if T::DTYPE != self.dtype || self.location() != Location::Host {
+            return Err(self.view_error(T::DTYPE));
         }
         Ok(())
     }
 
+    /// Why this tensor cannot be viewed as elements of `want` on the host
+    /// (kept out of line: the check itself is on every kernel's hot path).
+    #[cold]
+    #[inline(never)]
+    fn view_error(&self, want: DataType) -> Status {
+        if want != self.dtype {
+            return Status::invalid_argument(format!(
+                "Tensor of dtype {} viewed as {want}",
+                self.dtype
+            ));
+        }
+        Status::failed_precondition(format!(
+            "Tensor data is on {:?}; copy it to the host before reading it",
+            self.location()
+        ))
+    }
+
     /// The raw bytes of a dense host tensor.
+    #[inline]
     pub fn bytes(&self) -> Result<&[u8]> {
         match &*self.storage {
             Storage::Dense { buf, offset } if buf.location() == Location::Host => {
@@ -315,6 +332,7 @@ impl Tensor {
     }
 
     /// The elements, flattened in row-major order.
+    #[inline]
     pub fn flat<T: Element>(&self) -> Result<&[T]> {
         self.check_type::<T>()?;
         let bytes = self.bytes()?;
@@ -330,6 +348,7 @@ impl Tensor {
 
     /// The elements, mutably. Fails (`FailedPrecondition`) when the storage is
     /// shared with another tensor: writing would change that tensor too.
+    #[inline]
     pub fn flat_mut<T: Element>(&mut self) -> Result<&mut [T]> {
         self.check_type::<T>()?;
         let n = self.num_elements();
@@ -348,6 +367,7 @@ impl Tensor {
     }
 
     /// The value of a one-element tensor (a scalar, or any shape with one element).
+    #[inline]
     pub fn scalar_value<T: Element>(&self) -> Result<T> {
         let flat = self.flat::<T>()?;
         if flat.len() != 1 {
@@ -394,6 +414,7 @@ impl Tensor {
 
     /// Whether no other tensor shares this tensor's storage, so a kernel may
     /// reuse it for an output.
+    #[inline]
     pub fn is_uniquely_owned(&self) -> bool {
         match &*self.storage {
             Storage::Dense { buf, .. } => Arc::strong_count(buf) == 1,

@@ -20,6 +20,7 @@ pub struct TensorShape {
 }
 
 impl PartialEq for TensorShape {
+    #[inline]
     fn eq(&self, other: &TensorShape) -> bool {
         // Element by element: shapes are short, and a slice comparison
         // calls `memcmp`, which costs more than the loop (kernels compare
@@ -37,6 +38,7 @@ impl std::hash::Hash for TensorShape {
 }
 
 impl Clone for TensorShape {
+    #[inline]
     fn clone(&self) -> TensorShape {
         // A copy of the dims (SmallVec's own `clone` goes element by element).
         TensorShape {
@@ -92,11 +94,13 @@ impl TensorShape {
     }
 
     /// The dimension sizes.
+    #[inline]
     pub fn dims(&self) -> &[i64] {
         &self.dims
     }
 
     /// The number of dimensions.
+    #[inline]
     pub fn rank(&self) -> usize {
         self.dims.len()
     }
@@ -112,6 +116,7 @@ impl TensorShape {
     }
 
     /// The number of elements (1 for a scalar).
+    #[inline]
     pub fn num_elements(&self) -> usize {
         self.dims.iter().product::<i64>() as usize
     }
