@@ -4,6 +4,7 @@
 # all in the same run on the same machine:
 #   numpy       the step written by hand (OpenBLAS matmuls)
 #   tensorflow  tf.function + GradientTape + assign_sub (tensorflow-cpu)
+#   tensorflow-xla  the same tf.function compiled by XLA (jit_compile=True)
 #   jax         jax.jit of forward + jax.grad + SGD (jaxlib, XLA:CPU)
 #   torch       eager autograd + torch.optim.SGD (optional: PyPI's torch wheel
 #               pulls several GiB of CUDA libraries, so it is not a default)
@@ -12,21 +13,21 @@
 # (target/bench-venv); OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for
 # the Python commands alone, so numpy runs its best kernel.
 # Usage: benches/mlp_vs_references.sh [STEPS] [FRAMEWORK ...]
-#        (default: 300 numpy tensorflow jax)
+#        (default: 300 numpy tensorflow tensorflow-xla jax)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 steps=${1:-300}
 shift || true
-if [ $# -gt 0 ]; then frameworks=("$@"); else frameworks=(numpy tensorflow jax); fi
+if [ $# -gt 0 ]; then frameworks=("$@"); else frameworks=(numpy tensorflow tensorflow-xla jax); fi
 venv=target/bench-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 for f in "${frameworks[@]}"; do
     case $f in
     numpy) pkg=numpy module=numpy ;;
-    tensorflow) pkg=tensorflow-cpu module=tensorflow ;;
+    tensorflow | tensorflow-xla) pkg=tensorflow-cpu module=tensorflow ;;
     jax) pkg=jax module=jax ;;
     torch) pkg=torch module=torch ;;
-    *) echo "unknown framework '$f' (numpy, tensorflow, jax, torch)" >&2; exit 2 ;;
+    *) echo "unknown framework '$f' (numpy, tensorflow, tensorflow-xla, jax, torch)" >&2; exit 2 ;;
     esac
     "$venv/bin/python" -c "import $module" 2>/dev/null ||
         "$venv/bin/pip" install --quiet numpy threadpoolctl "$pkg"
@@ -34,7 +35,9 @@ done
 cargo build --quiet --release --example mlp
 target/release/examples/mlp "$steps"
 for f in "${frameworks[@]}"; do
+    args=("${f%-xla}_step.py" "$steps")
+    [ "$f" != tensorflow-xla ] || args+=(xla)
     (cd benches/mlp_ref && env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
-        "../../$venv/bin/python" "${f}_step.py" "$steps")
+        "../../$venv/bin/python" "${args[@]}")
 done
 target/release/examples/mlp "$steps"

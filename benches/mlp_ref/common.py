@@ -21,7 +21,7 @@ def setup():
 
 def run(name, step, data, finish=float):
     """Times `step(x, y)` (returns the loss) and prints one line."""
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 300  # argv[2:]: the script's own
     first = finish(step(*data[0]))
     for x, y in data[:5]:
         step(x, y)

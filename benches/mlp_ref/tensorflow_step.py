@@ -1,6 +1,9 @@
 """TensorFlow: the step as a tf.function (graph mode, Grappler, oneDNN),
-gradients from tf.GradientTape, SGD as assign_sub on resource variables."""
+gradients from tf.GradientTape, SGD as assign_sub on resource variables.
+With a second argument `xla`, the tf.function is compiled by XLA
+(jit_compile=True)."""
 import os
+import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf
 from common import setup, run, LR
@@ -11,7 +14,10 @@ B = [tf.Variable(v) for v in b]
 data = [(tf.constant(x), tf.constant(y)) for x, y in data]
 
 
-@tf.function
+XLA = sys.argv[2:] == ["xla"]
+
+
+@tf.function(jit_compile=XLA)
 def step(x, y):
     with tf.GradientTape() as tape:
         h = x
@@ -26,4 +32,4 @@ def step(x, y):
     return loss
 
 
-run(f"tensorflow {tf.__version__} (tf.function)", step, data)
+run(f"tensorflow {tf.__version__} (tf.function{', XLA' if XLA else ''})", step, data)
