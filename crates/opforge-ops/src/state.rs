@@ -40,7 +40,7 @@ use opforge_core::{
     Status, Tensor,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The names of the ops this module registers.
 pub const OPS: &[&str] = &[
@@ -687,12 +687,8 @@ struct AssignUpdateKernel {
 
 impl OpKernel for AssignUpdateKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let h = var_handle_input(ctx, 0)?;
-        let var = ctx.resource_mgr().lookup::<Var>(&h.container, &h.name)?;
+        let (h, var) = var_to_update(ctx, 1)?;
         let value = ctx.input(1);
-        if var.dtype() != value.dtype() {
-            return Err(wrong_assign_dtype(var.dtype(), value.dtype()));
-        }
         let check = |current: &Tensor| {
             ensure!(
                 current.shape() == value.shape(),
@@ -710,18 +706,26 @@ impl OpKernel for AssignUpdateKernel {
     }
 }
 
+/// The variable an update kernel's input 0 names, which must exist and
+/// have the dtype of input `value`.
+fn var_to_update(ctx: &OpKernelContext<'_>, value: usize) -> Result<(ResourceHandle, Arc<Var>)> {
+    let h = var_handle_input(ctx, 0)?;
+    let var = ctx.resource_mgr().lookup::<Var>(&h.container, &h.name)?;
+    let dtype = ctx.input(value).dtype();
+    if var.dtype() != dtype {
+        return Err(wrong_assign_dtype(var.dtype(), dtype));
+    }
+    Ok((h, var))
+}
+
 /// `ResourceApplyGradientDescent`: `var -= alpha * delta` (TensorFlow's
 /// SGD update, as `tf.keras.optimizers.SGD` applies it) in one pass.
 struct ApplyGradientDescentKernel;
 
 impl OpKernel for ApplyGradientDescentKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let h = var_handle_input(ctx, 0)?;
-        let var = ctx.resource_mgr().lookup::<Var>(&h.container, &h.name)?;
+        let (h, var) = var_to_update(ctx, 2)?;
         let (alpha, delta) = (ctx.input(1), ctx.input(2));
-        if var.dtype() != delta.dtype() {
-            return Err(wrong_assign_dtype(var.dtype(), delta.dtype()));
-        }
         ensure!(
             alpha.rank() == 0,
             InvalidArgument,
