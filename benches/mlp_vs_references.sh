@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The 784-512-512-10 MLP (batch 128, SGD, float32): opforge's graph-mode
-# training step (examples/mlp.rs) against the same step in other frameworks,
+# training step (examples/mlp/) against the same step in other frameworks,
 # all in the same run on the same machine:
 #   numpy       the step written by hand (OpenBLAS matmuls)
 #   tensorflow  tf.function + GradientTape + assign_sub (tensorflow-cpu)

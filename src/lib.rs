@@ -1,9 +1,10 @@
 //! opforge: define, implement, test and ship tensor operations.
 //!
-//! This facade re-exports [`opforge_core`] (data types, protos, errors, the
-//! op definition language and the op registry) and the standard op library
-//! [`opforge_ops`], and holds the library side of the `opforge` command line
-//! ([`cli`]).
+//! This facade re-exports [`opforge_core`] (data types, protos, errors, op
+//! definitions and registries, tensors, kernels, shape inference, the eager
+//! and graph runtimes, autodiff, op compatibility) and the standard op
+//! library [`opforge_ops`]. The `opforge` command line is the `opforge-cli`
+//! crate, built on this one.
 //!
 //! Define an op next to its code and find it in the global registry:
 //!
@@ -26,9 +27,6 @@
 #![warn(missing_docs)]
 pub use opforge_core::*;
 pub use opforge_ops;
-
-pub mod cli;
-pub mod mlp;
 
 #[doc = include_str!("../docs/adding-an-op.md")]
 pub mod guide {}

@@ -1,7 +1,10 @@
-//! The worked MLP example trains: the loss falls.
+//! The MLP example's model trains: the loss falls.
 
+#[path = "../examples/mlp/model.rs"]
+mod model;
+
+use model::{build, synthetic_batches};
 use opforge::graph::SessionOptions;
-use opforge::mlp::{build, synthetic_batches};
 
 #[test]
 fn a_small_mlp_learns_the_teacher() {

@@ -1,5 +1,5 @@
 """Shared set-up of the reference MLP benchmarks: the model of
-examples/mlp.rs (784-512-512-10, batch 128, ReLU, sparse softmax
+examples/mlp/ (784-512-512-10, batch 128, ReLU, sparse softmax
 cross-entropy, plain SGD with learning rate 0.05, float32) on 16 synthetic
 batches, and the timing loop (5 warm-up steps, then STEPS timed steps)."""
 import sys, time

@@ -1,9 +1,11 @@
-//! Trains the 784-512-512-10 MLP of `opforge::mlp` (batch 128, SGD) in
-//! graph mode on synthetic data and reports steps per second.
+//! Trains the 784-512-512-10 MLP of `model.rs` (batch 128, SGD) in graph
+//! mode on synthetic data and reports steps per second.
 //! `cargo run --release --example mlp [STEPS]`
 
+mod model;
+
+use model::{build, synthetic_batches};
 use opforge::graph::SessionOptions;
-use opforge::mlp::{build, synthetic_batches};
 use std::time::Instant;
 
 fn main() -> opforge::Result<()> {

@@ -1,7 +1,7 @@
 //! `opforge ops list|show|export`: the registered ops.
 
 use super::{CliError, ExportFormat, ShowFormat};
-use opforge_core::{proto, signature, OpRegistry};
+use opforge::{proto, signature, OpRegistry};
 use std::io::Write;
 
 /// Prints every registered op's name, one per line, sorted.
@@ -53,7 +53,7 @@ fn pretty_json(value: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opforge_core::{Code, OpDefBuilder};
+    use opforge::{Code, OpDefBuilder};
 
     fn registry() -> OpRegistry {
         let r = OpRegistry::new();

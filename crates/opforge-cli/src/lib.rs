@@ -1,4 +1,6 @@
-//! The `opforge` command line.
+//! The `opforge` command line, as a library: the argument parser, one
+//! module per command group, and [`main`], which the `opforge` binary
+//! (`src/main.rs`) calls.
 //!
 //! ```text
 //! opforge ops list                                  every registered op, sorted
@@ -19,12 +21,13 @@
 //! Output goes to stdout; errors go to stderr as `error: CODE: message`
 //! with exit code 1. The commands are library functions taking their output
 //! stream, so they can be tested without a process.
+#![warn(missing_docs)]
 
-use crate::{Code, Status};
 use clap::{Parser, Subcommand, ValueEnum};
-use opforge_core::eager::EagerContext;
-use opforge_core::kernel::KernelRegistry;
-use opforge_core::OpRegistry;
+use opforge::eager::EagerContext;
+use opforge::kernel::KernelRegistry;
+use opforge::OpRegistry;
+use opforge::{Code, Status};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -411,7 +414,7 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    opforge_ops::link();
+    opforge::opforge_ops::link();
     let registry = OpRegistry::global();
     if let Err(e) = registry.check_startup() {
         eprintln!("error: {e}");

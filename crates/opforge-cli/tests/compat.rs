@@ -6,8 +6,13 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The repository root (this crate is `crates/opforge-cli`).
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/opforge-cli is two levels below the root")
+        .to_path_buf()
 }
 
 fn opforge(args: &[&str]) -> Output {

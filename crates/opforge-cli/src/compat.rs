@@ -1,5 +1,5 @@
 //! `opforge compat check|update|check-pair|check-jsonl`: op backward
-//! compatibility (see [`opforge_core::compat`]) against the committed op
+//! compatibility (see [`opforge::compat`]) against the committed op
 //! history.
 //!
 //! The op history is a folder (`ops_history/` by default) with one file
@@ -36,11 +36,11 @@
 //! cannot be read gives `{"name", "error"}`; the run always goes on.
 
 use super::{opdef, CliError};
-use opforge_core::compat::{self, HistoryCheck, Reason};
-use opforge_core::op_def::validate_op_def;
-use opforge_core::proto::{self, NodeDef, OpDef, OpList};
-use opforge_core::registry::OPS_TO_REGISTER;
-use opforge_core::{OpRegistry, Result, Status};
+use opforge::compat::{self, HistoryCheck, Reason};
+use opforge::op_def::validate_op_def;
+use opforge::proto::{self, NodeDef, OpDef, OpList};
+use opforge::registry::OPS_TO_REGISTER;
+use opforge::{OpRegistry, Result, Status};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -580,7 +580,7 @@ pub fn check_jsonl(input: impl BufRead, out: &mut dyn Write) -> std::result::Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opforge_core::OpDefBuilder;
+    use opforge::OpDefBuilder;
 
     fn temp_dir(name: &str) -> PathBuf {
         let dir =

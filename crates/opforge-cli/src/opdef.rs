@@ -18,7 +18,7 @@
 //! "explanation"]`. Other keys are ignored.
 //!
 //! ```
-//! use opforge::cli::opdef::build_line;
+//! use opforge_cli::opdef::build_line;
 //! let line = r#"{"op": "Neg", "calls": [["Input", "x: float"], ["Output", "y: float"]]}"#;
 //! let out: serde_json::Value = serde_json::from_str(&build_line(line).unwrap()).unwrap();
 //! assert_eq!(out["op"], "Neg");
@@ -27,9 +27,9 @@
 //! ```
 
 use super::CliError;
-use opforge_core::op_def::validate_op_def;
-use opforge_core::proto::{self, OpDef, OpList};
-use opforge_core::{OpDefBuilder, Result, Status};
+use opforge::op_def::validate_op_def;
+use opforge::proto::{self, OpDef, OpList};
+use opforge::{OpDefBuilder, Result, Status};
 use serde_json::Value;
 use std::io::{BufRead, Write};
 

@@ -9,7 +9,7 @@
 //! such input when several are) or `{"error": "<CODE: message>"}`.
 //!
 //! ```
-//! use opforge::cli::shape::infer_line;
+//! use opforge_cli::shape::infer_line;
 //! opforge::opforge_ops::link();
 //! let line = r#"{"op": "Placeholder", "ins": "", "node_def": {"name": "p", "op": "Placeholder",
 //!     "attr": {"dtype": {"type": "DT_FLOAT"}, "shape": {"shape": {"dim": [{"size": "2"}, {"size": "-1"}]}}}}}"#;
@@ -18,8 +18,8 @@
 //! ```
 
 use super::CliError;
-use opforge_core::shape_inference::testutil::{outputs_string, run_shape_fn, ShapeTestOp};
-use opforge_core::{Result, Status};
+use opforge::shape_inference::testutil::{outputs_string, run_shape_fn, ShapeTestOp};
+use opforge::{Result, Status};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 

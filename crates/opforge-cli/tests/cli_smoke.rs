@@ -196,7 +196,10 @@ fn opdef_check_valid_and_invalid_lists() {
 fn opdef_build_reproduces_the_corpus() {
     // TensorFlow's own REGISTER_OP chains (see tests/corpus/README.md): each
     // builds to the OpDef TensorFlow 2.21's builder makes from it.
-    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/op_specs.jsonl");
+    let corpus = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/corpus/op_specs.jsonl"
+    );
     let o = opforge(&["opdef", "build", "--jsonl", corpus]);
     assert!(o.status.success(), "{}", stderr(&o));
     let records: Vec<serde_json::Value> = std::fs::read_to_string(corpus)

@@ -14,11 +14,11 @@
 
 use super::exec::error_json;
 use super::CliError;
-use opforge_core::autodiff::gradients;
-use opforge_core::graph::{Graph, Output, Session};
-use opforge_core::proto::{self, GraphDef};
-use opforge_core::tensor::json::{tensor_from_json, tensor_to_json};
-use opforge_core::{Result, Status};
+use opforge::autodiff::gradients;
+use opforge::graph::{Graph, Output, Session};
+use opforge::proto::{self, GraphDef};
+use opforge::tensor::json::{tensor_from_json, tensor_to_json};
+use opforge::{Result, Status};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::Path;

@@ -15,7 +15,7 @@
 //!   `{"list": {"i": ["1", "2"]}}`, `{"tensor": {...}}`. Attrs that the inputs
 //!   determine (like `T`) may be left out, as may attrs with defaults.
 //! - `inputs` (optional): the input tensors in the tensor JSON form of
-//!   [`opforge_core::tensor::json`], flat: an op with a list input takes its
+//!   [`opforge::tensor::json`], flat: an op with a list input takes its
 //!   tensors in a row (the list's length comes from its attr, or from the
 //!   count when that is unambiguous). An input may also be a JSON *array*
 //!   of tensors, which is one list argument; then every argument must be
@@ -37,7 +37,7 @@
 //! `shared_name` instead).
 //!
 //! ```
-//! use opforge::cli::exec::exec_line;
+//! use opforge_cli::exec::exec_line;
 //! use opforge::eager::EagerContext;
 //! opforge::opforge_ops::link();
 //! let ctx = EagerContext::new(1).unwrap();
@@ -50,11 +50,11 @@
 //! ```
 
 use super::CliError;
-use opforge_core::attrs::AttrMap;
-use opforge_core::eager::{Arg, EagerContext};
-use opforge_core::proto::{self, AttrValue};
-use opforge_core::tensor::json::{tensor_from_json, tensor_to_json};
-use opforge_core::{Result, Status, Tensor};
+use opforge::attrs::AttrMap;
+use opforge::eager::{Arg, EagerContext};
+use opforge::proto::{self, AttrValue};
+use opforge::tensor::json::{tensor_from_json, tensor_to_json};
+use opforge::{Result, Status, Tensor};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -211,10 +211,10 @@ pub fn exec_jsonl(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opforge_core::DataType;
+    use opforge::DataType;
 
     fn ctx() -> EagerContext {
-        opforge_ops::link();
+        opforge::opforge_ops::link();
         EagerContext::new(1).unwrap()
     }
 
@@ -379,8 +379,8 @@ mod tests {
 
     /// A test op with a list input: `out = sum(xs) + 100 * y`.
     struct SumList;
-    impl opforge_core::kernel::OpKernel for SumList {
-        fn compute(&self, ctx: &mut opforge_core::kernel::OpKernelContext<'_>) -> Result<()> {
+    impl opforge::kernel::OpKernel for SumList {
+        fn compute(&self, ctx: &mut opforge::kernel::OpKernelContext<'_>) -> Result<()> {
             let mut total = 0i32;
             for x in ctx.input_list("xs")? {
                 total += x.flat::<i32>()?.iter().sum::<i32>();
@@ -389,18 +389,18 @@ mod tests {
             ctx.set_output(0, Tensor::scalar(total))
         }
     }
-    impl opforge_core::kernel::CreateKernel for SumList {
-        fn create(_: &opforge_core::kernel::OpKernelConstruction<'_>) -> Result<Self> {
+    impl opforge::kernel::CreateKernel for SumList {
+        fn create(_: &opforge::kernel::OpKernelConstruction<'_>) -> Result<Self> {
             Ok(SumList)
         }
     }
-    opforge_core::register_op!(opforge_core::OpDefBuilder::new("ExecTestSumList")
+    opforge::register_op!(opforge::OpDefBuilder::new("ExecTestSumList")
         .attr("N: int >= 1")
         .input("xs: N * int32")
         .input("y: int32")
         .output("out: int32"));
-    opforge_core::register_kernel!(
-        opforge_core::kernel::KernelDefBuilder::new("ExecTestSumList"),
+    opforge::register_kernel!(
+        opforge::kernel::KernelDefBuilder::new("ExecTestSumList"),
         SumList
     );
 

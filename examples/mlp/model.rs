@@ -1,14 +1,15 @@
-//! The worked example of issue 5: a 784-512-512-10 multilayer perceptron
-//! (MatMul, BiasAdd, Relu, sparse softmax cross-entropy) trained with SGD
-//! on resource variables, in graph mode, on synthetic data whose labels
-//! come from a fixed random "teacher", so the loss can fall.
+//! The model of the MLP example: a multilayer perceptron (MatMul, BiasAdd,
+//! Relu, sparse softmax cross-entropy) trained with SGD on resource
+//! variables, in graph mode, on synthetic data whose labels come from a
+//! fixed random "teacher", so the loss can fall.
 //!
-//! `cargo run --release --example mlp` trains it and reports steps/s; the
-//! test `tests/mlp.rs` trains a small one and checks that the loss falls.
+//! `examples/mlp/main.rs` (`cargo run --release --example mlp`) trains the
+//! 784-512-512-10 one and reports steps/s; `tests/mlp.rs` includes this file
+//! too, trains a small one and checks that the loss falls.
 
-use crate::autodiff::gradients;
-use crate::graph::{Graph, NodeId, NodeSpec, Output, Session, SessionOptions};
-use crate::{DataType, Result, Tensor, TensorShape};
+use opforge::autodiff::gradients;
+use opforge::graph::{Graph, NodeId, NodeSpec, Output, Session, SessionOptions};
+use opforge::{DataType, Result, Status, Tensor, TensorShape};
 
 /// A deterministic pseudo-random source (SplitMix64), so runs are repeatable.
 pub struct Rng(u64);
@@ -161,7 +162,7 @@ pub fn build(
     let lr_t = konst(&mut g, "learning_rate", &Tensor::scalar(lr))?;
     let mut updates = Vec::new();
     for ((handle, read), grad) in vars.iter().zip(grads) {
-        let grad = grad.ok_or_else(|| crate::Status::internal("no gradient for a weight"))?;
+        let grad = grad.ok_or_else(|| Status::internal("no gradient for a weight"))?;
         let name = g.node(*handle).name.clone();
         // Read before update: the forward pass of this step used `read`.
         updates.push(
