@@ -18,8 +18,10 @@ pub mod op_def;
 pub mod proto;
 pub mod registry;
 pub mod resource;
+mod resource_handle;
 pub mod shape_inference;
 pub mod signature;
+pub mod strings;
 pub mod tensor;
 
 pub use dtype::DataType;

@@ -4,6 +4,7 @@
 
 use crate::dtype::DataType;
 use crate::proto::{self, attr_value::ListValue, attr_value::Value, op_def::AttrDef, AttrValue};
+use crate::strings::c_escape;
 use crate::{Result, Status};
 
 /// The attr types an op spec may declare (`list(<t>)` of each is also valid).
@@ -299,24 +300,6 @@ pub fn validate_attr_value(value: &AttrValue, attr: &AttrDef) -> Result<()> {
     }
 }
 
-/// C-style escaping of bytes, as TensorFlow's `absl::CEscape`.
-pub fn c_escape(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for &b in bytes {
-        match b {
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            b'"' => out.push_str("\\\""),
-            b'\'' => out.push_str("\\'"),
-            b'\\' => out.push_str("\\\\"),
-            0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("\\{b:03o}")),
-        }
-    }
-    out
-}
-
 /// Formats a float the shortest way that reads back the same, in positional
 /// notation for magnitudes in `[1e-4, 1e16)` (`1`, `0.0001`) and scientific
 /// notation outside it (`1e-5`), like `%g`.
@@ -606,8 +589,7 @@ mod tests {
     }
 
     #[test]
-    fn escapes_and_floats() {
-        assert_eq!(c_escape(b"a\"b\n\x01"), "a\\\"b\\n\\001");
+    fn floats() {
         assert_eq!(format_float(1.0), "1");
         assert_eq!(format_float(0.0001), "0.0001");
         assert_eq!(format_float(1e-5), "1e-5");

@@ -6,8 +6,9 @@ mod builder;
 mod spec;
 mod validate;
 
+pub use crate::strings::c_escape;
 pub use attr_value::{
-    attr_value_has_type, attr_value_type, c_escape, data_type_list_string, format_float, list_len,
+    attr_value_has_type, attr_value_type, data_type_list_string, format_float, list_len,
     parse_attr_value, split_list_type, summarize_attr_value, summarize_shape, validate_attr_value,
     ATTR_BASE_TYPES,
 };

@@ -100,8 +100,8 @@ impl Printer<'_> {
             Value::U64(v) => write!(out, "{v}"),
             Value::F32(v) => write!(out, "{}", format_f32(*v)),
             Value::F64(v) => write!(out, "{}", format_f64(*v)),
-            Value::String(s) => write!(out, "\"{}\"", crate::op_def::c_escape(s.as_bytes())),
-            Value::Bytes(b) => write!(out, "\"{}\"", crate::op_def::c_escape(b)),
+            Value::String(s) => write!(out, "\"{}\"", crate::strings::c_escape(s.as_bytes())),
+            Value::Bytes(b) => write!(out, "\"{}\"", crate::strings::c_escape(b)),
             Value::EnumNumber(n) => match field.kind() {
                 Kind::Enum(e) => match e.get_value(*n) {
                     Some(v) => write!(out, "{}", v.name()),

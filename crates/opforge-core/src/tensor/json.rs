@@ -53,7 +53,7 @@
 use super::{Element, Location, Tensor, TensorShape};
 use crate::dtype::DataType;
 use crate::proto::{tensor_shape_proto::Dim, TensorShapeProto};
-use crate::resource::ResourceHandle;
+use crate::resource_handle::ResourceHandle;
 use crate::{Result, Status};
 use half::{bf16, f16};
 use num_complex::Complex;

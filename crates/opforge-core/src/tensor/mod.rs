@@ -13,7 +13,7 @@ pub use element::Element;
 pub use shape::TensorShape;
 
 use crate::dtype::DataType;
-use crate::resource::ResourceHandle;
+use crate::resource_handle::ResourceHandle;
 use crate::{Result, Status};
 use std::fmt;
 use std::mem::ManuallyDrop;
@@ -546,7 +546,7 @@ impl Tensor {
                  Complex64, Complex128],
                 {
                     if let Ok(s) = self.strings() {
-                        values.extend(s[..n].iter().map(|v| format!("\"{}\"", crate::op_def::c_escape(v))));
+                        values.extend(s[..n].iter().map(|v| format!("\"{}\"", crate::strings::c_escape(v))));
                     } else if let Ok(r) = self.resource_handles() {
                         values.extend(r[..n].iter().map(|h| format!("<{}>", h.name)));
                     }

@@ -10,7 +10,7 @@ compile_error!(
 use super::{Storage, Tensor, TensorShape};
 use crate::dtype::DataType;
 use crate::proto::TensorProto;
-use crate::resource::ResourceHandle;
+use crate::resource_handle::ResourceHandle;
 use crate::{Result, Status};
 
 /// Expands a `*_val` list to `n` values: empty means all default, shorter is
