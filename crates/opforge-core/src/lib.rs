@@ -1,8 +1,26 @@
 //! # opforge-core
 //!
-//! The foundation of opforge: data types, TensorFlow-compatible protos,
-//! the structured error type, the op definition language (spec strings and
-//! [`OpDefBuilder`]), OpDef validation and the op registry.
+//! The core of opforge, with TensorFlow's semantics and formats: everything
+//! but the ops themselves (`opforge-ops`) and the command line
+//! (`opforge-cli`).
+//!
+//! * foundations: data types ([`dtype`]), TensorFlow-compatible protos and
+//!   their encodings ([`proto`]), the error type ([`error`]), string
+//!   helpers ([`strings`]);
+//! * op definitions: the spec language, [`OpDefBuilder`] and validation
+//!   ([`op_def`]), node attrs ([`attrs`]), the op registry ([`registry`]),
+//!   Python-style signatures ([`signature`]) and backward compatibility
+//!   ([`compat`]);
+//! * values: [`Tensor`]s and their buffers, protos and JSON ([`tensor`]),
+//!   resources and resource handles ([`resource`]);
+//! * running ops: kernels and their registry ([`kernel`]), devices
+//!   ([`device`]), shape inference ([`shape_inference`]), eager execution
+//!   ([`eager`]) and graphs with their executor ([`graph`]);
+//! * gradients: graph gradients, the eager gradient tape and the gradient
+//!   checker ([`autodiff`]).
+//!
+//! Op libraries, the standard one included, use only this crate's public
+//! API.
 #![warn(missing_docs)]
 
 pub mod attrs;

@@ -1,5 +1,5 @@
-//! Tests of every form of the spec language (issue: "every form listed has a
-//! unit test, including the error cases"), and property tests of the parser.
+//! Tests of every form of the spec language, error cases included, and
+//! property tests of the parser.
 
 use super::*;
 use crate::dtype::{DataType, NUMBER_TYPES, QUANTIZED_TYPES, REAL_NUMBER_TYPES};
