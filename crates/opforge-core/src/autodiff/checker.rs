@@ -57,7 +57,7 @@ fn evaluate(ctx: &EagerContext, f: Builder<'_>, xs: &[Tensor]) -> Result<(Vec<f6
     let mut tape = GradientTape::new(ctx, false);
     let syms: Vec<Sym> = xs.iter().map(|x| tape.watch(x.clone())).collect();
     let y = f(&mut tape, &syms)?;
-    let t = tape.value(y).clone();
+    let t = tape.value(y)?.clone();
     Ok((to_f64(&t)?, t.dims().to_vec()))
 }
 
@@ -75,7 +75,7 @@ pub fn compute_gradient(
     let mut tape = GradientTape::new(ctx, true);
     let syms: Vec<Sym> = xs.iter().map(|x| tape.watch(x.clone())).collect();
     let y = f(&mut tape, &syms)?;
-    let y_t = tape.value(y).clone();
+    let y_t = tape.value(y)?.clone();
     let (y_dtype, y_dims, cols) = (y_t.dtype(), y_t.dims().to_vec(), y_t.num_elements());
     let records = tape.records_snapshot();
     let mut jac: Vec<Jacobians> = xs
@@ -94,7 +94,7 @@ pub fn compute_gradient(
         let grads = backprop(&mut tape, &records, &[y], &[Some(seed)], &syms)?;
         for (i, g) in grads.into_iter().enumerate() {
             if let Some(g) = g {
-                let vals = to_f64(tape.value(g))?;
+                let vals = to_f64(tape.value(g)?)?;
                 if vals.len() != jac[i].rows {
                     return Err(Status::internal(format!(
                         "the gradient for input {i} has {} elements, the input {}",
