@@ -49,6 +49,47 @@ pub struct KernelDef {
     pub priority: i32,
 }
 
+impl KernelDef {
+    /// For each flat input of a node with signature `sig`, whether the
+    /// kernel reads it from host memory (TensorFlow's `HostMemory`).
+    pub fn host_memory_inputs(&self, sig: &KernelSignature) -> Vec<bool> {
+        self.host_memory_flags(
+            &sig.op_def.input_arg,
+            &sig.input_ranges,
+            sig.input_types.len(),
+        )
+    }
+
+    /// For each flat output of a node with signature `sig`, whether the
+    /// kernel writes it to host memory.
+    pub fn host_memory_outputs(&self, sig: &KernelSignature) -> Vec<bool> {
+        self.host_memory_flags(
+            &sig.op_def.output_arg,
+            &sig.output_ranges,
+            sig.output_types.len(),
+        )
+    }
+
+    fn host_memory_flags(
+        &self,
+        args: &[crate::proto::op_def::ArgDef],
+        ranges: &[std::ops::Range<usize>],
+        n: usize,
+    ) -> Vec<bool> {
+        let mut flags = vec![false; n];
+        for (arg, range) in args.iter().zip(ranges) {
+            if self.host_memory_args.contains(&arg.name) {
+                for i in range.clone() {
+                    if let Some(f) = flags.get_mut(i) {
+                        *f = true;
+                    }
+                }
+            }
+        }
+        flags
+    }
+}
+
 /// Builds a [`KernelDef`].
 ///
 /// ```
@@ -203,40 +244,7 @@ impl KernelRegistration {
     /// For each flat input of a node with signature `sig`, whether this
     /// kernel reads it from host memory (TensorFlow's `HostMemory`).
     pub fn host_memory_inputs(&self, sig: &KernelSignature) -> Vec<bool> {
-        self.host_memory_flags(
-            &sig.op_def.input_arg,
-            &sig.input_ranges,
-            sig.input_types.len(),
-        )
-    }
-
-    /// For each flat output of a node with signature `sig`, whether this
-    /// kernel writes it to host memory.
-    pub fn host_memory_outputs(&self, sig: &KernelSignature) -> Vec<bool> {
-        self.host_memory_flags(
-            &sig.op_def.output_arg,
-            &sig.output_ranges,
-            sig.output_types.len(),
-        )
-    }
-
-    fn host_memory_flags(
-        &self,
-        args: &[crate::proto::op_def::ArgDef],
-        ranges: &[std::ops::Range<usize>],
-        n: usize,
-    ) -> Vec<bool> {
-        let mut flags = vec![false; n];
-        for (arg, range) in args.iter().zip(ranges) {
-            if self.def.host_memory_args.contains(&arg.name) {
-                for i in range.clone() {
-                    if let Some(f) = flags.get_mut(i) {
-                        *f = true;
-                    }
-                }
-            }
-        }
-        flags
+        self.def.host_memory_inputs(sig)
     }
 
     /// `device='CPU'; T in [DT_FLOAT, DT_DOUBLE]`, as TensorFlow lists kernels.

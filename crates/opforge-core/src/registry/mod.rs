@@ -215,12 +215,17 @@ impl Registry {
     /// [`verify`](Self::verify).
     pub fn global() -> &'static Arc<Registry> {
         static GLOBAL: OnceLock<Arc<Registry>> = OnceLock::new();
-        GLOBAL.get_or_init(|| {
-            let mut registry = Registry::new();
-            registry.require_kernels = true;
-            registry.register_static(inventory::iter::<StaticRegistration>, OPS_TO_REGISTER);
-            Arc::new(registry)
-        })
+        GLOBAL.get_or_init(|| Arc::new(Registry::with_builtins()))
+    }
+
+    /// A new registry holding every static registration of the linked
+    /// crates that the build selects, as the global registry does: a
+    /// sandbox to add to and unload from without touching the global one.
+    pub fn with_builtins() -> Registry {
+        let mut registry = Registry::new();
+        registry.require_kernels = true;
+        registry.register_static(inventory::iter::<StaticRegistration>, OPS_TO_REGISTER);
+        registry
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Tables> {

@@ -562,3 +562,44 @@ fn require_ops_names_what_is_missing() {
         "{err}"
     );
 }
+
+#[test]
+fn selective_registration_applies_to_kernels_and_attributes() {
+    use crate::autodiff::{Gradient, GradientFn};
+    let regs = [
+        StaticRegistration::op(|| unary("Kept"), "a.rs", 1),
+        StaticRegistration::op(|| unary("Dropped"), "a.rs", 2),
+        StaticRegistration::kernel(
+            || KernelRegistration::of::<Nop>(KernelDefBuilder::new("Kept")),
+            "a.rs",
+            3,
+        ),
+        StaticRegistration::kernel(
+            || KernelRegistration::of::<Nop>(KernelDefBuilder::new("Dropped")),
+            "a.rs",
+            4,
+        ),
+        StaticRegistration::attr(
+            "Kept",
+            || ErasedAttr::new::<Gradient>(Arc::new(GradientFn::NotDifferentiable)),
+            "a.rs",
+            5,
+        ),
+        StaticRegistration::attr(
+            "Dropped",
+            || ErasedAttr::new::<Gradient>(Arc::new(GradientFn::NotDifferentiable)),
+            "a.rs",
+            6,
+        ),
+    ];
+    let r = Registry::new();
+    r.register_static(&regs, Some(&["Kept"]));
+    assert_eq!(r.names(), ["Kept"]);
+    assert_eq!(r.kernel_count(), 1);
+    assert_eq!(r.ops_with_attr::<Gradient>(), ["Kept"]);
+    r.verify().unwrap();
+    // Running the same static registrations again changes nothing.
+    r.register_static(&regs, Some(&["Kept"]));
+    assert_eq!(r.kernel_count(), 1);
+    r.verify().unwrap();
+}

@@ -253,6 +253,41 @@ impl Tensor {
         })
     }
 
+    /// A dense host tensor of `dtype` and `shape` holding a copy of `bytes`
+    /// (its elements in row-major order, native byte order);
+    /// `InvalidArgument` if the length does not match, or if a `bool`
+    /// tensor would hold bytes other than 0 and 1.
+    pub fn from_bytes(dtype: DataType, shape: TensorShape, bytes: &[u8]) -> Result<Tensor> {
+        check_storable(dtype)?;
+        if !dtype.is_dense() {
+            return Err(Status::invalid_argument(format!(
+                "A {dtype} tensor cannot be made from raw bytes"
+            )));
+        }
+        let need = byte_len(dtype, shape.num_elements())?;
+        if bytes.len() != need {
+            return Err(Status::invalid_argument(format!(
+                "{} bytes given for a {dtype} tensor of shape {shape} ({need} bytes)",
+                bytes.len()
+            )));
+        }
+        if dtype == DataType::Bool && bytes.iter().any(|&b| b > 1) {
+            return Err(Status::invalid_argument(
+                "A bool tensor's bytes must be 0 or 1",
+            ));
+        }
+        let mut buf = buffer::allocate_host_shared(need)?;
+        match Arc::get_mut(&mut buf) {
+            Some(b) => b.as_mut_slice()[..need].copy_from_slice(bytes),
+            None => return Err(Status::internal("a new buffer is shared")),
+        }
+        Ok(Tensor {
+            dtype,
+            shape,
+            storage: ManuallyDrop::new(Storage::Dense { buf, offset: 0 }),
+        })
+    }
+
     /// A dense tensor in device memory (see [`DeviceBuffer`]); the buffer
     /// must hold at least the tensor's bytes. Only the device that made the
     /// buffer reads it ([`Device::copy_to_host`](crate::device::Device::copy_to_host)).
