@@ -216,6 +216,16 @@ impl DataType {
     pub fn is_quantized(self) -> bool {
         QUANTIZED_TYPES.contains(&self.base())
     }
+
+    /// Whether tensors of this type are plain bytes (so they can live in a
+    /// device's memory): every type but `string`, `resource` and `variant`,
+    /// whose tensors always stay on the host.
+    pub fn is_dense(self) -> bool {
+        !matches!(
+            self.base(),
+            DataType::String | DataType::Resource | DataType::Variant | DataType::Invalid
+        )
+    }
 }
 
 impl fmt::Display for DataType {

@@ -1,12 +1,15 @@
 //! Eager execution: run an op now on tensors. Kernels are cached per
-//! (op, input dtypes, attrs, device), so a repeated call costs a hash lookup
-//! and the kernel's own work. A panicking kernel becomes an `Internal`
-//! error and the context stays usable.
+//! (op, input dtypes, attrs), so a repeated call costs a lookup and the
+//! kernel's own work. Inputs that are not in the memory the kernel reads
+//! (the device's, or the host for host-memory arguments) are copied there
+//! through the device. A panicking kernel becomes an `Internal` error and
+//! the context stays usable. A cached kernel whose op or kernel was
+//! unloaded from the registry is never run again.
 
 use crate::attrs::{resolve_call, ArgTypes, AttrMap, IntoAttrValue};
-use crate::device::{CpuDevice, Device};
-use crate::kernel::{build_kernel, call_kernel, KernelRegistry, KernelSignature, OpKernel};
-use crate::registry::OpRegistry;
+use crate::device::{memory_for, CpuDevice, Device};
+use crate::kernel::{call_kernel, KernelRegistration, KernelSignature, OpKernel};
+use crate::registry::{OpRegistrationData, Registry};
 use crate::resource::ResourceMgr;
 use crate::tensor::Location;
 use crate::{DataType, Result, Status, Tensor};
@@ -66,6 +69,13 @@ struct CachedKernel {
     given: AttrMap,
     sig: KernelSignature,
     kernel: Box<dyn OpKernel>,
+    /// Where each flat input must be when the kernel runs.
+    input_memory: SmallVec<[Location; 4]>,
+    /// The registrations the kernel was built from.
+    op: Arc<OpRegistrationData>,
+    registration: Arc<KernelRegistration>,
+    /// The registry generation at which both were last seen registered.
+    generation: AtomicU64,
 }
 
 impl CachedKernel {
@@ -75,6 +85,20 @@ impl CachedKernel {
             && self.grouping == *grouping
             // (Comparing two empty maps through their iterators is not free.)
             && ((self.given.is_empty() && given.is_empty()) || self.given == *given)
+    }
+
+    /// Whether the op and kernel are still registered, checked only when
+    /// the registry's generation moved since the last check.
+    #[inline]
+    fn is_current(&self, generation: u64) -> bool {
+        if self.generation.load(Ordering::Relaxed) == generation {
+            return true;
+        }
+        let live = self.op.is_live() && self.registration.is_live();
+        if live {
+            self.generation.store(generation, Ordering::Relaxed);
+        }
+        live
     }
 }
 
@@ -99,18 +123,15 @@ impl CachedKernel {
 pub struct EagerContext {
     device: Arc<dyn Device>,
     resource_mgr: Arc<ResourceMgr>,
-    ops: &'static OpRegistry,
-    kernels: &'static KernelRegistry,
+    registry: Arc<Registry>,
     cache: RwLock<KernelCache>,
-    /// Where the device keeps tensors (inputs must be there).
-    location: Location,
     /// This context's id in the per-thread kernel lists.
     id: u64,
 }
 
 impl EagerContext {
     /// A context on a new CPU device with `intra_op_threads` threads (0 =
-    /// one per core), using the global op and kernel registries.
+    /// one per core), using the global registry.
     pub fn new(intra_op_threads: usize) -> Result<EagerContext> {
         Ok(EagerContext::with_device(Arc::new(CpuDevice::new(
             intra_op_threads,
@@ -122,24 +143,30 @@ impl EagerContext {
         EagerContext::with_device(CpuDevice::shared())
     }
 
-    /// A context on `device`, using the global registries.
+    /// A context on `device`, using the global registry.
     pub fn with_device(device: Arc<dyn Device>) -> EagerContext {
-        EagerContext::with_registries(device, OpRegistry::global(), KernelRegistry::global())
+        EagerContext::with_registry(device, Registry::global().clone())
     }
 
-    /// A context with its own registries (for sandboxes and tests).
-    pub fn with_registries(
+    /// A context on `device` resolving ops, kernels and gradients in
+    /// `registry` (a sandbox, or the global one), with a resource manager
+    /// of its own.
+    pub fn with_registry(device: Arc<dyn Device>, registry: Arc<Registry>) -> EagerContext {
+        EagerContext::with_parts(device, registry, Arc::new(ResourceMgr::new()))
+    }
+
+    /// A context on `device`, with `registry`, keeping op state in
+    /// `resource_mgr` (shared with a session, for instance).
+    pub fn with_parts(
         device: Arc<dyn Device>,
-        ops: &'static OpRegistry,
-        kernels: &'static KernelRegistry,
+        registry: Arc<Registry>,
+        resource_mgr: Arc<ResourceMgr>,
     ) -> EagerContext {
         EagerContext {
-            location: device.location(),
             id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
             device,
-            resource_mgr: Arc::new(ResourceMgr::new()),
-            ops,
-            kernels,
+            resource_mgr,
+            registry,
             cache: RwLock::new(KernelCache::default()),
         }
     }
@@ -149,9 +176,9 @@ impl EagerContext {
         &self.device
     }
 
-    /// The op registry this context resolves ops in.
-    pub fn op_registry(&self) -> &'static OpRegistry {
-        self.ops
+    /// The registry this context resolves ops in.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
     }
 
     /// The resource manager holding this context's op state (variables, ...).
@@ -197,6 +224,8 @@ impl EagerContext {
         self.run(op, flat, Some(grouping), attrs)
     }
 
+    /// The shared cache's kernel for this call, dropping kernels whose
+    /// registrations were unloaded.
     fn cached(
         &self,
         op: &str,
@@ -204,12 +233,29 @@ impl EagerContext {
         grouping: &Option<Grouping>,
         attrs: &AttrMap,
     ) -> Option<Arc<CachedKernel>> {
+        let generation = self.registry.generation();
         let cache = self.cache.read().unwrap_or_else(PoisonError::into_inner);
-        cache
-            .get(op)?
-            .iter()
-            .find(|c| c.matches(inputs, grouping, attrs))
-            .cloned()
+        let list = cache.get(op)?;
+        if list.iter().all(|c| c.is_current(generation)) {
+            return list
+                .iter()
+                .find(|c| c.matches(inputs, grouping, attrs))
+                .cloned();
+        }
+        drop(cache);
+        self.cache
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, list| {
+                list.retain(|c| c.is_current(generation));
+                !list.is_empty()
+            });
+        let _ = RECENT.try_with(|r| {
+            if let Ok(mut r) = r.try_borrow_mut() {
+                r.retain(|(_, c)| c.is_current(generation));
+            }
+        });
+        None
     }
 
     fn run(
@@ -223,6 +269,7 @@ impl EagerContext {
         // under a shared borrow of the thread's list, so a kernel that runs
         // ops itself still finds kernels there.
         let mut inputs = Some(inputs);
+        let generation = self.registry.generation();
         let recent = RECENT.try_with(|r| {
             let r = r.try_borrow().ok()?;
             let c = r.iter().find(|(id, c)| {
@@ -232,6 +279,9 @@ impl EagerContext {
                         .as_deref()
                         .is_some_and(|ins| c.matches(ins, &grouping, attrs))
             })?;
+            if !c.1.is_current(generation) {
+                return None;
+            }
             Some(self.call(op, &c.1, inputs.take()?))
         });
         if let Ok(Some(result)) = recent {
@@ -257,14 +307,14 @@ impl EagerContext {
 
     /// Runs a cached kernel on `inputs`.
     fn call(&self, op: &str, cached: &CachedKernel, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
-        if let Some(bad) = inputs.iter().position(|t| t.location() != self.location) {
-            return Err(Status::invalid_argument(format!(
-                "input {bad} is on {:?}, but the op runs on {} [Op:{op}]",
-                inputs[bad].location(),
-                self.device.name()
-            )));
-        }
         let mut inputs = inputs;
+        for (i, t) in inputs.iter_mut().enumerate() {
+            if t.location() != cached.input_memory[i] {
+                *t = self
+                    .transfer(t, cached.input_memory[i])
+                    .map_err(|e| e.append(format!(" (input {i}) [Op:{op}]")))?;
+            }
+        }
         // The outputs go into the inputs' vector: no allocation of its own.
         let result = call_kernel(
             cached.kernel.as_ref(),
@@ -290,6 +340,20 @@ impl EagerContext {
         }
     }
 
+    /// `t` copied to `want` (the host, or this context's device) through the device.
+    #[cold]
+    fn transfer(&self, t: &Tensor, want: Location) -> Result<Tensor> {
+        let here = self.device.location();
+        match (t.location(), want) {
+            (Location::Host, w) if w == here => self.device.copy_from_host(t),
+            (from, Location::Host) if from == here => self.device.copy_to_host(t),
+            (from, _) => Err(Status::invalid_argument(format!(
+                "a tensor on {from:?} was given to an op running on {}; copy it to the host first",
+                self.device.name()
+            ))),
+        }
+    }
+
     fn build(
         &self,
         op: &str,
@@ -297,7 +361,7 @@ impl EagerContext {
         grouping: Option<Grouping>,
         attrs: &AttrMap,
     ) -> Result<Arc<CachedKernel>> {
-        let data = self.ops.lookup(op)?;
+        let data = self.registry.lookup(op)?;
         let op_def = &data.op_def;
         let dtypes: Vec<DataType> = inputs.iter().map(Tensor::dtype).collect();
         let lens = match &grouping {
@@ -335,14 +399,27 @@ impl EagerContext {
             return Err(too_few(op, op_def, inputs.len()));
         }
         let call = resolve_call(op_def, &arg_types, attrs)?;
-        let (sig, kernel) =
-            build_kernel(self.kernels, op_def, op, call.attrs, self.device.as_ref())?;
+        let built = self
+            .registry
+            .build_kernel(op_def, op, call.attrs, self.device.as_ref())?;
+        let host_memory = built.registration.host_memory_inputs(&built.sig);
+        let input_memory = built
+            .sig
+            .input_types
+            .iter()
+            .zip(host_memory)
+            .map(|(&dt, host)| memory_for(self.device.as_ref(), dt, host))
+            .collect();
         let entry = Arc::new(CachedKernel {
             dtypes,
             grouping,
             given: attrs.clone(),
-            sig,
-            kernel,
+            sig: built.sig,
+            kernel: built.kernel,
+            input_memory,
+            op: data,
+            registration: built.registration,
+            generation: AtomicU64::new(self.registry.generation()),
         });
         self.cache
             .write()
@@ -533,39 +610,36 @@ mod tests {
     }
 
     fn ctx() -> EagerContext {
-        let ops: &'static OpRegistry = Box::leak(Box::new(OpRegistry::new()));
-        ops.register_builder(
+        let ops = Arc::new(Registry::new());
+        ops.register_op(
             OpDefBuilder::new("Scale")
                 .attr("factor: float = 2.0")
                 .input("x: float")
                 .output("y: float"),
         )
         .unwrap();
-        ops.register_builder(
+        ops.register_op(
             OpDefBuilder::new("Boom")
                 .input("x: float")
                 .output("y: float"),
         )
         .unwrap();
-        ops.register_builder(
+        ops.register_op(
             OpDefBuilder::new("NoKernel")
                 .attr("T: type")
                 .input("x: T")
                 .output("y: T"),
         )
         .unwrap();
-        let kernels: &'static KernelRegistry = Box::leak(Box::new(KernelRegistry::new()));
-        kernels
-            .register(KernelRegistration::of::<Scale>(KernelDefBuilder::new(
-                "Scale",
-            )))
-            .unwrap();
-        kernels
-            .register(KernelRegistration::of::<Boom>(KernelDefBuilder::new(
-                "Boom",
-            )))
-            .unwrap();
-        EagerContext::with_registries(Arc::new(CpuDevice::new(1).unwrap()), ops, kernels)
+        ops.register_kernel(KernelRegistration::of::<Scale>(KernelDefBuilder::new(
+            "Scale",
+        )))
+        .unwrap();
+        ops.register_kernel(KernelRegistration::of::<Boom>(KernelDefBuilder::new(
+            "Boom",
+        )))
+        .unwrap();
+        EagerContext::with_registry(Arc::new(CpuDevice::new(1).unwrap()), ops)
     }
 
     #[test]

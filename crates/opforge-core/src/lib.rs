@@ -32,6 +32,7 @@ pub mod eager;
 pub mod error;
 pub mod graph;
 pub mod kernel;
+pub mod op_attr;
 pub mod op_def;
 pub mod proto;
 pub mod registry;
@@ -51,7 +52,7 @@ pub use tensor::{Element, Tensor, TensorShape};
 pub use half;
 #[doc(hidden)]
 pub use num_complex;
-pub use registry::{OpRegistrationData, OpRegistry};
+pub use registry::{OpRegistrationData, Registry};
 
 #[doc(hidden)]
 pub use inventory;

@@ -1,7 +1,9 @@
 //! Reverse-mode differentiation over a recorded list of op applications,
 //! shared by graph `gradients()` and the eager `GradientTape`.
 
-use super::{is_differentiable_dtype, GradOp, Gradient, GradientRegistry, Ops, OpsExt, Sym};
+use super::{
+    is_differentiable_dtype, GradOp, Gradient, GradientFn, Ops, OpsExt, Sym, AUTODIFF_OPS,
+};
 use crate::attrs::AttrMap;
 use crate::{Result, Status};
 use std::collections::{HashMap, HashSet};
@@ -21,7 +23,9 @@ pub struct Record {
 
 /// The gradients of `ys` (seeded with `grad_ys`, default ones) with respect
 /// to `xs`, through `records` (in forward order), computed with ops called
-/// on `o`. `None` where no gradient flows to an x.
+/// on `o` and the [`Gradient`] attributes of `o`'s registry. `None` where no
+/// gradient flows to an x. `FailedPrecondition` if the registry lacks an op
+/// of [`AUTODIFF_OPS`].
 pub fn backprop(
     o: &mut dyn Ops,
     records: &[Record],
@@ -29,6 +33,7 @@ pub fn backprop(
     grad_ys: &[Option<Sym>],
     xs: &[Sym],
 ) -> Result<Vec<Option<Sym>>> {
+    o.registry().require_ops(AUTODIFF_OPS, "autodiff")?;
     // Ops on a path from some x to some y.
     let mut from_x: HashSet<Sym> = xs.iter().copied().collect();
     let mut forward = vec![false; records.len()];
@@ -72,7 +77,6 @@ pub fn backprop(
             }
         }
     };
-    let registry = GradientRegistry::global();
     for (i, r) in records.iter().enumerate().rev() {
         if !relevant[i] {
             continue;
@@ -89,9 +93,10 @@ pub fn backprop(
         {
             continue;
         }
-        let f = match registry.get(&r.op) {
-            Some(Gradient::Fn(f)) => f,
-            Some(Gradient::NotDifferentiable) => continue,
+        let gradient = o.registry().attr::<Gradient>(&r.op);
+        let f = match gradient.as_deref() {
+            Some(GradientFn::Fn(f)) => f.clone(),
+            Some(GradientFn::NotDifferentiable) => continue,
             None => {
                 return Err(Status::not_found(format!(
                     "No gradient defined for op '{}'. Register one with register_gradient!(\"{}\", ...), or \

@@ -52,13 +52,18 @@ fn from_f64(dtype: DataType, dims: &[i64], v: &[f64]) -> Result<Tensor> {
 
 type Builder<'f> = &'f dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>;
 
+/// `t`'s values as f64, copied to the host first if they are on `ctx`'s device.
+fn values(ctx: &EagerContext, t: &Tensor) -> Result<Vec<f64>> {
+    to_f64(&ctx.device().copy_to_host(t)?)
+}
+
 /// Runs `f` on `xs` and returns y's values as f64 and its shape.
 fn evaluate(ctx: &EagerContext, f: Builder<'_>, xs: &[Tensor]) -> Result<(Vec<f64>, Vec<i64>)> {
     let mut tape = GradientTape::new(ctx, false);
     let syms: Vec<Sym> = xs.iter().map(|x| tape.watch(x.clone())).collect();
     let y = f(&mut tape, &syms)?;
-    let t = tape.value(y).clone();
-    Ok((to_f64(&t)?, t.dims().to_vec()))
+    let t = tape.value(y)?.clone();
+    Ok((values(ctx, &t)?, t.dims().to_vec()))
 }
 
 /// The theoretical and numerical Jacobians of `f`'s output with respect to
@@ -75,7 +80,7 @@ pub fn compute_gradient(
     let mut tape = GradientTape::new(ctx, true);
     let syms: Vec<Sym> = xs.iter().map(|x| tape.watch(x.clone())).collect();
     let y = f(&mut tape, &syms)?;
-    let y_t = tape.value(y).clone();
+    let y_t = tape.value(y)?.clone();
     let (y_dtype, y_dims, cols) = (y_t.dtype(), y_t.dims().to_vec(), y_t.num_elements());
     let records = tape.records_snapshot();
     let mut jac: Vec<Jacobians> = xs
@@ -94,7 +99,7 @@ pub fn compute_gradient(
         let grads = backprop(&mut tape, &records, &[y], &[Some(seed)], &syms)?;
         for (i, g) in grads.into_iter().enumerate() {
             if let Some(g) = g {
-                let vals = to_f64(tape.value(g))?;
+                let vals = values(ctx, tape.value(g)?)?;
                 if vals.len() != jac[i].rows {
                     return Err(Status::internal(format!(
                         "the gradient for input {i} has {} elements, the input {}",
@@ -111,7 +116,7 @@ pub fn compute_gradient(
     // Numerical: central differences, in float64 when f supports it.
     let as_f64: Vec<Tensor> = xs
         .iter()
-        .map(|x| from_f64(DataType::Double, x.dims(), &to_f64(x)?))
+        .map(|x| from_f64(DataType::Double, x.dims(), &values(ctx, x)?))
         .collect::<Result<_>>()?;
     let (base, delta) = match evaluate(ctx, f, &as_f64) {
         Ok(_) => (as_f64, 1e-6),
@@ -125,7 +130,7 @@ pub fn compute_gradient(
         ),
     };
     for i in 0..xs.len() {
-        let orig = to_f64(&base[i])?;
+        let orig = values(ctx, &base[i])?;
         for r in 0..orig.len() {
             let probe = |sign: f64| -> Result<Vec<f64>> {
                 let mut v = orig.clone();

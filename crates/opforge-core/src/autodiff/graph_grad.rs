@@ -3,7 +3,8 @@
 
 use super::{backprop, Ops, Record, Sym, SymArg};
 use crate::attrs::AttrMap;
-use crate::graph::{Graph, Input, NodeSpec, Output};
+use crate::graph::{Graph, Input, NodeId, NodeSpec, Output};
+use crate::registry::Registry;
 use crate::{DataType, Result, Status, Tensor};
 use std::collections::HashMap;
 
@@ -11,6 +12,7 @@ use std::collections::HashMap;
 pub struct GraphOps<'g> {
     graph: &'g mut Graph,
     prefix: String,
+    scope: u32,
     syms: Vec<Output>,
     index: HashMap<Output, Sym>,
 }
@@ -21,6 +23,7 @@ impl<'g> GraphOps<'g> {
         GraphOps {
             graph,
             prefix: prefix.to_string(),
+            scope: Sym::new_scope(),
             syms: Vec::new(),
             index: HashMap::new(),
         }
@@ -31,15 +34,17 @@ impl<'g> GraphOps<'g> {
         if let Some(&s) = self.index.get(&o) {
             return s;
         }
-        let s = Sym(self.syms.len() as u32);
+        let s = Sym::new(self.scope, self.syms.len() as u32);
         self.syms.push(o);
         self.index.insert(o, s);
         s
     }
 
-    /// The graph output of a handle.
-    pub fn output(&self, s: Sym) -> Output {
-        self.syms[s.0 as usize]
+    /// The graph output of a handle (`InvalidArgument` for a handle this
+    /// builder did not hand out).
+    pub fn output(&self, s: Sym) -> Result<Output> {
+        let i = s.check(self.scope, self.syms.len(), "gradient graph builder")?;
+        Ok(self.syms[i])
     }
 
     /// The graph.
@@ -55,21 +60,34 @@ impl Ops for GraphOps<'_> {
         spec.attrs = attrs.clone();
         for a in inputs {
             spec.inputs.push(match a {
-                SymArg::One(s) => Input::One(self.output(*s)),
-                SymArg::List(l) => Input::List(l.iter().map(|s| self.output(*s)).collect()),
+                SymArg::One(s) => Input::One(self.output(*s)?),
+                SymArg::List(l) => {
+                    Input::List(l.iter().map(|s| self.output(*s)).collect::<Result<_>>()?)
+                }
             });
         }
         let id = self.graph.add(spec)?;
-        let n = self.graph.node(id).output_types.len();
+        let n = self.graph.node(id)?.output_types.len();
         Ok((0..n).map(|i| self.sym(Output::new(id, i))).collect())
     }
 
     fn dtype(&self, s: Sym) -> DataType {
-        self.graph.output_type(self.output(s))
+        self.output(s)
+            .and_then(|o| self.graph.output_type(o))
+            .unwrap_or(DataType::Invalid)
     }
 
     fn shape(&self, s: Sym) -> Option<Vec<i64>> {
-        self.graph.output_shape(self.output(s)).map(<[i64]>::to_vec)
+        let o = self.output(s).ok()?;
+        self.graph
+            .output_shape(o)
+            .ok()
+            .flatten()
+            .map(<[i64]>::to_vec)
+    }
+
+    fn registry(&self) -> &Registry {
+        self.graph.registry()
     }
 
     fn constant(&mut self, t: Tensor) -> Result<Sym> {
@@ -91,6 +109,9 @@ pub fn gradients(
     xs: &[Output],
     grad_ys: Option<&[Output]>,
 ) -> Result<Vec<Option<Output>>> {
+    for &o in ys.iter().chain(xs).chain(grad_ys.unwrap_or_default()) {
+        graph.check_output(o)?;
+    }
     if let Some(g) = grad_ys {
         if g.len() != ys.len() {
             return Err(Status::invalid_argument(format!(
@@ -104,9 +125,10 @@ pub fn gradients(
     let node_count = graph.len();
     let mut ops = GraphOps::new(graph, &prefix);
     let mut records = Vec::with_capacity(node_count);
-    for id in 0..node_count {
+    let ids: Vec<NodeId> = ops.graph.node_ids().take(node_count).collect();
+    for id in ids {
         let (op, attrs, ins, n_out) = {
-            let n = ops.graph.node(id);
+            let n = ops.graph.node(id)?;
             (
                 n.op.clone(),
                 n.attrs.clone(),
@@ -130,8 +152,8 @@ pub fn gradients(
         None => vec![None; ys.len()],
     };
     let grads = backprop(&mut ops, &records, &ys, &seeds, &xs_syms)?;
-    Ok(grads
+    grads
         .into_iter()
-        .map(|g| g.map(|s| ops.output(s)))
-        .collect())
+        .map(|g| g.map(|s| ops.output(s)).transpose())
+        .collect()
 }

@@ -17,13 +17,61 @@ pub use graph_grad::{gradients, GraphOps};
 pub use tape::GradientTape;
 
 use crate::attrs::{AttrMap, IntoAttrValue};
+use crate::op_attr::OpAttr;
+use crate::registry::Registry;
 use crate::{DataType, Result, Status, Tensor};
-use std::collections::HashMap;
-use std::sync::{OnceLock, PoisonError, RwLock};
+use std::sync::Arc;
 
-/// A value inside an [`Ops`] implementation: a graph output or an eager tensor.
+/// A value inside an [`Ops`] implementation: a graph output or an eager
+/// tensor. It carries the id of the scope (the tape or gradient builder)
+/// that handed it out, so a handle from another scope is rejected instead
+/// of naming some other value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Sym(pub u32);
+pub struct Sym {
+    scope: u32,
+    index: u32,
+}
+
+impl Sym {
+    /// Value `index` of scope `scope` (for [`Ops`] implementations; get a
+    /// scope id from [`Sym::new_scope`]).
+    pub fn new(scope: u32, index: u32) -> Sym {
+        Sym { scope, index }
+    }
+
+    /// A fresh scope id, distinct from every other in this process.
+    pub fn new_scope() -> u32 {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The scope that handed the value out.
+    pub fn scope(self) -> u32 {
+        self.scope
+    }
+
+    /// The value's index in its scope.
+    pub fn index(self) -> u32 {
+        self.index
+    }
+
+    /// The index if the handle belongs to `scope` and is below `len`;
+    /// otherwise `InvalidArgument` naming `what` (a tape, a graph).
+    pub fn check(self, scope: u32, len: usize, what: &str) -> Result<usize> {
+        if self.scope != scope {
+            return Err(Status::invalid_argument(format!(
+                "value handle {self:?} belongs to another {what}: use handles only with the {what} that made them"
+            )));
+        }
+        let i = self.index as usize;
+        if i >= len {
+            return Err(Status::invalid_argument(format!(
+                "value handle {self:?} is not a value of this {what} (it has {len} values)"
+            )));
+        }
+        Ok(i)
+    }
+}
 
 /// An input argument of a call: one value or a list.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,15 +83,22 @@ pub enum SymArg {
 }
 
 /// The op-calling interface gradient functions use.
+///
+/// A [`Sym`] that the implementation did not hand out (forged, or from
+/// another graph or tape) never panics: [`call`](Self::call) rejects it
+/// with `InvalidArgument`, [`dtype`](Self::dtype) answers
+/// `DataType::Invalid` and [`shape`](Self::shape) `None`.
 pub trait Ops {
     /// Calls `op` on `inputs` with `attrs`; its outputs.
     fn call(&mut self, op: &str, inputs: &[SymArg], attrs: &AttrMap) -> Result<Vec<Sym>>;
-    /// The dtype of a value.
+    /// The dtype of a value (`DataType::Invalid` for an unknown handle).
     fn dtype(&self, s: Sym) -> DataType;
     /// What is known of a value's shape (`None` = unknown rank, `-1` = unknown dim).
     fn shape(&self, s: Sym) -> Option<Vec<i64>>;
     /// A constant.
     fn constant(&mut self, t: Tensor) -> Result<Sym>;
+    /// The registry whose ops (and gradients) the calls use.
+    fn registry(&self) -> &Registry;
 }
 
 /// Convenience calls on any [`Ops`].
@@ -195,91 +250,111 @@ impl GradOp<'_> {
 
 /// A gradient function: given the forward op and the gradients of its
 /// outputs (`None` where no gradient flows), the gradients of its flat
-/// inputs (`None` for inputs without one, such as integer indices).
-pub type GradFn = fn(&mut dyn Ops, &GradOp<'_>, &[Option<Sym>]) -> Result<Vec<Option<Sym>>>;
+/// inputs (`None` for inputs without one, such as integer indices). Any
+/// closure: a Rust function, a plugin's callback, a Python callable.
+pub type GradFunction =
+    dyn Fn(&mut dyn Ops, &GradOp<'_>, &[Option<Sym>]) -> Result<Vec<Option<Sym>>> + Send + Sync;
 
-/// What is registered for an op's differentiation.
-#[derive(Clone, Copy)]
-pub enum Gradient {
+/// What is registered for an op's differentiation: the value of its
+/// [`Gradient`] attribute.
+#[derive(Clone)]
+pub enum GradientFn {
     /// A gradient function.
-    Fn(GradFn),
+    Fn(Arc<GradFunction>),
     /// The op is not differentiable: no gradient flows through it.
     NotDifferentiable,
 }
 
-/// One static gradient registration (see [`register_gradient!`](crate::register_gradient)).
-pub struct StaticGradient {
-    op: &'static str,
-    gradient: Gradient,
-}
+impl GradientFn {
+    /// A gradient function from a closure.
+    pub fn from_fn(
+        f: impl Fn(&mut dyn Ops, &GradOp<'_>, &[Option<Sym>]) -> Result<Vec<Option<Sym>>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> GradientFn {
+        GradientFn::Fn(Arc::new(f))
+    }
 
-impl StaticGradient {
-    /// A registration.
-    pub const fn new(op: &'static str, gradient: Gradient) -> StaticGradient {
-        StaticGradient { op, gradient }
+    /// Whether this declares the op not differentiable.
+    pub fn is_not_differentiable(&self) -> bool {
+        matches!(self, GradientFn::NotDifferentiable)
     }
 }
 
-inventory::collect!(StaticGradient);
+impl std::fmt::Debug for GradientFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GradientFn::Fn(_) => f.write_str("GradientFn::Fn(..)"),
+            GradientFn::NotDifferentiable => f.write_str("GradientFn::NotDifferentiable"),
+        }
+    }
+}
 
-/// Registers a gradient function for an op: `register_gradient!("Tanh", tanh_grad);`
+/// The per-op attribute holding an op's gradient (TensorFlow's
+/// `REGISTER_OP_GRADIENT` / `RegisterGradient`):
+/// `registry.attr::<Gradient>("Tanh")`.
+pub struct Gradient;
+
+impl OpAttr for Gradient {
+    type Value = GradientFn;
+    const NAME: &'static str = "Gradient";
+
+    fn same(a: &Arc<GradientFn>, b: &Arc<GradientFn>) -> bool {
+        match (&**a, &**b) {
+            (GradientFn::NotDifferentiable, GradientFn::NotDifferentiable) => true,
+            (GradientFn::Fn(x), GradientFn::Fn(y)) => Arc::ptr_eq(x, y),
+            _ => Arc::ptr_eq(a, b),
+        }
+    }
+}
+
+/// Registers a gradient function for an op, next to its code:
+/// `register_gradient!("Tanh", tanh_grad);` (a function or a closure
+/// without captures). It becomes the op's [`Gradient`] attribute in
+/// [`Registry::global`](crate::registry::Registry::global).
 #[macro_export]
 macro_rules! register_gradient {
     ($op:expr, $f:expr $(,)?) => {
-        $crate::inventory::submit! {
-            $crate::autodiff::StaticGradient::new($op, $crate::autodiff::Gradient::Fn($f))
-        }
+        $crate::register_op_attr!(
+            $crate::autodiff::Gradient,
+            $op,
+            ::std::sync::Arc::new($crate::autodiff::GradientFn::from_fn($f))
+        );
     };
 }
 
-/// Declares an op not differentiable (TensorFlow's `NotDifferentiable`).
+/// Declares ops not differentiable (TensorFlow's `NotDifferentiable`).
 #[macro_export]
 macro_rules! register_not_differentiable {
     ($($op:expr),+ $(,)?) => {
         $(
-            $crate::inventory::submit! {
-                $crate::autodiff::StaticGradient::new($op, $crate::autodiff::Gradient::NotDifferentiable)
-            }
+            $crate::register_op_attr!(
+                $crate::autodiff::Gradient,
+                $op,
+                ::std::sync::Arc::new($crate::autodiff::GradientFn::NotDifferentiable)
+            );
         )+
     };
 }
 
-/// The gradients registered per op (static ones, plus run-time registrations).
-pub struct GradientRegistry {
-    map: RwLock<HashMap<String, Gradient>>,
-}
-
-impl GradientRegistry {
-    /// The process-wide registry.
-    pub fn global() -> &'static GradientRegistry {
-        static G: OnceLock<GradientRegistry> = OnceLock::new();
-        G.get_or_init(|| {
-            let map = inventory::iter::<StaticGradient>()
-                .map(|s| (s.op.to_string(), s.gradient))
-                .collect();
-            GradientRegistry {
-                map: RwLock::new(map),
-            }
-        })
-    }
-
-    /// Registers (or replaces) the gradient of `op`.
-    pub fn register(&self, op: &str, gradient: Gradient) {
-        self.map
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(op.to_string(), gradient);
-    }
-
-    /// The gradient of `op`, if registered.
-    pub fn get(&self, op: &str) -> Option<Gradient> {
-        self.map
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(op)
-            .copied()
-    }
-}
+/// The ops autodiff itself calls (seeding, summing contributions, the
+/// `Ops` helpers): [`backprop`] checks them when it is used, so a
+/// selective build that leaves them out fails its first gradient call
+/// with `FailedPrecondition` naming them, not somewhere inside a gradient.
+pub const AUTODIFF_OPS: &[&str] = &[
+    "AddN",
+    "AddV2",
+    "Const",
+    "Mul",
+    "Neg",
+    "OnesLike",
+    "RealDiv",
+    "Reshape",
+    "Shape",
+    "Sub",
+    "ZerosLike",
+];
 
 /// Whether gradients flow through values of `dtype` (floating and complex types).
 pub fn is_differentiable_dtype(dtype: DataType) -> bool {

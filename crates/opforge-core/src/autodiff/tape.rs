@@ -4,6 +4,7 @@
 use super::{backprop, Ops, Record, Sym, SymArg};
 use crate::attrs::{resolve_call, ArgTypes, AttrMap};
 use crate::eager::{Arg, EagerContext};
+use crate::registry::Registry;
 use crate::{DataType, Result, Status, Tensor};
 use std::collections::HashSet;
 
@@ -16,6 +17,7 @@ use std::collections::HashSet;
 /// so a persistent tape can differentiate its own gradients.
 pub struct GradientTape<'c> {
     ctx: &'c EagerContext,
+    scope: u32,
     values: Vec<Tensor>,
     records: Vec<Record>,
     watched: HashSet<Sym>,
@@ -29,6 +31,7 @@ impl<'c> GradientTape<'c> {
     pub fn new(ctx: &'c EagerContext, persistent: bool) -> GradientTape<'c> {
         GradientTape {
             ctx,
+            scope: Sym::new_scope(),
             values: Vec::new(),
             records: Vec::new(),
             watched: HashSet::new(),
@@ -39,7 +42,7 @@ impl<'c> GradientTape<'c> {
 
     fn push(&mut self, t: Tensor) -> Sym {
         self.values.push(t);
-        Sym(self.values.len() as u32 - 1)
+        Sym::new(self.scope, self.values.len() as u32 - 1)
     }
 
     /// Starts watching a tensor: gradients can be taken with respect to it.
@@ -49,9 +52,11 @@ impl<'c> GradientTape<'c> {
         s
     }
 
-    /// The tensor of a handle.
-    pub fn value(&self, s: Sym) -> &Tensor {
-        &self.values[s.0 as usize]
+    /// The tensor of a handle (`InvalidArgument` for a handle this tape
+    /// did not hand out).
+    pub fn value(&self, s: Sym) -> Result<&Tensor> {
+        let i = s.check(self.scope, self.values.len(), "tape")?;
+        Ok(&self.values[i])
     }
 
     /// The gradients of `target` with respect to `sources` (`None` for a
@@ -62,6 +67,9 @@ impl<'c> GradientTape<'c> {
             return Err(Status::failed_precondition(
                 "gradient() can only be called once on a non-persistent tape; create it with persistent = true to ask again",
             ));
+        }
+        for &s in std::iter::once(&target).chain(sources) {
+            self.value(s)?;
         }
         self.used = true;
         let records = self.records.clone();
@@ -93,9 +101,9 @@ impl<'c> GradientTape<'c> {
         sources: &[Sym],
     ) -> Result<Vec<Option<Tensor>>> {
         let g = self.gradient(target, sources)?;
-        Ok(g.into_iter()
-            .map(|g| g.map(|s| self.value(s).clone()))
-            .collect())
+        g.into_iter()
+            .map(|g| g.map(|s| self.value(s).cloned()).transpose())
+            .collect()
     }
 }
 
@@ -103,11 +111,17 @@ impl Ops for GradientTape<'_> {
     fn call(&mut self, op: &str, inputs: &[SymArg], attrs: &AttrMap) -> Result<Vec<Sym>> {
         let args: Vec<Arg> = inputs
             .iter()
-            .map(|a| match a {
-                SymArg::One(s) => Arg::One(self.value(*s).clone()),
-                SymArg::List(l) => Arg::List(l.iter().map(|s| self.value(*s).clone()).collect()),
+            .map(|a| {
+                Ok(match a {
+                    SymArg::One(s) => Arg::One(self.value(*s)?.clone()),
+                    SymArg::List(l) => Arg::List(
+                        l.iter()
+                            .map(|s| self.value(*s).cloned())
+                            .collect::<Result<_>>()?,
+                    ),
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let outs = self.ctx.execute_args(op, args, attrs)?;
         // Record every attr (given, inferred and defaulted), as a graph node
         // holds them, so that gradient functions read attrs alike in both.
@@ -118,7 +132,7 @@ impl Ops for GradientTape<'_> {
                 SymArg::List(l) => ArgTypes::List(l.iter().map(|s| self.dtype(*s)).collect()),
             })
             .collect();
-        let data = self.ctx.op_registry().lookup(op)?;
+        let data = self.ctx.registry().lookup(op)?;
         let attrs = resolve_call(&data.op_def, &arg_types, attrs)?.attrs;
         let outputs: Vec<Sym> = outs.into_iter().map(|t| self.push(t)).collect();
         let flat: Vec<Sym> = inputs
@@ -138,11 +152,15 @@ impl Ops for GradientTape<'_> {
     }
 
     fn dtype(&self, s: Sym) -> DataType {
-        self.value(s).dtype()
+        self.value(s).map_or(DataType::Invalid, Tensor::dtype)
     }
 
     fn shape(&self, s: Sym) -> Option<Vec<i64>> {
-        Some(self.value(s).dims().to_vec())
+        Some(self.value(s).ok()?.dims().to_vec())
+    }
+
+    fn registry(&self) -> &Registry {
+        self.ctx.registry()
     }
 
     fn constant(&mut self, t: Tensor) -> Result<Sym> {

@@ -3,8 +3,10 @@
 
 use super::{parse_output_name, Graph, NodeId, Output};
 use crate::proto::{GraphDef, NodeDef};
+use crate::registry::Registry;
 use crate::{Result, Status};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 impl Graph {
     /// The graph as a `GraphDef`: every node with all its attrs, inputs as
@@ -18,7 +20,7 @@ impl Graph {
                     .inputs
                     .iter()
                     .map(|o| {
-                        let src = &self.nodes[o.node].name;
+                        let src = &self.nodes[o.node.index()].name;
                         if o.index == 0 {
                             src.clone()
                         } else {
@@ -29,7 +31,7 @@ impl Graph {
                 input.extend(
                     n.control_inputs
                         .iter()
-                        .map(|&c| format!("^{}", self.nodes[c].name)),
+                        .map(|&c| format!("^{}", self.nodes[c.index()].name)),
                 );
                 NodeDef {
                     name: n.name.clone(),
@@ -69,10 +71,15 @@ impl Graph {
     /// let g = Graph::from_graph_def(&def).unwrap();
     /// assert_eq!(g.len(), 2);
     /// // The omitted attr got its default:
-    /// assert!(g.node(g.find("a").unwrap()).attrs.contains_key("dtype"));
+    /// assert!(g.node(g.find("a").unwrap()).unwrap().attrs.contains_key("dtype"));
     /// ```
     pub fn from_graph_def(def: &GraphDef) -> Result<Graph> {
-        let mut g = Graph::new();
+        Graph::from_graph_def_in(def, Registry::global().clone())
+    }
+
+    /// A graph from a `GraphDef`, resolving its ops in `registry`.
+    pub fn from_graph_def_in(def: &GraphDef, registry: Arc<Registry>) -> Result<Graph> {
+        let mut g = Graph::with_registry(registry);
         g.import(def, "")?;
         if let Some(v) = &def.versions {
             g.versions = v.clone();

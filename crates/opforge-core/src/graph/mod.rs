@@ -13,14 +13,32 @@ use crate::attrs::{
     IntoAttrValue,
 };
 use crate::proto::attr_value::Value;
-use crate::registry::{OpRegistrationData, OpRegistry};
-use crate::shape_inference::InferenceContext;
+use crate::registry::{OpRegistrationData, Registry};
+use crate::shape_inference::{InferenceContext, ShapeFn};
 use crate::{DataType, Result, Status, Tensor};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-/// The index of a node in its graph.
-pub type NodeId = usize;
+/// A node of a graph: the graph's id and the node's index in it. Handles
+/// of another graph are rejected (`InvalidArgument`), never read as some
+/// other node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId {
+    graph: u32,
+    index: u32,
+}
+
+impl NodeId {
+    /// The node's index in its graph (its position in [`Graph::nodes`]).
+    #[inline]
+    pub fn index(self) -> usize {
+        self.index as usize
+    }
+}
+
+/// Gives each graph a distinct id.
+static NEXT_GRAPH_ID: AtomicU32 = AtomicU32::new(1);
 
 /// One output of a node: `node:index`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -153,9 +171,10 @@ impl NodeSpec {
 
 /// A graph of nodes in the order they were added (a topological order).
 pub struct Graph {
+    id: u32,
     nodes: Vec<Node>,
     by_name: HashMap<String, NodeId>,
-    registry: &'static OpRegistry,
+    registry: Arc<Registry>,
     /// The GraphDef versions (producer = the opforge graph version).
     pub versions: crate::proto::VersionDef,
     /// Functions carried with the graph (kept through import and export).
@@ -172,14 +191,15 @@ impl Default for Graph {
 }
 
 impl Graph {
-    /// An empty graph using the global op registry.
+    /// An empty graph using the global registry.
     pub fn new() -> Graph {
-        Graph::with_registry(OpRegistry::global())
+        Graph::with_registry(Registry::global().clone())
     }
 
-    /// An empty graph using `registry`.
-    pub fn with_registry(registry: &'static OpRegistry) -> Graph {
+    /// An empty graph resolving ops and shape functions in `registry`.
+    pub fn with_registry(registry: Arc<Registry>) -> Graph {
         Graph {
+            id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
             nodes: Vec::new(),
             by_name: HashMap::new(),
             registry,
@@ -192,9 +212,14 @@ impl Graph {
         }
     }
 
-    /// The op registry the graph resolves ops in.
-    pub fn registry(&self) -> &'static OpRegistry {
-        self.registry
+    /// The registry the graph resolves ops in.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The registry the graph resolves ops in, shared.
+    pub fn registry_arc(&self) -> &Arc<Registry> {
+        &self.registry
     }
 
     /// Every node, in insertion (topological) order.
@@ -202,9 +227,55 @@ impl Graph {
         &self.nodes
     }
 
-    /// A node.
-    pub fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id]
+    /// The ids of every node, in insertion (topological) order.
+    pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.nodes.len()).map(|i| self.id_at(i))
+    }
+
+    /// The id of the node at `index` (the caller checked the index).
+    fn id_at(&self, index: usize) -> NodeId {
+        NodeId {
+            graph: self.id,
+            index: index as u32,
+        }
+    }
+
+    /// The index of node `id`, or `InvalidArgument` for a node of another
+    /// graph or past this graph's end.
+    pub fn check_node(&self, id: NodeId) -> Result<usize> {
+        if id.graph != self.id {
+            return Err(Status::invalid_argument(format!(
+                "node handle {id:?} belongs to another graph: use node ids only with the graph that made them"
+            )));
+        }
+        if id.index() >= self.nodes.len() {
+            return Err(Status::invalid_argument(format!(
+                "node handle {id:?} is not a node of this graph (it has {} nodes)",
+                self.nodes.len()
+            )));
+        }
+        Ok(id.index())
+    }
+
+    /// A node (`InvalidArgument` for a handle of another graph).
+    pub fn node(&self, id: NodeId) -> Result<&Node> {
+        Ok(&self.nodes[self.check_node(id)?])
+    }
+
+    /// The node at `index` of [`nodes`](Self::nodes) (for ids a check accepted).
+    #[inline]
+    pub(crate) fn at(&self, index: usize) -> &Node {
+        &self.nodes[index]
+    }
+
+    /// `FailedPrecondition` if a node's op was unloaded from the registry
+    /// after the node was added: naming the node, the op and who had
+    /// registered it.
+    pub fn check_live(&self) -> Result<()> {
+        match self.nodes.iter().find(|n| !n.registration.is_live()) {
+            None => Ok(()),
+            Some(n) => Err(unloaded_op(&n.name, &n.op, &n.registration)),
+        }
     }
 
     /// The number of nodes.
@@ -228,29 +299,44 @@ impl Graph {
         let id = self
             .find(node)
             .ok_or_else(|| Status::not_found(format!("No node named '{node}' in the graph")))?;
-        let n = self.nodes[id].output_types.len();
+        let n = self.nodes[id.index()].output_types.len();
         if index >= n {
             return Err(Status::out_of_range(format!(
                 "Node '{node}' ({}) has {n} outputs; there is no output {index}",
-                self.nodes[id].op
+                self.nodes[id.index()].op
             )));
         }
         Ok(Output { node: id, index })
     }
 
-    /// `name:index` of an output.
-    pub fn output_name(&self, o: Output) -> String {
-        format!("{}:{}", self.nodes[o.node].name, o.index)
+    /// `name:index` of an output (`InvalidArgument` for a handle of another graph).
+    pub fn output_name(&self, o: Output) -> Result<String> {
+        self.check_output(o)?;
+        Ok(self.name_of(o))
     }
 
-    /// The dtype of an output.
-    pub fn output_type(&self, o: Output) -> DataType {
-        self.nodes[o.node].output_types[o.index]
+    /// `name:index` of an output a check accepted.
+    pub(crate) fn name_of(&self, o: Output) -> String {
+        format!("{}:{}", self.nodes[o.node.index()].name, o.index)
     }
 
-    /// The inferred shape of an output (`None` = unknown rank).
-    pub fn output_shape(&self, o: Output) -> Option<&[i64]> {
-        self.nodes[o.node].output_shapes[o.index].as_deref()
+    /// The dtype of an output (`InvalidArgument` for a handle of another graph).
+    pub fn output_type(&self, o: Output) -> Result<DataType> {
+        self.check_output(o)?;
+        Ok(self.type_of(o))
+    }
+
+    /// The dtype of an output a check accepted.
+    #[inline]
+    pub(crate) fn type_of(&self, o: Output) -> DataType {
+        self.nodes[o.node.index()].output_types[o.index]
+    }
+
+    /// The inferred shape of an output (`None` = unknown rank;
+    /// `InvalidArgument` for a handle of another graph).
+    pub fn output_shape(&self, o: Output) -> Result<Option<&[i64]>> {
+        self.check_output(o)?;
+        Ok(self.nodes[o.node.index()].output_shapes[o.index].as_deref())
     }
 
     /// A name based on `base` that no node has yet (`base`, `base_1`, ...).
@@ -287,11 +373,8 @@ impl Graph {
             )));
         }
         for &c in &spec.control_inputs {
-            if c >= self.nodes.len() {
-                return Err(Status::invalid_argument(format!(
-                    "control input {c} is not a node of this graph"
-                )));
-            }
+            self.check_node(c)
+                .map_err(|e| e.prepend("control input: "))?;
         }
         let reg = self.registry.lookup(&spec.op)?;
         let mut arg_types = Vec::with_capacity(spec.inputs.len());
@@ -299,16 +382,14 @@ impl Graph {
         for input in &spec.inputs {
             match input {
                 Input::One(o) => {
-                    self.check_output(*o)?;
-                    arg_types.push(ArgTypes::Single(self.output_type(*o)));
+                    arg_types.push(ArgTypes::Single(self.output_type(*o)?));
                     flat.push(*o);
                 }
                 Input::List(l) => {
-                    for o in l {
-                        self.check_output(*o)?;
-                    }
                     arg_types.push(ArgTypes::List(
-                        l.iter().map(|&o| self.output_type(o)).collect(),
+                        l.iter()
+                            .map(|&o| self.output_type(o))
+                            .collect::<Result<_>>()?,
                     ));
                     flat.extend_from_slice(l);
                 }
@@ -354,7 +435,7 @@ impl Graph {
             registration: reg,
         };
         node.output_shapes = self.infer_shapes(&node)?;
-        let id = self.nodes.len();
+        let id = self.id_at(self.nodes.len());
         self.by_name.insert(node.name.clone(), id);
         self.nodes.push(node);
         Ok(id)
@@ -363,7 +444,8 @@ impl Graph {
     /// The value of an output when it is known at graph-construction time
     /// (a `Const` node's value).
     pub fn constant_value(&self, o: Output) -> Option<Tensor> {
-        let n = &self.nodes[o.node];
+        self.check_output(o).ok()?;
+        let n = &self.nodes[o.node.index()];
         if n.op != "Const" || o.index != 0 {
             return None;
         }
@@ -376,13 +458,13 @@ impl Graph {
     /// Runs a node's shape function on its inputs' inferred shapes.
     fn infer_shapes(&self, node: &Node) -> Result<Vec<Option<Vec<i64>>>> {
         let n_out = node.output_types.len();
-        let Some(shape_fn) = node.registration.shape_fn.clone() else {
+        let Some(shape_fn) = self.registry.attr::<ShapeFn>(&node.op) else {
             return Ok(vec![None; n_out]);
         };
         let in_shapes: Vec<Option<Vec<i64>>> = node
             .inputs
             .iter()
-            .map(|&o| self.nodes[o.node].output_shapes[o.index].clone())
+            .map(|&o| self.nodes[o.node.index()].output_shapes[o.index].clone())
             .collect();
         let mut ctx = InferenceContext::new(
             &node.registration.op_def,
@@ -394,37 +476,35 @@ impl Graph {
         for (i, &o) in node.inputs.iter().enumerate() {
             if let Some(t) = self.constant_value(o) {
                 ctx.set_input_tensor(i, t);
-            } else if self.nodes[o.node].op == "Shape" {
+            } else if self.nodes[o.node.index()].op == "Shape" {
                 // The value of Shape(x) is x's shape, as far as it is known.
-                let src = self.nodes[o.node].inputs[0];
-                let known = self.nodes[src.node].output_shapes[src.index].clone();
+                let src = self.nodes[o.node.index()].inputs[0];
+                let known = self.nodes[src.node.index()].output_shapes[src.index].clone();
                 if let Some(dims) = known {
                     let s = ctx.make_partial_shape(Some(&dims));
                     ctx.set_input_tensor_as_shape(i, s);
                 }
             }
         }
-        let input_names: Vec<String> = node.inputs.iter().map(|&o| self.output_name(o)).collect();
+        let input_names: Vec<String> = node.inputs.iter().map(|&o| self.name_of(o)).collect();
         shape_fn(&mut ctx).map_err(|e| ctx.annotate_error(e, &input_names))?;
         Ok((0..n_out)
             .map(|i| ctx.output(i).and_then(|s| ctx.shape_values(s)))
             .collect())
     }
 
-    fn check_output(&self, o: Output) -> Result<()> {
-        match self.nodes.get(o.node) {
-            None => Err(Status::invalid_argument(format!(
-                "input node {} is not in this graph",
-                o.node
-            ))),
-            Some(n) if o.index >= n.output_types.len() => Err(Status::invalid_argument(format!(
+    /// `InvalidArgument` unless `o` is an output of a node of this graph.
+    pub fn check_output(&self, o: Output) -> Result<()> {
+        let n = &self.nodes[self.check_node(o.node)?];
+        if o.index >= n.output_types.len() {
+            return Err(Status::invalid_argument(format!(
                 "node '{}' has {} outputs; there is no output {}",
                 n.name,
                 n.output_types.len(),
                 o.index
-            ))),
-            Some(_) => Ok(()),
+            )));
         }
+        Ok(())
     }
 
     /// Adds a node whose attrs are complete (from a `NodeDef`): fills the
@@ -452,12 +532,11 @@ impl Graph {
             )));
         }
         for (i, (&o, &want)) in inputs.iter().zip(&input_types).enumerate() {
-            self.check_output(o)?;
-            let got = self.output_type(o);
+            let got = self.output_type(o)?;
             if got.base() != want.base() {
                 return Err(Status::invalid_argument(format!(
                     "Input {i} of node {name} was passed {got} from {} incompatible with expected {want}.",
-                    self.output_name(o)
+                    self.name_of(o)
                 )));
             }
         }
@@ -475,6 +554,15 @@ impl Graph {
         )
         .map_err(|e| e.prepend(format!("Node '{name}': ")))
     }
+}
+
+/// The error for a node whose op was unloaded after the node was made.
+pub(crate) fn unloaded_op(node: &str, op: &str, registration: &OpRegistrationData) -> Status {
+    Status::failed_precondition(format!(
+        "Node '{node}' uses op '{op}', which was unloaded from the registry (it was registered by {}) \
+         after the node was created; load the library again and rebuild the graph or session",
+        registration.state().describe_origins()
+    ))
 }
 
 /// Splits `name:index` (a bare name is index 0).
@@ -516,8 +604,8 @@ fn valid_node_name(name: &str) -> bool {
 /// let t = Tensor::scalar(1.0f32);
 /// let a = layer.op("DocConst").attr("value", &t).attr("dtype", t.dtype()).build().unwrap();
 /// let b = layer.op("DocConst").attr("value", &t).attr("dtype", t.dtype()).build().unwrap();
-/// assert_eq!(g.node(a).name, "layer1/DocConst");
-/// assert_eq!(g.node(b).name, "layer1/DocConst_1");
+/// assert_eq!(g.node(a).unwrap().name, "layer1/DocConst");
+/// assert_eq!(g.node(b).unwrap().name, "layer1/DocConst_1");
 /// ```
 pub struct Scope<'g> {
     graph: &'g mut Graph,

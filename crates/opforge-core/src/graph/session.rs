@@ -1,30 +1,51 @@
 //! [`Session`]: runs a graph. `run(feeds, fetches, targets)` prunes the
-//! graph to what the fetches and targets need, runs nodes in dependency
-//! order (independent nodes in parallel; by default on the device's own
-//! thread pool, so a node and the shards of its kernel share one set of
-//! threads and no work is handed between pools), frees each
+//! graph to what the fetches and targets need, places each node on a
+//! device, runs nodes in dependency order (independent nodes in parallel on
+//! the session's scheduler pool, which by default is the pool the CPU
+//! device's kernels shard over, so a node and the shards of its kernel share
+//! one set of threads and no work is handed between pools), copies values
+//! between devices where a consumer needs them elsewhere, frees each
 //! intermediate after its last consumer (moving it to that consumer, so the
 //! kernel may reuse its buffer in place), builds each node's kernel once
 //! and reuses it across runs, and allows concurrent `run` calls.
+//!
+//! Placement: a node runs on the first device of the session's
+//! [`DeviceSet`] that matches its requested device (`""` matches every
+//! device) and has a kernel for it; with soft placement (the default, as in
+//! TensorFlow 2), a node whose requested device is absent or has no kernel
+//! for it falls back to the first device that has one. A kernel's
+//! host-memory arguments are read from and written to host memory; every
+//! other value a kernel reads must be in its device's memory, and the
+//! executor copies it there (through [`Device::copy_to_host`] and
+//! [`Device::copy_from_host`]) when it was produced or fed elsewhere.
+//! Fetched values are copied to the host.
 
-use super::{Graph, NodeId, Output};
-use crate::device::{CpuDevice, Device};
-use crate::kernel::{
-    build_kernel, call_kernel, KernelRegistry, KernelSignature, OpKernel, TensorVec,
-};
+use super::{unloaded_op, Graph, NodeId, Output};
+use crate::device::{memory_for, CpuDevice, Device, DeviceSet, DeviceSpec, ThreadPool};
+use crate::eager::EagerContext;
+use crate::kernel::{call_kernel, KernelRegistration, KernelSignature, OpKernel, TensorVec};
+use crate::registry::Registry;
 use crate::resource::ResourceMgr;
+use crate::tensor::Location;
 use crate::{Result, Status, Tensor};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 struct NodeKernel {
     sig: KernelSignature,
     kernel: Box<dyn OpKernel>,
+    /// The registration the kernel was built from.
+    registration: Arc<KernelRegistration>,
+    /// The device the node was placed on.
+    device: Arc<dyn Device>,
+    /// Where each flat input must be when the kernel runs.
+    input_memory: Vec<Location>,
 }
 
 struct Step {
-    node: NodeId,
+    /// The node's index in the graph.
+    node: usize,
     /// The node's kernel, built when the plan was made.
     kernel: Arc<NodeKernel>,
     /// Where the step's slots start in `Plan::slots`: the value slot of
@@ -152,34 +173,154 @@ impl Plan {
 
 /// Options of a [`Session`]; the default (both 0) shares one pool of one
 /// thread per core between nodes and kernels.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SessionOptions {
     /// Threads that run independent nodes at once: 0 (the default) runs
-    /// them on the device's intra-op pool, so nodes and the shards of
-    /// their kernels share one set of threads (no hand-off between pools);
-    /// 1 runs nodes one after another on the caller's thread; `n > 1`
-    /// starts a separate inter-op pool of `n` threads, like TensorFlow.
+    /// them on the pool the session's CPU device shards kernels over (the
+    /// process-wide [`ThreadPool::global`] for sessions given their
+    /// devices), so nodes and the shards of their kernels share one set of
+    /// threads (no hand-off between pools); 1 runs nodes one after another
+    /// on the caller's thread; `n > 1` starts a separate inter-op pool of
+    /// `n` threads, like TensorFlow.
     pub inter_op_threads: usize,
-    /// Threads each kernel may shard its work over (0 = one per core).
+    /// Threads each kernel may shard its work over, for the CPU device the
+    /// session makes when it is not given devices (0 = the process-wide
+    /// pool, one thread per core).
     pub intra_op_threads: usize,
+    /// Place a node whose requested device is absent, or has no kernel
+    /// for it, on a device that has one (TensorFlow's
+    /// `allow_soft_placement`; on by default, as in TensorFlow 2).
+    pub allow_soft_placement: bool,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            inter_op_threads: 0,
+            intra_op_threads: 0,
+            allow_soft_placement: true,
+        }
+    }
 }
 
 /// A plan is cached per (feeds, fetches, targets).
 type PlanKey = (Vec<Output>, Vec<Output>, Vec<NodeId>);
 
-/// Runs a graph on a device.
+/// Runs a graph on a set of devices.
 pub struct Session {
     graph: Arc<Graph>,
-    device: Arc<dyn Device>,
+    devices: DeviceSet,
     resource_mgr: Arc<ResourceMgr>,
+    registry: Arc<Registry>,
     kernels: Vec<OnceLock<Result<Arc<NodeKernel>>>>,
-    kernel_registry: &'static KernelRegistry,
     plans: Mutex<HashMap<PlanKey, Arc<Plan>>>,
-    /// A separate inter-op pool (`inter_op_threads > 1`).
-    inter_op: Option<rayon::ThreadPool>,
-    /// Run independent nodes in parallel (on `inter_op`, else on the
-    /// device's pool).
-    parallel: bool,
+    /// The pool independent nodes run on (`None`: one after another).
+    scheduler: Option<Arc<ThreadPool>>,
+    soft_placement: bool,
+    /// The registry generation at which every built kernel was last seen
+    /// registered.
+    generation: AtomicU64,
+}
+
+/// Builds a [`Session`] with the devices, resource manager and scheduler
+/// pool it uses (the registry is the graph's): see [`Session::builder`].
+pub struct SessionBuilder {
+    graph: Graph,
+    devices: Option<Vec<Arc<dyn Device>>>,
+    resource_mgr: Option<Arc<ResourceMgr>>,
+    scheduler: Option<Arc<ThreadPool>>,
+    registry_check: Option<Arc<Registry>>,
+    options: SessionOptions,
+}
+
+impl SessionBuilder {
+    /// The devices to place nodes on, in order of preference (the first is
+    /// the default device). Default: a CPU device.
+    pub fn devices(mut self, devices: Vec<Arc<dyn Device>>) -> Self {
+        self.devices = Some(devices);
+        self
+    }
+
+    /// Keeps op state (variables, ...) in `resource_mgr`, shared with
+    /// whoever else holds it. Default: a resource manager of its own.
+    pub fn resource_mgr(mut self, resource_mgr: Arc<ResourceMgr>) -> Self {
+        self.resource_mgr = Some(resource_mgr);
+        self
+    }
+
+    /// Runs on `ctx`'s device and shares its resource manager, so the graph
+    /// sees the variables the eager context made (and the other way round).
+    /// The graph must use the context's registry.
+    pub fn eager_context(mut self, ctx: &EagerContext) -> Self {
+        self.devices = Some(vec![ctx.device().clone()]);
+        self.resource_mgr = Some(ctx.resource_mgr().clone());
+        self.registry_check = Some(ctx.registry().clone());
+        self
+    }
+
+    /// Runs independent nodes on `pool` (when `inter_op_threads` is 0).
+    pub fn scheduler(mut self, pool: Arc<ThreadPool>) -> Self {
+        self.scheduler = Some(pool);
+        self
+    }
+
+    /// Sets the options.
+    pub fn options(mut self, options: SessionOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The session.
+    pub fn build(self) -> Result<Session> {
+        let graph = self.graph;
+        if let Some(r) = &self.registry_check {
+            if !Arc::ptr_eq(r, graph.registry_arc()) {
+                return Err(Status::invalid_argument(
+                    "the graph and the eager context use different registries: build the graph \
+                     with Graph::with_registry(ctx.registry().clone())",
+                ));
+            }
+        }
+        let options = self.options;
+        let (devices, default_pool) = match self.devices {
+            Some(devices) => (
+                DeviceSet::new(devices)?,
+                self.scheduler
+                    .unwrap_or_else(|| ThreadPool::global().clone()),
+            ),
+            None => {
+                let pool = match options.intra_op_threads {
+                    0 => ThreadPool::global().clone(),
+                    n => Arc::new(ThreadPool::new(n)?),
+                };
+                let cpu: Arc<dyn Device> = Arc::new(CpuDevice::with_pool(pool.clone()));
+                (DeviceSet::single(cpu), self.scheduler.unwrap_or(pool))
+            }
+        };
+        let scheduler = match options.inter_op_threads {
+            0 => Some(default_pool),
+            1 => None,
+            n => Some(Arc::new(ThreadPool::new(n).map_err(|e| {
+                Status::resource_exhausted(format!("cannot start the inter-op pool: {e}"))
+            })?)),
+        }
+        .filter(|p| p.rayon_pool().is_some());
+        graph.check_live()?;
+        let n = graph.len();
+        Ok(Session {
+            registry: graph.registry_arc().clone(),
+            generation: AtomicU64::new(graph.registry().generation()),
+            graph: Arc::new(graph),
+            devices,
+            resource_mgr: self
+                .resource_mgr
+                .unwrap_or_else(|| Arc::new(ResourceMgr::new())),
+            kernels: (0..n).map(|_| OnceLock::new()).collect(),
+            plans: Mutex::new(HashMap::new()),
+            scheduler,
+            soft_placement: options.allow_soft_placement,
+        })
+    }
 }
 
 /// Outputs whose every known shape is at most this many elements count as
@@ -192,38 +333,22 @@ impl Session {
         Session::with_options(graph, SessionOptions::default())
     }
 
-    /// A session with options.
+    /// A session on a CPU device with options.
     pub fn with_options(graph: Graph, options: SessionOptions) -> Result<Session> {
-        let device: Arc<dyn Device> = Arc::new(CpuDevice::new(options.intra_op_threads)?);
-        let inter_op = if options.inter_op_threads > 1 {
-            Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(options.inter_op_threads)
-                    .thread_name(|i| format!("opforge-inter-op-{i}"))
-                    .build()
-                    .map_err(|e| {
-                        Status::resource_exhausted(format!("cannot start the inter-op pool: {e}"))
-                    })?,
-            )
-        } else {
-            None
-        };
-        let n = graph.len();
-        let parallel = match options.inter_op_threads {
-            0 => device.thread_pool().rayon_pool().is_some(),
-            1 => false,
-            _ => true,
-        };
-        Ok(Session {
-            graph: Arc::new(graph),
-            device,
-            resource_mgr: Arc::new(ResourceMgr::new()),
-            kernels: (0..n).map(|_| OnceLock::new()).collect(),
-            kernel_registry: KernelRegistry::global(),
-            plans: Mutex::new(HashMap::new()),
-            inter_op,
-            parallel,
-        })
+        Session::builder(graph).options(options).build()
+    }
+
+    /// A builder, to give the session its devices, resource manager or
+    /// scheduler pool.
+    pub fn builder(graph: Graph) -> SessionBuilder {
+        SessionBuilder {
+            graph,
+            devices: None,
+            resource_mgr: None,
+            scheduler: None,
+            registry_check: None,
+            options: SessionOptions::default(),
+        }
     }
 
     /// The graph.
@@ -231,9 +356,21 @@ impl Session {
         &self.graph
     }
 
+    /// The devices nodes are placed on.
+    pub fn devices(&self) -> &DeviceSet {
+        &self.devices
+    }
+
     /// The resource manager holding the session's state (variables, ...).
     pub fn resource_mgr(&self) -> &Arc<ResourceMgr> {
         &self.resource_mgr
+    }
+
+    /// The device node `id` runs on (placing it, and building its kernel,
+    /// if that was not done yet).
+    pub fn placement(&self, id: NodeId) -> Result<Arc<dyn Device>> {
+        let i = self.graph.check_node(id)?;
+        Ok(self.kernel(i)?.device.clone())
     }
 
     /// Runs the graph by output names (`"x:0"`, `"y"`) and target node names.
@@ -262,6 +399,35 @@ impl Session {
         self.run(feeds, &fetches, &targets)
     }
 
+    /// `FailedPrecondition` if an op or kernel this session built a node
+    /// with was unloaded since; checked when the registry's generation moved.
+    fn check_live(&self) -> Result<()> {
+        let generation = self.registry.generation();
+        if self.generation.load(Ordering::Acquire) == generation {
+            return Ok(());
+        }
+        for (i, k) in self.kernels.iter().enumerate() {
+            if let Some(Ok(k)) = k.get() {
+                let node = self.graph.at(i);
+                if !node.registration.is_live() {
+                    return Err(unloaded_op(&node.name, &node.op, &node.registration));
+                }
+                if !k.registration.is_live() {
+                    return Err(Status::failed_precondition(format!(
+                        "Node '{}': the kernel of op '{}' it runs was unloaded from the registry \
+                         (it was registered by {}); load the library again and build a new session",
+                        node.name,
+                        node.op,
+                        k.registration.state().describe_origins()
+                    )));
+                }
+            }
+        }
+        self.graph.check_live()?;
+        self.generation.store(generation, Ordering::Release);
+        Ok(())
+    }
+
     /// Feeds tensors for some outputs, runs what `fetches` and `targets`
     /// need, and returns the fetched tensors in order.
     pub fn run(
@@ -270,15 +436,30 @@ impl Session {
         fetches: &[Output],
         targets: &[NodeId],
     ) -> Result<Vec<Tensor>> {
+        self.check_live()?;
         for (o, t) in &feeds {
-            let want = self.graph.output_type(*o).base();
+            let want = self
+                .graph
+                .output_type(*o)
+                .map_err(|e| e.prepend("feed: "))?
+                .base();
             if t.dtype() != want {
                 return Err(Status::invalid_argument(format!(
                     "Tensor fed for {} has dtype {}, but the graph expects {want}",
-                    self.graph.output_name(*o),
+                    self.graph.name_of(*o),
                     t.dtype()
                 )));
             }
+        }
+        for &o in fetches {
+            self.graph
+                .check_output(o)
+                .map_err(|e| e.prepend("fetch: "))?;
+        }
+        for &n in targets {
+            self.graph
+                .check_node(n)
+                .map_err(|e| e.prepend("target: "))?;
         }
         let key = (
             feeds.iter().map(|(o, _)| *o).collect::<Vec<_>>(),
@@ -305,40 +486,123 @@ impl Session {
             }
         };
         let mut state = plan.start_run(feeds);
-        let pool = match &self.inter_op {
-            Some(pool) => Some(pool),
-            None => self.device.thread_pool().rayon_pool(),
-        };
+        let pool = self.scheduler.as_deref().and_then(ThreadPool::rayon_pool);
         let result = match pool {
-            Some(pool) if self.parallel && !plan.sequential => {
-                self.run_parallel(&plan, &state, pool)
-            }
+            Some(pool) if !plan.sequential => self.run_parallel(&plan, &state, pool),
             _ => self.run_sequential(&plan, &mut state),
         };
         plan.finish_run(state, result.is_err());
-        result
+        let mut fetched = result?;
+        for t in &mut fetched {
+            if t.location() != Location::Host {
+                *t = self.transfer(t, Location::Host)?;
+            }
+        }
+        Ok(fetched)
     }
 
-    /// The node's kernel, built on first use.
-    fn kernel(&self, node: NodeId) -> Result<Arc<NodeKernel>> {
+    /// The node's kernel, placed and built on first use.
+    fn kernel(&self, node: usize) -> Result<Arc<NodeKernel>> {
         self.kernels[node]
             .get_or_init(|| {
-                let n = self.graph.node(node);
-                build_kernel(
-                    self.kernel_registry,
-                    &n.registration.op_def,
-                    &n.name,
-                    n.attrs.clone(),
-                    self.device.as_ref(),
-                )
-                .map(|(sig, kernel)| Arc::new(NodeKernel { sig, kernel }))
-                .map_err(|e| self.annotate(e, node))
+                let n = self.graph.at(node);
+                if !n.registration.is_live() {
+                    return Err(unloaded_op(&n.name, &n.op, &n.registration));
+                }
+                let device = self.place(node)?;
+                let built = self
+                    .registry
+                    .build_kernel(
+                        &n.registration.op_def,
+                        &n.name,
+                        n.attrs.clone(),
+                        device.as_ref(),
+                    )
+                    .map_err(|e| self.annotate(e, node))?;
+                let host_memory = built.registration.host_memory_inputs(&built.sig);
+                let input_memory = built
+                    .sig
+                    .input_types
+                    .iter()
+                    .zip(host_memory)
+                    .map(|(&dt, host)| memory_for(device.as_ref(), dt, host))
+                    .collect();
+                Ok(Arc::new(NodeKernel {
+                    sig: built.sig,
+                    kernel: built.kernel,
+                    registration: built.registration,
+                    device,
+                    input_memory,
+                }))
             })
             .clone()
     }
 
-    fn annotate(&self, e: Status, node: NodeId) -> Status {
-        let n = self.graph.node(node);
+    /// The device node `node` runs on: the first device that matches its
+    /// requested device and has a kernel for it; with soft placement, else
+    /// the first device with a kernel; else the first matching device
+    /// (whose missing kernel is then reported as TensorFlow reports it).
+    fn place(&self, node: usize) -> Result<Arc<dyn Device>> {
+        let n = self.graph.at(node);
+        let spec = DeviceSpec::parse(&n.device).map_err(|e| self.annotate(e, node))?;
+        let matching = self.devices.matching(&spec);
+        let has_kernel =
+            |d: &Arc<dyn Device>| self.registry.has_kernel(&n.op, &n.attrs, d.device_type());
+        if let Some(d) = matching.iter().find(|d| has_kernel(d)) {
+            return Ok((*d).clone());
+        }
+        if self.soft_placement || n.device.is_empty() {
+            if let Some(d) = self.devices.devices().iter().find(|d| has_kernel(d)) {
+                return Ok(d.clone());
+            }
+        }
+        match matching.first() {
+            Some(d) => Ok((*d).clone()),
+            None if self.soft_placement => Ok(self.devices.default_device().clone()),
+            None => Err(self.annotate(
+                Status::invalid_argument(format!(
+                    "Cannot assign a device for operation {}: no device matches '{}' (available: {}); \
+                     set SessionOptions::allow_soft_placement to place it elsewhere",
+                    n.name,
+                    n.device,
+                    self.devices
+                        .devices()
+                        .iter()
+                        .map(|d| d.name().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                node,
+            )),
+        }
+    }
+
+    /// `t` copied to `want` (the host, or a device of the session) through
+    /// the devices that own the memory.
+    fn transfer(&self, t: &Tensor, want: Location) -> Result<Tensor> {
+        let device_of = |loc: Location| {
+            self.devices
+                .devices()
+                .iter()
+                .find(|d| d.location() == loc)
+                .ok_or_else(|| {
+                    Status::internal(format!(
+                        "a value is on {loc:?}, which is not a device of this session"
+                    ))
+                })
+        };
+        let host = match t.location() {
+            Location::Host => t.clone(),
+            from => device_of(from)?.copy_to_host(t)?,
+        };
+        match want {
+            Location::Host => Ok(host),
+            to => device_of(to)?.copy_from_host(&host),
+        }
+    }
+
+    fn annotate(&self, e: Status, node: usize) -> Status {
+        let n = self.graph.at(node);
         e.append(format!(
             "\n\t [[{{{{node {}}}}} = {}{}]]",
             n.name,
@@ -352,24 +616,24 @@ impl Session {
         let fed: std::collections::HashSet<Output> = feeds.iter().copied().collect();
         // Which nodes must run.
         let mut needed = vec![false; g.len()];
-        let mut stack: Vec<NodeId> = fetches
+        let mut stack: Vec<usize> = fetches
             .iter()
             .filter(|o| !fed.contains(o))
-            .map(|o| o.node)
+            .map(|o| o.node.index())
             .collect();
-        stack.extend_from_slice(targets);
+        stack.extend(targets.iter().map(|t| t.index()));
         while let Some(n) = stack.pop() {
             if std::mem::replace(&mut needed[n], true) {
                 continue;
             }
-            let node = g.node(n);
+            let node = g.at(n);
             stack.extend(
                 node.inputs
                     .iter()
                     .filter(|o| !fed.contains(o))
-                    .map(|o| o.node),
+                    .map(|o| o.node.index()),
             );
-            stack.extend_from_slice(&node.control_inputs);
+            stack.extend(node.control_inputs.iter().map(|c| c.index()));
         }
         // Value slots: feeds first, then used outputs of needed nodes.
         let mut slot_of: HashMap<Output, usize> = HashMap::new();
@@ -378,8 +642,8 @@ impl Session {
             let next = slot_of.len();
             feed_slots.push(*slot_of.entry(o).or_insert(next));
         }
-        let order: Vec<NodeId> = (0..g.len()).filter(|&n| needed[n]).collect();
-        let step_of: HashMap<NodeId, usize> =
+        let order: Vec<usize> = (0..g.len()).filter(|&n| needed[n]).collect();
+        let step_of: HashMap<usize, usize> =
             order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
         let mut steps: Vec<Step> = Vec::with_capacity(order.len());
         let mut step_slots: Vec<(Vec<usize>, Vec<usize>)> = Vec::with_capacity(order.len());
@@ -387,7 +651,7 @@ impl Session {
         let mut pending = vec![0usize; order.len()];
         let mut all_small = true;
         for (si, &n) in order.iter().enumerate() {
-            let node = g.node(n);
+            let node = g.at(n);
             let mut inputs = Vec::with_capacity(node.inputs.len());
             let mut preds: Vec<usize> = Vec::new();
             for &o in &node.inputs {
@@ -399,10 +663,10 @@ impl Session {
                 slot_uses[slot] += 1;
                 inputs.push(slot);
                 if !fed.contains(&o) {
-                    preds.push(step_of[&o.node]);
+                    preds.push(step_of[&o.node.index()]);
                 }
             }
-            preds.extend(node.control_inputs.iter().map(|c| step_of[c]));
+            preds.extend(node.control_inputs.iter().map(|c| step_of[&c.index()]));
             preds.sort_unstable();
             preds.dedup();
             pending[si] = preds.len();
@@ -435,7 +699,7 @@ impl Session {
             fetch_slots.push(slot);
         }
         for (&o, &slot) in &slot_of {
-            if let Some(&si) = step_of.get(&o.node) {
+            if let Some(&si) = step_of.get(&o.node.index()) {
                 if !fed.contains(&o) {
                     step_slots[si].1[o.index] = slot;
                 }
@@ -469,11 +733,19 @@ impl Session {
         inputs: &mut TensorVec,
         mut output: impl FnMut(usize, Tensor),
     ) -> Result<()> {
+        let k = &*step.kernel;
+        for (i, t) in inputs.iter_mut().enumerate() {
+            if t.location() != k.input_memory[i] {
+                *t = self
+                    .transfer(t, k.input_memory[i])
+                    .map_err(|e| self.annotate(e.prepend(format!("input {i}: ")), step.node))?;
+            }
+        }
         call_kernel(
-            step.kernel.kernel.as_ref(),
-            &step.kernel.sig,
+            k.kernel.as_ref(),
+            &k.sig,
             inputs,
-            self.device.as_ref(),
+            k.device.as_ref(),
             &self.resource_mgr,
             |_, i, t| output(i, t),
         )

@@ -238,6 +238,12 @@ impl<'a> OpKernelContext<'a> {
         &self.sig.node_name
     }
 
+    /// The node's signature (dtypes and argument ranges), borrowed for the
+    /// whole run.
+    pub fn signature(&self) -> &'a KernelSignature {
+        self.sig
+    }
+
     /// The number of flat inputs.
     #[inline]
     pub fn num_inputs(&self) -> usize {
@@ -418,10 +424,14 @@ impl<'a> OpKernelContext<'a> {
         self.device
     }
 
-    /// The device's intra-op thread pool (borrowed for the whole run).
+    /// The device's thread pool (borrowed for the whole run); on a device
+    /// without one, a pool that runs shards on the calling thread.
     #[inline]
     pub fn thread_pool(&self) -> &'a ThreadPool {
-        self.device.thread_pool()
+        match self.device.thread_pool() {
+            Some(pool) => pool,
+            None => ThreadPool::inline(),
+        }
     }
 
     /// The resource manager for op state (borrowed for the whole run).

@@ -6,13 +6,11 @@ mod context;
 
 pub use context::{call_kernel, KernelSignature, OpKernelConstruction, OpKernelContext, TensorVec};
 
-use crate::attrs::{arg_ranges, in_out_types, summarize_attrs, AttrMap};
-use crate::device::Device;
-use crate::proto::{attr_value::Value, OpDef};
-use crate::registry::{should_register_op, OpRegistry, OPS_TO_REGISTER};
-use crate::{DataType, Element, Result, Status};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+use crate::attrs::AttrMap;
+use crate::proto::attr_value::Value;
+use crate::registry::EntryState;
+use crate::{DataType, Element, Result};
+use std::sync::Arc;
 
 /// A kernel: the computation of an op on one device. Built once per node
 /// (or per eager call signature) and then run many times, possibly from
@@ -49,6 +47,47 @@ pub struct KernelDef {
     pub label: String,
     /// Among several matches, the highest priority wins.
     pub priority: i32,
+}
+
+impl KernelDef {
+    /// For each flat input of a node with signature `sig`, whether the
+    /// kernel reads it from host memory (TensorFlow's `HostMemory`).
+    pub fn host_memory_inputs(&self, sig: &KernelSignature) -> Vec<bool> {
+        self.host_memory_flags(
+            &sig.op_def.input_arg,
+            &sig.input_ranges,
+            sig.input_types.len(),
+        )
+    }
+
+    /// For each flat output of a node with signature `sig`, whether the
+    /// kernel writes it to host memory.
+    pub fn host_memory_outputs(&self, sig: &KernelSignature) -> Vec<bool> {
+        self.host_memory_flags(
+            &sig.op_def.output_arg,
+            &sig.output_ranges,
+            sig.output_types.len(),
+        )
+    }
+
+    fn host_memory_flags(
+        &self,
+        args: &[crate::proto::op_def::ArgDef],
+        ranges: &[std::ops::Range<usize>],
+        n: usize,
+    ) -> Vec<bool> {
+        let mut flags = vec![false; n];
+        for (arg, range) in args.iter().zip(ranges) {
+            if self.host_memory_args.contains(&arg.name) {
+                for i in range.clone() {
+                    if let Some(f) = flags.get_mut(i) {
+                        *f = true;
+                    }
+                }
+            }
+        }
+        flags
+    }
 }
 
 /// Builds a [`KernelDef`].
@@ -127,13 +166,14 @@ impl KernelDefBuilder {
     }
 }
 
-/// A kernel definition and its factory.
-#[derive(Clone)]
+/// A kernel definition and its factory, and (once registered) who
+/// registered it.
 pub struct KernelRegistration {
     /// What it matches.
     pub def: KernelDef,
     /// How to build the kernel.
     pub factory: KernelFactory,
+    pub(crate) state: EntryState,
 }
 
 impl std::fmt::Debug for KernelRegistration {
@@ -153,6 +193,7 @@ impl KernelRegistration {
         KernelRegistration {
             def: def.build(),
             factory: Arc::new(|ctx| Ok(Box::new(K::create(ctx)?) as Box<dyn OpKernel>)),
+            state: EntryState::default(),
         }
     }
 
@@ -164,10 +205,22 @@ impl KernelRegistration {
         KernelRegistration {
             def: def.build(),
             factory: Arc::new(factory),
+            state: EntryState::default(),
         }
     }
 
-    fn matches(&self, attrs: &AttrMap, device_type: &str) -> bool {
+    /// Who registered the kernel, and whether it still is registered.
+    pub fn state(&self) -> &EntryState {
+        &self.state
+    }
+
+    /// Whether the kernel is still registered.
+    #[inline]
+    pub fn is_live(&self) -> bool {
+        self.state.is_live()
+    }
+
+    pub(crate) fn matches(&self, attrs: &AttrMap, device_type: &str) -> bool {
         if self.def.device_type != device_type {
             return false;
         }
@@ -188,6 +241,12 @@ impl KernelRegistration {
         })
     }
 
+    /// For each flat input of a node with signature `sig`, whether this
+    /// kernel reads it from host memory (TensorFlow's `HostMemory`).
+    pub fn host_memory_inputs(&self, sig: &KernelSignature) -> Vec<bool> {
+        self.def.host_memory_inputs(sig)
+    }
+
     /// `device='CPU'; T in [DT_FLOAT, DT_DOUBLE]`, as TensorFlow lists kernels.
     pub fn describe(&self) -> String {
         let mut s = format!("device='{}'", self.def.device_type);
@@ -205,22 +264,6 @@ impl KernelRegistration {
     }
 }
 
-/// One static kernel registration, made by [`register_kernel!`](crate::register_kernel).
-pub struct StaticKernelRegistration {
-    build: fn() -> KernelRegistration,
-    file: &'static str,
-    line: u32,
-}
-
-impl StaticKernelRegistration {
-    /// A registration built by `build`, written at `file:line`.
-    pub const fn new(build: fn() -> KernelRegistration, file: &'static str, line: u32) -> Self {
-        StaticKernelRegistration { build, file, line }
-    }
-}
-
-inventory::collect!(StaticKernelRegistration);
-
 /// Registers a kernel next to its code.
 ///
 /// `register_kernel!(KernelDefBuilder::new("ZeroOut").type_constraint::<i32>("T"), ZeroOutOp)`
@@ -230,13 +273,13 @@ inventory::collect!(StaticKernelRegistration);
 macro_rules! register_kernel {
     ($def:expr, fn = $factory:expr $(,)?) => {
         $crate::inventory::submit! {
-            $crate::kernel::StaticKernelRegistration::new(
+            $crate::registry::StaticRegistration::kernel(
                 || $crate::kernel::KernelRegistration::with_factory($def, $factory), file!(), line!())
         }
     };
     ($def:expr, $kernel:ty $(,)?) => {
         $crate::inventory::submit! {
-            $crate::kernel::StaticKernelRegistration::new(
+            $crate::registry::StaticRegistration::kernel(
                 || $crate::kernel::KernelRegistration::of::<$kernel>($def), file!(), line!())
         }
     };
@@ -256,376 +299,4 @@ macro_rules! register_kernel_for_types {
             );
         )*
     };
-}
-
-/// The kernels of every op, by op name. Thread-safe; takes run-time
-/// registrations (op libraries) as well as static ones.
-#[derive(Default)]
-pub struct KernelRegistry {
-    kernels: RwLock<HashMap<String, Vec<Arc<KernelRegistration>>>>,
-    static_errors: Mutex<Vec<String>>,
-}
-
-impl KernelRegistry {
-    /// An empty registry.
-    pub fn new() -> KernelRegistry {
-        KernelRegistry::default()
-    }
-
-    /// The process-wide registry, filled with every static registration of
-    /// the linked crates that the build's selective registration keeps.
-    pub fn global() -> &'static KernelRegistry {
-        static GLOBAL: OnceLock<KernelRegistry> = OnceLock::new();
-        GLOBAL.get_or_init(|| {
-            let registry = KernelRegistry::new();
-            let mut statics: Vec<&StaticKernelRegistration> =
-                inventory::iter::<StaticKernelRegistration>().collect();
-            statics.sort_by_key(|r| (r.file, r.line));
-            for s in statics {
-                let reg = (s.build)();
-                if !should_register_op(&reg.def.op, OPS_TO_REGISTER) {
-                    continue;
-                }
-                if let Err(e) = registry.register(reg) {
-                    registry
-                        .static_errors
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(format!("{}:{}: {e}", s.file, s.line));
-                }
-            }
-            registry
-        })
-    }
-
-    /// Adds a kernel; `AlreadyExists` if one with the same definition is registered.
-    pub fn register(&self, reg: KernelRegistration) -> Result<()> {
-        let mut kernels = self.kernels.write().unwrap_or_else(PoisonError::into_inner);
-        let list = kernels.entry(reg.def.op.clone()).or_default();
-        if list.iter().any(|k| k.def == reg.def) {
-            return Err(Status::already_exists(format!(
-                "A kernel for op '{}' with {} is already registered",
-                reg.def.op,
-                reg.describe()
-            )));
-        }
-        list.push(Arc::new(reg));
-        Ok(())
-    }
-
-    /// The kernels registered for `op`.
-    pub fn kernels_for(&self, op: &str) -> Vec<Arc<KernelRegistration>> {
-        self.kernels
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(op)
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// The number of registered kernels.
-    pub fn len(&self) -> usize {
-        self.kernels
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .map(Vec::len)
-            .sum()
-    }
-
-    /// Whether no kernel is registered.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The device types that have at least one kernel.
-    pub fn device_types(&self) -> Vec<String> {
-        let kernels = self.kernels.read().unwrap_or_else(PoisonError::into_inner);
-        let mut types: Vec<String> = kernels
-            .values()
-            .flatten()
-            .map(|k| k.def.device_type.clone())
-            .collect();
-        types.sort();
-        types.dedup();
-        types
-    }
-
-    /// The kernel that matches a node: same op and device type, every type
-    /// constraint satisfied, same label; the highest priority wins.
-    /// `NotFound` lists the registered kernels as TensorFlow does.
-    pub fn find(
-        &self,
-        op: &OpDef,
-        node_name: &str,
-        attrs: &AttrMap,
-        device_type: &str,
-    ) -> Result<Arc<KernelRegistration>> {
-        let candidates = self.kernels_for(&op.name);
-        let mut best: Vec<&Arc<KernelRegistration>> = Vec::new();
-        for k in candidates.iter().filter(|k| k.matches(attrs, device_type)) {
-            match best.first() {
-                Some(b) if b.def.priority > k.def.priority => {}
-                Some(b) if b.def.priority == k.def.priority => best.push(k),
-                _ => best = vec![k],
-            }
-        }
-        match best.as_slice() {
-            [one] => Ok(Arc::clone(one)),
-            [] => {
-                let mut msg = format!(
-                    "No OpKernel was registered to support Op '{}' used by {{{{node {node_name}}}}} with these attrs: {}\n\
-                     Registered devices: [{}]\nRegistered kernels:\n",
-                    op.name,
-                    summarize_attrs(attrs),
-                    self.device_types().join(", ")
-                );
-                if candidates.is_empty() {
-                    msg.push_str("  <no registered kernels>\n");
-                }
-                for k in &candidates {
-                    msg.push_str(&format!("  {}\n", k.describe()));
-                }
-                Err(Status::not_found(msg.trim_end().to_string()))
-            }
-            many => Err(Status::invalid_argument(format!(
-                "Multiple OpKernel registrations match NodeDef '{node_name}' (op {}): {}",
-                op.name,
-                many.iter()
-                    .map(|k| format!("'{}'", k.describe()))
-                    .collect::<Vec<_>>()
-                    .join(" and ")
-            ))),
-        }
-    }
-
-    /// Checks the registry at startup: `Internal`, listing every problem, if
-    /// no kernel is registered, a static registration failed, a kernel names
-    /// an op that is not registered, or a constraint names an attr the op
-    /// does not have as `type` or `list(type)`.
-    pub fn check_startup(&self, ops: &OpRegistry) -> Result<()> {
-        let mut problems = self
-            .static_errors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if self.is_empty() {
-            problems.push("no kernels are registered: link the op library crates (e.g. `opforge_ops::link()`)".into());
-        }
-        let kernels = self.kernels.read().unwrap_or_else(PoisonError::into_inner);
-        let mut names: Vec<&String> = kernels.keys().collect();
-        names.sort();
-        for name in names {
-            match ops.lookup(name) {
-                Err(_) => problems.push(format!(
-                    "kernels are registered for op '{name}', which is not a registered op (register its OpDef with register_op!)"
-                )),
-                Ok(data) => {
-                    for k in &kernels[name] {
-                        for (attr, _) in &k.def.constraints {
-                            let ok = data
-                                .op_def
-                                .attr
-                                .iter()
-                                .any(|a| &a.name == attr && (a.r#type == "type" || a.r#type == "list(type)"));
-                            if !ok {
-                                problems.push(format!(
-                                    "a kernel of op '{name}' ({}) constrains '{attr}', which is not a type attr of the op",
-                                    k.describe()
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        if problems.is_empty() {
-            return Ok(());
-        }
-        Err(Status::internal(format!(
-            "the kernel registry is broken:\n  - {}",
-            problems.join("\n  - ")
-        )))
-    }
-}
-
-/// Builds the kernel of a node whose attrs are complete: computes its
-/// signature (dtypes and argument ranges), finds the matching kernel for
-/// the device and constructs it.
-pub fn build_kernel(
-    kernels: &KernelRegistry,
-    op: &OpDef,
-    node_name: &str,
-    attrs: AttrMap,
-    device: &dyn Device,
-) -> Result<(KernelSignature, Box<dyn OpKernel>)> {
-    let (input_types, output_types) = in_out_types(op, &attrs)?;
-    let input_ranges = arg_ranges(op, &op.input_arg, &attrs)?;
-    let output_ranges = arg_ranges(op, &op.output_arg, &attrs)?;
-    let reg = kernels.find(op, node_name, &attrs, device.device_type())?;
-    let ctx = OpKernelConstruction::new(op, node_name, &attrs, device, &input_types, &output_types);
-    let kernel = (reg.factory)(&ctx)?;
-    Ok((
-        KernelSignature {
-            op_def: op.clone(),
-            node_name: node_name.to_string(),
-            attrs,
-            input_types,
-            output_types,
-            input_ranges,
-            output_ranges,
-        },
-        kernel,
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::attrs::IntoAttrValue;
-    use crate::OpDefBuilder;
-
-    struct Nop;
-    impl OpKernel for Nop {
-        fn compute(&self, _: &mut OpKernelContext<'_>) -> Result<()> {
-            Ok(())
-        }
-    }
-    impl CreateKernel for Nop {
-        fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
-            Ok(Nop)
-        }
-    }
-
-    fn zero_out() -> OpDef {
-        OpDefBuilder::new("ZeroOutK")
-            .attr("T: realnumbertype")
-            .input("x: T")
-            .output("y: T")
-            .finalize()
-            .unwrap()
-    }
-
-    fn attrs(t: DataType) -> AttrMap {
-        [("T".to_string(), t.into_attr_value())]
-            .into_iter()
-            .collect()
-    }
-
-    #[test]
-    fn selection_by_dtype_label_and_priority() {
-        let reg = KernelRegistry::new();
-        reg.register(KernelRegistration::of::<Nop>(
-            KernelDefBuilder::new("ZeroOutK").type_constraint::<i32>("T"),
-        ))
-        .unwrap();
-        reg.register(KernelRegistration::of::<Nop>(
-            KernelDefBuilder::new("ZeroOutK").type_constraint::<f32>("T"),
-        ))
-        .unwrap();
-        reg.register(KernelRegistration::of::<Nop>(
-            KernelDefBuilder::new("ZeroOutK")
-                .type_constraint::<f32>("T")
-                .priority(5),
-        ))
-        .unwrap();
-        reg.register(KernelRegistration::of::<Nop>(
-            KernelDefBuilder::new("ZeroOutK")
-                .type_constraint::<f32>("T")
-                .label("fast"),
-        ))
-        .unwrap();
-        let dup = reg.register(KernelRegistration::of::<Nop>(
-            KernelDefBuilder::new("ZeroOutK").type_constraint::<i32>("T"),
-        ));
-        assert_eq!(dup.unwrap_err().code(), crate::Code::AlreadyExists);
-        let op = zero_out();
-        let k = reg.find(&op, "n", &attrs(DataType::Float), "CPU").unwrap();
-        assert_eq!(k.def.priority, 5);
-        let k = reg.find(&op, "n", &attrs(DataType::Int32), "CPU").unwrap();
-        assert_eq!(k.def.constraints[0].1, vec![DataType::Int32]);
-        let mut labeled = attrs(DataType::Float);
-        labeled.insert("_kernel".into(), "fast".into_attr_value());
-        assert_eq!(
-            reg.find(&op, "n", &labeled, "CPU").unwrap().def.label,
-            "fast"
-        );
-        assert!(reg.find(&op, "n", &attrs(DataType::Float), "GPU").is_err());
-    }
-
-    #[test]
-    fn no_match_lists_registered_kernels_like_tensorflow() {
-        let reg = KernelRegistry::new();
-        reg.register(KernelRegistration::of::<Nop>(
-            KernelDefBuilder::new("ZeroOutK")
-                .type_constraint_list("T", &[DataType::Int32, DataType::Float]),
-        ))
-        .unwrap();
-        let err = reg
-            .find(&zero_out(), "ZeroOutK", &attrs(DataType::Double), "CPU")
-            .unwrap_err();
-        assert_eq!(err.code(), crate::Code::NotFound);
-        assert_eq!(
-            err.message(),
-            "No OpKernel was registered to support Op 'ZeroOutK' used by {{node ZeroOutK}} with these attrs: [T=DT_DOUBLE]\n\
-             Registered devices: [CPU]\nRegistered kernels:\n  device='CPU'; T in [DT_INT32, DT_FLOAT]"
-        );
-        let none = KernelRegistry::new()
-            .find(&zero_out(), "z", &attrs(DataType::Double), "CPU")
-            .unwrap_err();
-        assert!(
-            none.message()
-                .ends_with("Registered kernels:\n  <no registered kernels>"),
-            "{none}"
-        );
-    }
-
-    #[test]
-    fn ambiguous_matches_are_an_error() {
-        let reg = KernelRegistry::new();
-        reg.register(KernelRegistration::of::<Nop>(
-            KernelDefBuilder::new("ZeroOutK").type_constraint::<f32>("T"),
-        ))
-        .unwrap();
-        reg.register(KernelRegistration::of::<Nop>(
-            KernelDefBuilder::new("ZeroOutK")
-                .type_constraint_list("T", &[DataType::Float, DataType::Double]),
-        ))
-        .unwrap();
-        let err = reg
-            .find(&zero_out(), "n", &attrs(DataType::Float), "CPU")
-            .unwrap_err();
-        assert!(
-            err.message()
-                .starts_with("Multiple OpKernel registrations match"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn startup_check_finds_unknown_ops_and_attrs() {
-        let ops = OpRegistry::new();
-        ops.register(zero_out()).unwrap();
-        let reg = KernelRegistry::new();
-        assert!(reg
-            .check_startup(&ops)
-            .unwrap_err()
-            .message()
-            .contains("no kernels are registered"));
-        reg.register(KernelRegistration::of::<Nop>(KernelDefBuilder::new("Nope")))
-            .unwrap();
-        reg.register(KernelRegistration::of::<Nop>(
-            KernelDefBuilder::new("ZeroOutK").type_constraint::<f32>("U"),
-        ))
-        .unwrap();
-        let msg = reg.check_startup(&ops).unwrap_err().to_string();
-        assert!(
-            msg.contains("op 'Nope', which is not a registered op"),
-            "{msg}"
-        );
-        assert!(
-            msg.contains("constrains 'U', which is not a type attr"),
-            "{msg}"
-        );
-    }
 }

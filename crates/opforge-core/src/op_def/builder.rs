@@ -4,9 +4,10 @@
 use super::spec::{parse_arg_spec, parse_attr_spec, ArgSpec};
 use super::validate::validate_op_def;
 use crate::dtype::DataType;
+use crate::op_attr::{ErasedAttr, OpAttr};
 use crate::proto::{op_def::ArgDef, FullTypeDef, FullTypeId, OpDef, OpDeprecation};
-use crate::shape_inference::{InferenceContext, ShapeFn};
 use crate::{Result, Status};
+use std::sync::Arc;
 
 /// Builds an [`OpDef`] from spec strings.
 ///
@@ -40,7 +41,8 @@ pub struct OpDefBuilder {
     is_distributed_communication: bool,
     deprecation: Option<(i32, String)>,
     errors: Vec<String>,
-    shape_fn: Option<ShapeFn>,
+    /// Per-op attributes (shape function, gradient, ...) to register with the op.
+    op_attrs: Vec<ErasedAttr>,
     output_full_types: Vec<(String, FullTypeDef)>,
 }
 
@@ -51,7 +53,7 @@ impl std::fmt::Debug for OpDefBuilder {
             .field("attrs", &self.attrs)
             .field("inputs", &self.inputs)
             .field("outputs", &self.outputs)
-            .field("shape_fn", &self.shape_fn.as_ref().map(|_| "<fn>"))
+            .field("op_attrs", &self.op_attrs)
             .finish_non_exhaustive()
     }
 }
@@ -138,25 +140,24 @@ impl OpDefBuilder {
         self
     }
 
-    /// Sets the shape function: given the input shapes (and constant inputs
-    /// and attrs), it sets the output shapes. See [`crate::shape_inference`].
-    pub fn set_shape_fn(
-        mut self,
-        f: impl Fn(&mut InferenceContext) -> Result<()> + Send + Sync + 'static,
-    ) -> Self {
-        self.shape_fn = Some(std::sync::Arc::new(f));
+    /// Attaches a per-op attribute of kind `A` (see [`crate::op_attr`]),
+    /// registered together with the op. The shape function is one:
+    /// `set_shape_fn` (in [`crate::shape_inference`]) calls this.
+    pub fn set_attr<A: OpAttr>(mut self, value: Arc<A::Value>) -> Self {
+        let attr = ErasedAttr::new::<A>(value);
+        self.op_attrs.retain(|a| a.kind() != attr.kind());
+        self.op_attrs.push(attr);
         self
     }
 
-    /// Sets a shared shape function (one of the common ones).
-    pub fn shape_fn_arc(mut self, f: ShapeFn) -> Self {
-        self.shape_fn = Some(f);
-        self
+    /// The per-op attribute of kind `A` attached so far, if any.
+    pub fn get_attr<A: OpAttr>(&self) -> Option<Arc<A::Value>> {
+        self.op_attrs.iter().find_map(ErasedAttr::get::<A>)
     }
 
-    /// The shape function, if set.
-    pub fn shape_fn(&self) -> Option<&ShapeFn> {
-        self.shape_fn.as_ref()
+    /// Every per-op attribute attached so far.
+    pub fn op_attrs(&self) -> &[ErasedAttr] {
+        &self.op_attrs
     }
 
     /// Sets the experimental full type of output `output` (TensorFlow's

@@ -9,8 +9,40 @@ pub mod testutil;
 
 pub use context::{DimOrConst, DimensionHandle, InferenceContext, ShapeAndType, ShapeHandle};
 
-use crate::Result;
+use crate::op_attr::OpAttr;
+use crate::{OpDefBuilder, Result};
 use std::sync::Arc;
 
 /// A shape function: sets every output's shape (and may check the inputs').
-pub type ShapeFn = Arc<dyn Fn(&mut InferenceContext) -> Result<()> + Send + Sync>;
+pub type ShapeFunction = dyn Fn(&mut InferenceContext) -> Result<()> + Send + Sync;
+
+/// The per-op attribute holding an op's shape function (TensorFlow's
+/// `SetShapeFn`): `registry.attr::<ShapeFn>("Relu")`.
+pub struct ShapeFn;
+
+impl OpAttr for ShapeFn {
+    type Value = ShapeFunction;
+    const NAME: &'static str = "ShapeFn";
+}
+
+impl OpDefBuilder {
+    /// Sets the shape function: given the input shapes (and constant inputs
+    /// and attrs), it sets the output shapes. It is registered with the op
+    /// as its [`ShapeFn`] attribute.
+    pub fn set_shape_fn(
+        self,
+        f: impl Fn(&mut InferenceContext) -> Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.set_attr::<ShapeFn>(Arc::new(f))
+    }
+
+    /// Sets a shared shape function.
+    pub fn shape_fn_arc(self, f: Arc<ShapeFunction>) -> Self {
+        self.set_attr::<ShapeFn>(f)
+    }
+
+    /// The shape function, if set.
+    pub fn shape_fn(&self) -> Option<Arc<ShapeFunction>> {
+        self.get_attr::<ShapeFn>()
+    }
+}

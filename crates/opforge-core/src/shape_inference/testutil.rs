@@ -27,7 +27,8 @@
 
 use super::{DimensionHandle, InferenceContext, ShapeHandle};
 use crate::attrs::{arg_ranges, AttrMap};
-use crate::registry::OpRegistry;
+use crate::registry::Registry;
+use crate::shape_inference::ShapeFn;
 use crate::{Result, Status, Tensor};
 
 /// Parses one shape of the grammar: `None` for `?`, else dims with `-1` for `?`.
@@ -101,7 +102,7 @@ impl ShapeTestOp {
     /// With the defaults of the op's attrs that are not set (as
     /// `NodeDefBuilder::Finalize` adds them).
     pub fn with_defaults(mut self) -> Result<Self> {
-        let op = OpRegistry::global().op_def(&self.op)?;
+        let op = Registry::global().op_def(&self.op)?;
         crate::attrs::add_defaults(&op, &mut self.attrs);
         self.node_has_op = true;
         Ok(self)
@@ -149,7 +150,7 @@ impl ShapeTestOp {
 /// the run, or the annotated error.
 pub fn run_shape_fn(op: &ShapeTestOp, ins: &str) -> Result<InferenceContext> {
     let shapes = parse_shapes(ins).map_err(Status::invalid_argument)?;
-    let data = OpRegistry::global().lookup(&op.op)?;
+    let data = Registry::global().lookup(&op.op)?;
     let num_outputs = match arg_ranges(&data.op_def, &data.op_def.output_arg, &op.attrs) {
         Ok(r) => r.last().map_or(0, |l| l.end),
         Err(_) => data.op_def.output_arg.len(),
@@ -164,7 +165,7 @@ pub fn run_shape_fn(op: &ShapeTestOp, ins: &str) -> Result<InferenceContext> {
             ctx.set_input_tensor(*i, t.clone());
         }
     }
-    let Some(shape_fn) = data.shape_fn.clone() else {
+    let Some(shape_fn) = Registry::global().attr::<ShapeFn>(&op.op) else {
         return Err(Status::unimplemented(format!(
             "Op '{}' has no shape function",
             op.op

@@ -3,12 +3,14 @@
 //! checking the dtype, usually inside [`dispatch!`](crate::dispatch).
 
 mod buffer;
+mod device_buffer;
 mod element;
 pub mod json;
 mod proto;
 mod shape;
 
 pub use buffer::{Buffer, Location, ALIGNMENT};
+pub use device_buffer::DeviceBuffer;
 pub use element::Element;
 pub use shape::TensorShape;
 
@@ -28,6 +30,9 @@ enum Storage {
     Strings(Arc<Vec<Vec<u8>>>),
     /// `resource` tensors: one handle per element.
     Resources(Arc<Vec<ResourceHandle>>),
+    /// Memory of a device that is not a host pointer (reached only through
+    /// the device that owns it: see [`DeviceBuffer`]).
+    Device(Arc<dyn DeviceBuffer>),
     /// No storage: what a kernel leaves in an input slot it moved the tensor
     /// out of (a zero-element tensor that costs nothing to make or drop).
     Taken,
@@ -248,6 +253,77 @@ impl Tensor {
         })
     }
 
+    /// A dense host tensor of `dtype` and `shape` holding a copy of `bytes`
+    /// (its elements in row-major order, native byte order);
+    /// `InvalidArgument` if the length does not match, or if a `bool`
+    /// tensor would hold bytes other than 0 and 1.
+    pub fn from_bytes(dtype: DataType, shape: TensorShape, bytes: &[u8]) -> Result<Tensor> {
+        check_storable(dtype)?;
+        if !dtype.is_dense() {
+            return Err(Status::invalid_argument(format!(
+                "A {dtype} tensor cannot be made from raw bytes"
+            )));
+        }
+        let need = byte_len(dtype, shape.num_elements())?;
+        if bytes.len() != need {
+            return Err(Status::invalid_argument(format!(
+                "{} bytes given for a {dtype} tensor of shape {shape} ({need} bytes)",
+                bytes.len()
+            )));
+        }
+        if dtype == DataType::Bool && bytes.iter().any(|&b| b > 1) {
+            return Err(Status::invalid_argument(
+                "A bool tensor's bytes must be 0 or 1",
+            ));
+        }
+        let mut buf = buffer::allocate_host_shared(need)?;
+        match Arc::get_mut(&mut buf) {
+            Some(b) => b.as_mut_slice()[..need].copy_from_slice(bytes),
+            None => return Err(Status::internal("a new buffer is shared")),
+        }
+        Ok(Tensor {
+            dtype,
+            shape,
+            storage: ManuallyDrop::new(Storage::Dense { buf, offset: 0 }),
+        })
+    }
+
+    /// A dense tensor in device memory (see [`DeviceBuffer`]); the buffer
+    /// must hold at least the tensor's bytes. Only the device that made the
+    /// buffer reads it ([`Device::copy_to_host`](crate::device::Device::copy_to_host)).
+    pub fn from_device_buffer(
+        dtype: DataType,
+        shape: TensorShape,
+        buffer: Arc<dyn DeviceBuffer>,
+    ) -> Result<Tensor> {
+        check_storable(dtype)?;
+        if !dtype.is_dense() {
+            return Err(Status::invalid_argument(format!(
+                "A {dtype} tensor cannot live in device memory; it stays on the host"
+            )));
+        }
+        let need = byte_len(dtype, shape.num_elements())?;
+        if buffer.byte_len() < need {
+            return Err(Status::invalid_argument(format!(
+                "A device buffer of {} bytes is too small for a {dtype} tensor of shape {shape} ({need} bytes)",
+                buffer.byte_len()
+            )));
+        }
+        Ok(Tensor {
+            dtype,
+            shape,
+            storage: ManuallyDrop::new(Storage::Device(buffer)),
+        })
+    }
+
+    /// The device buffer of a tensor in device memory ([`Tensor::from_device_buffer`]).
+    pub fn device_buffer(&self) -> Option<&Arc<dyn DeviceBuffer>> {
+        match &*self.storage {
+            Storage::Device(b) => Some(b),
+            _ => None,
+        }
+    }
+
     /// The element type.
     #[inline]
     pub fn dtype(&self) -> DataType {
@@ -283,6 +359,7 @@ impl Tensor {
     pub fn location(&self) -> Location {
         match &*self.storage {
             Storage::Dense { buf, .. } => buf.location(),
+            Storage::Device(b) => b.location(),
             _ => Location::Host,
         }
     }
@@ -320,7 +397,7 @@ impl Tensor {
                 let len = self.num_elements() * self.dtype.size();
                 Ok(&buf.as_slice()[*offset..*offset + len])
             }
-            Storage::Dense { .. } => Err(Status::failed_precondition(
+            Storage::Dense { .. } | Storage::Device(_) => Err(Status::failed_precondition(
                 "Tensor data is not on the host",
             )),
             Storage::Taken => Ok(&[]),
@@ -418,6 +495,7 @@ impl Tensor {
     pub fn is_uniquely_owned(&self) -> bool {
         match &*self.storage {
             Storage::Dense { buf, .. } => Arc::strong_count(buf) == 1,
+            Storage::Device(b) => Arc::strong_count(b) == 1,
             Storage::Strings(s) => Arc::strong_count(s) == 1,
             Storage::Resources(r) => Arc::strong_count(r) == 1,
             Storage::Taken => false,
@@ -428,6 +506,9 @@ impl Tensor {
     pub fn shares_storage_with(&self, other: &Tensor) -> bool {
         match (&*self.storage, &*other.storage) {
             (Storage::Dense { buf: a, .. }, Storage::Dense { buf: b, .. }) => Arc::ptr_eq(a, b),
+            (Storage::Device(a), Storage::Device(b)) => {
+                std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+            }
             (Storage::Strings(a), Storage::Strings(b)) => Arc::ptr_eq(a, b),
             (Storage::Resources(a), Storage::Resources(b)) => Arc::ptr_eq(a, b),
             _ => false,
@@ -503,6 +584,11 @@ impl Tensor {
             Storage::Resources(r) => {
                 Storage::Resources(Arc::new(r[start * inner..end * inner].to_vec()))
             }
+            Storage::Device(_) => {
+                return Err(Status::unimplemented(
+                    "Slicing a tensor in device memory: copy it to the host first",
+                ))
+            }
             Storage::Taken => Storage::Taken,
         };
         Ok(Tensor {
@@ -527,6 +613,9 @@ impl Tensor {
             }
             Storage::Strings(s) => Tensor::from_strings(self.dims(), s.to_vec()),
             Storage::Resources(r) => Tensor::from_resource_handles(self.dims(), r.to_vec()),
+            Storage::Device(_) => Err(Status::failed_precondition(
+                "A deep copy of a tensor in device memory is the device's job: copy it to the host first",
+            )),
             Storage::Taken => Ok(Tensor::taken()),
         }
     }

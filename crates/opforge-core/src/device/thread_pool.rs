@@ -1,29 +1,12 @@
-//! Devices: where kernels run. A [`Device`] has a name, a type, an allocator
-//! and an intra-op thread pool; the [`CpuDevice`] is the host. A GPU device
-//! implements the same trait later without changing the kernel interface.
+//! [`ThreadPool`]: the threads kernels shard their work over (TensorFlow's
+//! `Shard`) and the graph executor runs independent nodes on. A pool is
+//! shared (`Arc`) by whoever uses it: a CPU device and a session's
+//! scheduler normally get the same one, so a node and its kernel's shards
+//! run on one set of threads with no hand-off between pools.
 
-use crate::tensor::{Location, Tensor, TensorShape};
-use crate::{DataType, Result, Status};
+use crate::{Result, Status};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-
-/// The device type of the host CPU.
-pub const DEVICE_CPU: &str = "CPU";
-
-/// A place where kernels run and tensors live.
-pub trait Device: Send + Sync {
-    /// The full name, like `/job:localhost/replica:0/task:0/device:CPU:0`.
-    fn name(&self) -> &str;
-    /// The device type, like `CPU`.
-    fn device_type(&self) -> &'static str;
-    /// Where this device's allocations live.
-    fn location(&self) -> Location;
-    /// A tensor for an output or temporary; its contents are unspecified
-    /// (valid values of the dtype) and the kernel overwrites them.
-    fn allocate(&self, dtype: DataType, shape: TensorShape) -> Result<Tensor>;
-    /// The intra-op thread pool kernels shard their work over.
-    fn thread_pool(&self) -> &ThreadPool;
-}
 
 /// An intra-op thread pool with TensorFlow's `Shard` work splitter.
 pub struct ThreadPool {
@@ -55,6 +38,50 @@ impl ThreadPool {
             None
         };
         Ok(ThreadPool { pool, threads })
+    }
+
+    /// The process-wide default pool: `OPFORGE_INTRA_OP_THREADS` threads if
+    /// that is set, else one per core. The shared CPU device
+    /// ([`CpuDevice::shared`](super::CpuDevice::shared)) and sessions
+    /// without their own pool use it.
+    pub fn global() -> &'static Arc<ThreadPool> {
+        static GLOBAL: OnceLock<Arc<ThreadPool>> = OnceLock::new();
+        GLOBAL.get_or_init(|| {
+            let threads = std::env::var("OPFORGE_INTRA_OP_THREADS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|&n: &usize| n > 0)
+                .unwrap_or_else(default_threads);
+            // A pool that cannot start its threads runs everything inline.
+            Arc::new(ThreadPool::new(threads).unwrap_or_else(|_| ThreadPool::single()))
+        })
+    }
+
+    /// A pool of `threads` threads, 0 meaning one per core.
+    pub fn with_threads(threads: usize) -> Result<ThreadPool> {
+        ThreadPool::new(if threads == 0 {
+            default_threads()
+        } else {
+            threads
+        })
+    }
+
+    /// A pool that runs everything on the calling thread.
+    pub fn single() -> ThreadPool {
+        ThreadPool {
+            pool: None,
+            threads: 1,
+        }
+    }
+
+    /// A shared pool that runs everything on the calling thread (what a
+    /// kernel shards over on a device without a thread pool).
+    pub fn inline() -> &'static ThreadPool {
+        static INLINE: ThreadPool = ThreadPool {
+            pool: None,
+            threads: 1,
+        };
+        &INLINE
     }
 
     /// The number of threads.
@@ -291,62 +318,9 @@ impl Claims {
     }
 }
 
-/// The host CPU as a device.
-pub struct CpuDevice {
-    name: String,
-    pool: ThreadPool,
-}
-
-impl CpuDevice {
-    /// A CPU device with `intra_op_threads` threads (0 = one per core).
-    pub fn new(intra_op_threads: usize) -> Result<CpuDevice> {
-        let threads = if intra_op_threads == 0 {
-            default_threads()
-        } else {
-            intra_op_threads
-        };
-        Ok(CpuDevice {
-            name: "/job:localhost/replica:0/task:0/device:CPU:0".into(),
-            pool: ThreadPool::new(threads)?,
-        })
-    }
-
-    /// The process-wide default CPU device, with `OPFORGE_INTRA_OP_THREADS`
-    /// threads if that is set, else one per core.
-    pub fn shared() -> Arc<CpuDevice> {
-        static SHARED: OnceLock<Arc<CpuDevice>> = OnceLock::new();
-        SHARED
-            .get_or_init(|| {
-                let threads = std::env::var("OPFORGE_INTRA_OP_THREADS")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                Arc::new(CpuDevice::new(threads).expect("the default CPU device starts"))
-            })
-            .clone()
-    }
-}
-
-fn default_threads() -> usize {
+/// One thread per core.
+pub(crate) fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-impl Device for CpuDevice {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn device_type(&self) -> &'static str {
-        DEVICE_CPU
-    }
-    fn location(&self) -> Location {
-        Location::Host
-    }
-    fn allocate(&self, dtype: DataType, shape: TensorShape) -> Result<Tensor> {
-        Tensor::uninit(dtype, shape)
-    }
-    fn thread_pool(&self) -> &ThreadPool {
-        &self.pool
-    }
 }
 
 #[cfg(test)]
@@ -427,12 +401,15 @@ mod tests {
     }
 
     #[test]
-    fn cpu_device() {
-        let d = CpuDevice::new(2).unwrap();
-        assert_eq!(d.device_type(), "CPU");
-        assert_eq!(d.thread_pool().num_threads(), 2);
-        let t = d.allocate(DataType::Float, TensorShape::vector(3)).unwrap();
-        assert_eq!(t.num_elements(), 3);
-        assert!(CpuDevice::shared().thread_pool().num_threads() >= 1);
+    fn shared_pools() {
+        assert!(ThreadPool::global().num_threads() >= 1);
+        assert!(Arc::ptr_eq(ThreadPool::global(), ThreadPool::global()));
+        assert_eq!(ThreadPool::inline().num_threads(), 1);
+        assert_eq!(ThreadPool::with_threads(3).unwrap().num_threads(), 3);
+        let hits = AtomicUsize::new(0);
+        ThreadPool::inline().shard(100, 1_000_000, |s, e| {
+            hits.fetch_add(e - s, Ordering::Relaxed);
+        });
+        assert_eq!(hits.load(Ordering::Relaxed), 100);
     }
 }

@@ -1,0 +1,166 @@
+//! The kernel table of a [`Registry`]: registration, TensorFlow-style
+//! selection ("No OpKernel was registered ..."), and building a node's kernel.
+
+use super::{Origin, Registry};
+use crate::attrs::{arg_ranges, in_out_types, summarize_attrs, AttrMap};
+use crate::device::Device;
+use crate::kernel::{KernelRegistration, KernelSignature, OpKernel, OpKernelConstruction};
+use crate::proto::OpDef;
+use crate::{Result, Status};
+use std::sync::Arc;
+
+/// A node's kernel, built: its signature, the kernel, and the registration
+/// it came from (checked for liveness after an unload).
+pub struct BuiltKernel {
+    /// Dtypes and argument ranges of the node.
+    pub sig: KernelSignature,
+    /// The kernel.
+    pub kernel: Box<dyn OpKernel>,
+    /// The registration the kernel was built from.
+    pub registration: Arc<KernelRegistration>,
+}
+
+impl Registry {
+    /// Adds a kernel, as code built into this binary (origin: the caller's
+    /// `file:line`). Registering the same kernel again does nothing; a
+    /// different kernel with the same definition (op, device, constraints,
+    /// label, priority, host memory) is `AlreadyExists` naming both origins.
+    #[track_caller]
+    pub fn register_kernel(&self, kernel: KernelRegistration) -> Result<()> {
+        self.insert_kernel(kernel, Origin::caller())
+    }
+
+    pub(crate) fn insert_kernel(&self, kernel: KernelRegistration, origin: Origin) -> Result<()> {
+        let mut t = self.write();
+        let list = t.kernels.entry(kernel.def.op.clone()).or_default();
+        if let Some(existing) = list.iter().find(|k| k.def == kernel.def) {
+            if Arc::ptr_eq(&existing.factory, &kernel.factory)
+                || existing.state().origins().contains(&origin)
+            {
+                existing.state().add_origin(origin);
+                return Ok(());
+            }
+            return Err(Status::already_exists(format!(
+                "A kernel for op '{}' with {} is already registered (by {}); this registration by {origin}",
+                kernel.def.op,
+                kernel.describe(),
+                existing.state().describe_origins()
+            )));
+        }
+        kernel.state().add_origin(origin);
+        list.push(Arc::new(kernel));
+        Ok(())
+    }
+
+    /// The kernels registered for `op`.
+    pub fn kernels_for(&self, op: &str) -> Vec<Arc<KernelRegistration>> {
+        self.read().kernels.get(op).cloned().unwrap_or_default()
+    }
+
+    /// The number of registered kernels.
+    pub fn kernel_count(&self) -> usize {
+        self.read().kernels.values().map(Vec::len).sum()
+    }
+
+    /// The device types that have at least one kernel, sorted.
+    pub fn kernel_device_types(&self) -> Vec<String> {
+        let mut types: Vec<String> = self
+            .read()
+            .kernels
+            .values()
+            .flatten()
+            .map(|k| k.def.device_type.clone())
+            .collect();
+        types.sort();
+        types.dedup();
+        types
+    }
+
+    /// The kernel that matches a node: same op and device type, every type
+    /// constraint satisfied, same label; the highest priority wins.
+    /// `NotFound` lists the registered kernels as TensorFlow does.
+    pub fn find_kernel(
+        &self,
+        op: &OpDef,
+        node_name: &str,
+        attrs: &AttrMap,
+        device_type: &str,
+    ) -> Result<Arc<KernelRegistration>> {
+        let candidates = self.kernels_for(&op.name);
+        let mut best: Vec<&Arc<KernelRegistration>> = Vec::new();
+        for k in candidates.iter().filter(|k| k.matches(attrs, device_type)) {
+            match best.first() {
+                Some(b) if b.def.priority > k.def.priority => {}
+                Some(b) if b.def.priority == k.def.priority => best.push(k),
+                _ => best = vec![k],
+            }
+        }
+        match best.as_slice() {
+            [one] => Ok(Arc::clone(one)),
+            [] => {
+                let mut msg = format!(
+                    "No OpKernel was registered to support Op '{}' used by {{{{node {node_name}}}}} with these attrs: {}\n\
+                     Registered devices: [{}]\nRegistered kernels:\n",
+                    op.name,
+                    summarize_attrs(attrs),
+                    self.kernel_device_types().join(", ")
+                );
+                if candidates.is_empty() {
+                    msg.push_str("  <no registered kernels>\n");
+                }
+                for k in &candidates {
+                    msg.push_str(&format!("  {}\n", k.describe()));
+                }
+                Err(Status::not_found(msg.trim_end().to_string()))
+            }
+            many => Err(Status::invalid_argument(format!(
+                "Multiple OpKernel registrations match NodeDef '{node_name}' (op {}): {}",
+                op.name,
+                many.iter()
+                    .map(|k| format!("'{}'", k.describe()))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ))),
+        }
+    }
+
+    /// Whether `device_type` has a kernel matching a node of `op` with `attrs`.
+    pub fn has_kernel(&self, op: &str, attrs: &AttrMap, device_type: &str) -> bool {
+        self.read()
+            .kernels
+            .get(op)
+            .is_some_and(|l| l.iter().any(|k| k.matches(attrs, device_type)))
+    }
+
+    /// Builds the kernel of a node whose attrs are complete: computes its
+    /// signature (dtypes and argument ranges), finds the matching kernel for
+    /// the device and constructs it.
+    pub fn build_kernel(
+        &self,
+        op: &OpDef,
+        node_name: &str,
+        attrs: AttrMap,
+        device: &dyn Device,
+    ) -> Result<BuiltKernel> {
+        let (input_types, output_types) = in_out_types(op, &attrs)?;
+        let input_ranges = arg_ranges(op, &op.input_arg, &attrs)?;
+        let output_ranges = arg_ranges(op, &op.output_arg, &attrs)?;
+        let registration = self.find_kernel(op, node_name, &attrs, device.device_type())?;
+        let ctx =
+            OpKernelConstruction::new(op, node_name, &attrs, device, &input_types, &output_types);
+        let kernel = (registration.factory)(&ctx)?;
+        Ok(BuiltKernel {
+            sig: KernelSignature {
+                op_def: op.clone(),
+                node_name: node_name.to_string(),
+                attrs,
+                input_types,
+                output_types,
+                input_ranges,
+                output_ranges,
+            },
+            kernel,
+            registration,
+        })
+    }
+}
