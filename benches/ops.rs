@@ -66,9 +66,7 @@ fn read_secs(n: usize, threads: usize) -> f64 {
 
 fn main() {
     opforge::opforge_ops::link();
-    opforge::OpRegistry::global()
-        .check_startup()
-        .expect("op registry");
+    opforge::Registry::global().verify().expect("op registry");
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -247,6 +245,7 @@ fn chain(threads: usize) {
         SessionOptions {
             inter_op_threads: threads,
             intra_op_threads: 1,
+            ..Default::default()
         },
     )
     .expect("session");

@@ -8,8 +8,8 @@
 //!
 //! Define an op next to its code and find it in the global registry:
 //!
-//! ```
-//! use opforge::{register_op, OpDefBuilder, OpRegistry};
+//! ```rust,standalone_crate
+//! use opforge::{register_op, OpDefBuilder, Registry};
 //!
 //! register_op!(OpDefBuilder::new("TimesTwo")
 //!     .attr("T: {float, int32}")
@@ -18,8 +18,8 @@
 //!     .doc("Returns `2 * x`."));
 //!
 //! opforge::opforge_ops::link(); // the standard op library
-//! let registry = OpRegistry::global();
-//! registry.check_startup().unwrap();
+//! let registry = Registry::global();
+//! registry.verify().unwrap();
 //! let op = registry.op_def("TimesTwo").unwrap();
 //! assert_eq!(opforge::signature::python_signature(&op), "times_two(x, name=None)");
 //! assert!(registry.lookup("ZeroOut").is_ok());

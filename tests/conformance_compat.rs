@@ -350,7 +350,7 @@ fn every_recorded_op_history_is_compatible() {
         }
         // The registered op, where opforge has it, is the latest version.
         opforge::opforge_ops::link();
-        if let Ok(registered) = opforge::OpRegistry::global().op_def(name) {
+        if let Ok(registered) = opforge::Registry::global().op_def(name) {
             let latest = if rec["last_version_equals_tf221_registered"] == true {
                 versions.last().unwrap().clone()
             } else {

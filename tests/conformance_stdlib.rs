@@ -2,9 +2,9 @@
 //! also has is registered with exactly TensorFlow's OpDef (docs aside), and
 //! every op of the standard library has a CPU kernel.
 
-use opforge::kernel::KernelRegistry;
 use opforge::proto::{self, OpDef, OpList};
-use opforge::OpRegistry;
+use opforge::registry::Registry as KernelRegistry;
+use opforge::Registry;
 use std::collections::HashMap;
 
 fn tf_opdefs() -> HashMap<String, OpDef> {
@@ -150,8 +150,8 @@ const STANDARD_OPS: &[&str] = &[
 fn registered_ops_that_tensorflow_has_match_its_opdefs_exactly() {
     opforge::opforge_ops::link();
     let tf = tf_opdefs();
-    let registry = OpRegistry::global();
-    registry.check_startup().unwrap();
+    let registry = Registry::global();
+    registry.verify().unwrap();
     let mut diffs = Vec::new();
     for name in registry.names() {
         let Some(want) = tf.get(&name) else { continue };
@@ -175,9 +175,9 @@ fn registered_ops_that_tensorflow_has_match_its_opdefs_exactly() {
 #[test]
 fn every_standard_op_is_registered_with_a_cpu_kernel() {
     opforge::opforge_ops::link();
-    let registry = OpRegistry::global();
+    let registry = Registry::global();
     let kernels = KernelRegistry::global();
-    kernels.check_startup(registry).unwrap();
+    kernels.verify().unwrap();
     let missing: Vec<&str> = STANDARD_OPS
         .iter()
         .copied()

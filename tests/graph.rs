@@ -40,12 +40,15 @@ fn build_run_and_match_eager() {
         .unwrap();
     let r = g.add(NodeSpec::new("Relu", "r").input(mm)).unwrap();
     assert_eq!(
-        g.node(mm).attrs["T"].value,
+        g.node(mm).unwrap().attrs["T"].value,
         Some(proto::attr_value::Value::Type(DataType::Float as i32))
     );
     // The shape function ran at construction: [2,3] x [?] -> [2,?]... the
     // placeholder's shape is unknown, so only the rows are known.
-    assert_eq!(g.output_shape(Output::new(mm, 0)), Some(&[2, -1][..]));
+    assert_eq!(
+        g.output_shape(Output::new(mm, 0)).unwrap(),
+        Some(&[2, -1][..])
+    );
     let feed = m(3, 4, 1.0);
     let sess = Session::new(g).unwrap();
     let out = sess
@@ -120,9 +123,9 @@ fn scopes_name_uniquely_and_add_control_dependencies() {
         .attr("dtype", DataType::Float)
         .build()
         .unwrap();
-    assert_eq!(g.node(b).name, "layer/Const");
-    assert_eq!(g.node(c).name, "layer/Const_1");
-    assert_eq!(g.node(c).control_inputs, vec![a]);
+    assert_eq!(g.node(b).unwrap().name, "layer/Const");
+    assert_eq!(g.node(c).unwrap().name, "layer/Const_1");
+    assert_eq!(g.node(c).unwrap().control_inputs, vec![a]);
 }
 
 #[test]
@@ -181,7 +184,11 @@ fn tensorflow_written_graph_def_with_control_inputs_and_omitted_default_attrs() 
     let def: GraphDef = proto::from_text(text).unwrap();
     let g = Graph::from_graph_def(&def).unwrap();
     assert_eq!(g.versions.producer, 1994);
-    assert!(g.node(g.find("parts").unwrap()).attrs.contains_key("axis"));
+    assert!(g
+        .node(g.find("parts").unwrap())
+        .unwrap()
+        .attrs
+        .contains_key("axis"));
     let out = Session::new(g)
         .unwrap()
         .run_by_name(&[], &["sum:0"], &[])
@@ -269,6 +276,7 @@ fn long_chains_and_wide_graphs_in_both_modes() {
         let options = SessionOptions {
             inter_op_threads: inter_op,
             intra_op_threads: 1,
+            ..Default::default()
         };
         let sess = Session::with_options(g, options).unwrap();
         let out = sess.run(vec![], &[x, Output::new(sum, 0)], &[]).unwrap();
@@ -333,6 +341,7 @@ fn parallel_readers_of_one_value_all_get_it() {
         SessionOptions {
             inter_op_threads: 4,
             intra_op_threads: 1,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -481,6 +490,7 @@ fn runs_after_failed_runs_and_unread_feeds_see_only_their_own_values() {
             SessionOptions {
                 inter_op_threads,
                 intra_op_threads: 0,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -11,7 +11,7 @@
 use opforge::compat::{self, check, check_history, check_node_def, validate_node_def};
 use opforge::graph::{Graph, Session};
 use opforge::proto::{self, GraphDef, NodeDef, OpDef, OpList};
-use opforge::{DataType, OpDefBuilder, OpRegistry};
+use opforge::{DataType, OpDefBuilder, Registry};
 
 fn history() -> Vec<OpDef> {
     let path = format!("{}/ops_history/ZeroOut.pbtxt", env!("CARGO_MANIFEST_DIR"));
@@ -21,7 +21,7 @@ fn history() -> Vec<OpDef> {
 
 fn registered() -> OpDef {
     opforge::opforge_ops::link();
-    OpRegistry::global().op_def("ZeroOut").unwrap()
+    Registry::global().op_def("ZeroOut").unwrap()
 }
 
 #[test]
@@ -106,7 +106,7 @@ fn a_version_1_graph_imports_with_the_latest_op() {
     ))
     .unwrap();
     let g = Graph::from_graph_def(&def).unwrap();
-    let node = g.node(g.find("zero_out").unwrap());
+    let node = g.node(g.find("zero_out").unwrap()).unwrap();
     assert_eq!(
         node.attrs["T"].value,
         Some(proto::attr_value::Value::Type(DataType::Int32 as i32))

@@ -163,7 +163,7 @@ pub fn build(
     let mut updates = Vec::new();
     for ((handle, read), grad) in vars.iter().zip(grads) {
         let grad = grad.ok_or_else(|| Status::internal("no gradient for a weight"))?;
-        let name = g.node(*handle).name.clone();
+        let name = g.node(*handle).unwrap().name.clone();
         // Read before update: the forward pass of this step used `read`.
         updates.push(
             g.add(

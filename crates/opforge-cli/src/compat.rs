@@ -40,7 +40,7 @@ use opforge::compat::{self, HistoryCheck, Reason};
 use opforge::op_def::validate_op_def;
 use opforge::proto::{self, NodeDef, OpDef, OpList};
 use opforge::registry::OPS_TO_REGISTER;
-use opforge::{OpRegistry, Result, Status};
+use opforge::{Registry, Result, Status};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -163,7 +163,7 @@ enum OpState {
 
 /// Compares every registered op with the history, by op name. Removed ops
 /// are only looked for when the registry holds every op (`partial` false).
-fn compare(registry: &OpRegistry, history: &History, partial: bool) -> Vec<(String, OpState)> {
+fn compare(registry: &Registry, history: &History, partial: bool) -> Vec<(String, OpState)> {
     let mut states = Vec::new();
     let registered = registry.op_list().op;
     for op in &registered {
@@ -300,7 +300,7 @@ fn count(states: &[(String, OpState)]) -> Counts {
 /// incompatible change, a changed default or a removed op, and with
 /// `strict` also when the history is out of date.
 pub fn check(
-    registry: &OpRegistry,
+    registry: &Registry,
     dir: &Path,
     strict: bool,
     out: &mut dyn Write,
@@ -369,7 +369,7 @@ pub fn check(
 /// needed). Writes nothing, and fails, if any op fails the check.
 /// Idempotent: a second run changes nothing.
 pub fn update(
-    registry: &OpRegistry,
+    registry: &Registry,
     dir: &Path,
     out: &mut dyn Write,
 ) -> std::result::Result<(), CliError> {
@@ -589,10 +589,10 @@ mod tests {
         dir
     }
 
-    fn registry(zero_out: OpDefBuilder) -> OpRegistry {
-        let r = OpRegistry::new();
-        r.register_builder(zero_out).unwrap();
-        r.register_builder(OpDefBuilder::new("Other").input("x: float").doc("Docs."))
+    fn registry(zero_out: OpDefBuilder) -> Registry {
+        let r = Registry::new();
+        r.register_op(zero_out).unwrap();
+        r.register_op(OpDefBuilder::new("Other").input("x: float").doc("Docs."))
             .unwrap();
         r
     }

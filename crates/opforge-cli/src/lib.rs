@@ -25,8 +25,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use opforge::eager::EagerContext;
-use opforge::kernel::KernelRegistry;
-use opforge::OpRegistry;
+use opforge::Registry;
 use opforge::{Code, Status};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -284,7 +283,7 @@ impl From<io::Error> for CliError {
 }
 
 /// Runs one parsed command against `registry`, writing its output to `out`.
-pub fn run(cli: &Cli, registry: &OpRegistry, out: &mut dyn Write) -> Result<(), CliError> {
+pub fn run(cli: &Cli, registry: &Registry, out: &mut dyn Write) -> Result<(), CliError> {
     match &cli.command {
         Command::Ops { command } => match command {
             OpsCommand::List => ops::list(registry, out),
@@ -332,7 +331,7 @@ pub fn run(cli: &Cli, registry: &OpRegistry, out: &mut dyn Write) -> Result<(), 
         },
         Command::Exec { jsonl } => {
             // Kernels come from the global registries (those of the linked op libraries).
-            KernelRegistry::global().check_startup(OpRegistry::global())?;
+            Registry::global().verify()?;
             let input = open_input(jsonl)?;
             let ctx = EagerContext::default_cpu();
             exec::exec_jsonl(io::BufReader::new(input), &ctx, out)
@@ -415,8 +414,8 @@ pub fn main() -> ExitCode {
         }
     };
     opforge::opforge_ops::link();
-    let registry = OpRegistry::global();
-    if let Err(e) = registry.check_startup() {
+    let registry = Registry::global();
+    if let Err(e) = registry.verify() {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
     }

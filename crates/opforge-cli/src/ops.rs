@@ -1,11 +1,11 @@
 //! `opforge ops list|show|export`: the registered ops.
 
 use super::{CliError, ExportFormat, ShowFormat};
-use opforge::{proto, signature, OpRegistry};
+use opforge::{proto, signature, Registry};
 use std::io::Write;
 
 /// Prints every registered op's name, one per line, sorted.
-pub fn list(registry: &OpRegistry, out: &mut dyn Write) -> Result<(), CliError> {
+pub fn list(registry: &Registry, out: &mut dyn Write) -> Result<(), CliError> {
     for name in registry.names() {
         writeln!(out, "{name}")?;
     }
@@ -15,7 +15,7 @@ pub fn list(registry: &OpRegistry, out: &mut dyn Write) -> Result<(), CliError> 
 /// Prints op `name` in `format`; `NotFound` (with suggestions) if it is not
 /// registered.
 pub fn show(
-    registry: &OpRegistry,
+    registry: &Registry,
     name: &str,
     format: ShowFormat,
     out: &mut dyn Write,
@@ -32,7 +32,7 @@ pub fn show(
 
 /// Prints every registered OpDef as one OpList in `format`.
 pub fn export(
-    registry: &OpRegistry,
+    registry: &Registry,
     format: ExportFormat,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
@@ -55,9 +55,9 @@ mod tests {
     use super::*;
     use opforge::{Code, OpDefBuilder};
 
-    fn registry() -> OpRegistry {
-        let r = OpRegistry::new();
-        r.register_builder(
+    fn registry() -> Registry {
+        let r = Registry::new();
+        r.register_op(
             OpDefBuilder::new("ZeroOut")
                 .attr("T: realnumbertype = DT_INT32")
                 .attr("preserve_index: int = 0")
@@ -65,7 +65,7 @@ mod tests {
                 .output("zeroed: T"),
         )
         .unwrap();
-        r.register_builder(OpDefBuilder::new("Abc")).unwrap();
+        r.register_op(OpDefBuilder::new("Abc")).unwrap();
         r
     }
 

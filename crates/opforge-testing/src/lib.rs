@@ -6,5 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod fake_device;
+pub mod gradcheck;
+pub mod roundtrip;
 
 pub use fake_device::{FakeDevice, DEVICE_FAKE};
