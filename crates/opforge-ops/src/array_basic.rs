@@ -13,8 +13,8 @@
 //! dtype a tensor can hold without compiling a copy per dtype.
 
 use crate::util::{
-    broadcast_reduction_axes, broadcast_shapes, fmt_shape, index_tensor, index_values,
-    par_map_inplace, BroadcastPlan, PARALLEL_THRESHOLD,
+    broadcast_reduction_axes, broadcast_shapes, chunks_in_shards, fmt_shape, index_tensor,
+    index_values, par_map_inplace, BroadcastPlan, PARALLEL_THRESHOLD,
 };
 use opforge_core::device::{Device, ThreadPool};
 use opforge_core::kernel::{
@@ -28,7 +28,6 @@ use opforge_core::{
     dispatch, ensure, register_kernel, register_op, Code, DataType, Element, OpDefBuilder, Result,
     Status, Tensor, TensorShape,
 };
-use rayon::prelude::*;
 
 /// The names of the ops this module registers.
 pub const OPS: &[&str] = &[
@@ -214,15 +213,7 @@ pub(crate) fn for_each_chunk<T: Send>(
     } else {
         pool.num_shards(units, cost_per_unit.max(1))
     };
-    if shards <= 1 {
-        return f(0, dst);
-    }
-    let chunk = units.div_ceil(shards) * unit;
-    pool.install(|| {
-        dst.par_chunks_mut(chunk)
-            .enumerate()
-            .for_each(|(i, c)| f(i * chunk, c))
-    });
+    chunks_in_shards(pool, dst, unit, shards, &f);
 }
 
 /// The row-major strides of `dims`.

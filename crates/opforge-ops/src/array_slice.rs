@@ -15,7 +15,7 @@
 //! zero-copy view of the input's buffer, as in TensorFlow.
 
 use crate::array_index::scalar_input_value;
-use crate::util::{fmt_shape, index_values, PARALLEL_THRESHOLD};
+use crate::util::{chunks_in_shards, fmt_shape, index_values, par_chunks, PARALLEL_THRESHOLD};
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
@@ -26,7 +26,6 @@ use opforge_core::{
     ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
 };
-use rayon::prelude::*;
 
 /// The names of the ops this module registers.
 pub const OPS: &[&str] = &[
@@ -596,15 +595,8 @@ pub(crate) fn par_rows<T: Send>(
     }
     let rows = out.len() / row_len;
     let shards = shards_for(pool, out.len()).min(rows);
-    if shards <= 1 {
-        f(0, out);
-        return;
-    }
-    let per = rows.div_ceil(shards);
-    pool.install(|| {
-        out.par_chunks_mut(per * row_len)
-            .enumerate()
-            .for_each(|(c, chunk)| f(c * per, chunk))
+    chunks_in_shards(pool, out, row_len, shards, &|off, chunk| {
+        f(off / row_len, chunk)
     });
 }
 
@@ -636,10 +628,10 @@ pub(crate) fn concat_rows<T: Elem>(
                 pieces.extend(dst.chunks_mut(max_piece).zip(src.chunks(max_piece)));
             }
         }
-        pool.install(|| {
-            pieces
-                .into_par_iter()
-                .for_each(|(d, s)| d.clone_from_slice(s))
+        par_chunks(pool, &mut pieces, 1, &|_, p| {
+            for (d, s) in p {
+                d.clone_from_slice(s)
+            }
         });
         return;
     }

@@ -21,7 +21,8 @@ use crate::math_unary::{
     COST_TRANSCENDENTAL,
 };
 use crate::util::{
-    binary_map, binary_same, broadcast_shapes, broadcast_zip, chunk_len, BroadcastPlan,
+    binary_map, binary_same, broadcast_shapes, broadcast_zip, chunks_in_shards, elementwise_shards,
+    BroadcastPlan,
 };
 use opforge_core::kernel::{KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext};
 use opforge_core::shape_inference::common::{self as shape_common, broadcast_binary_op_shape};
@@ -30,7 +31,6 @@ use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
 };
-use rayon::prelude::*;
 
 /// The names of the ops this module registers.
 pub const OPS: &[&str] = &[
@@ -598,16 +598,8 @@ fn add_n<T: Arith>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
             }
         }
     };
-    let chunk = chunk_len(pool, out.len(), n);
-    if chunk >= out.len() {
-        run(0, out);
-    } else {
-        pool.install(|| {
-            out.par_chunks_mut(chunk)
-                .enumerate()
-                .for_each(|(c, o)| run(c * chunk, o))
-        });
-    }
+    let shards = elementwise_shards(pool, out.len(), n);
+    chunks_in_shards(pool, out, 1, shards, &run);
     Ok(())
 }
 
@@ -838,21 +830,11 @@ fn select_with_plan<T: SelectElem>(
             }
         }
     };
-    let rows_per_chunk = chunk_len(pool, out.len(), COST_CHEAP)
-        .div_ceil(inner)
-        .max(1);
-    if rows_per_chunk >= rows {
-        run(0, rows, out);
-    } else {
-        pool.install(|| {
-            out.par_chunks_mut(rows_per_chunk * inner)
-                .enumerate()
-                .for_each(|(c, o)| {
-                    let r0 = c * rows_per_chunk;
-                    run(r0, (r0 + rows_per_chunk).min(rows), o)
-                })
-        });
-    }
+    let shards = elementwise_shards(pool, out.len(), COST_CHEAP).min(rows);
+    chunks_in_shards(pool, out, inner, shards, &|off, o| {
+        let r0 = off / inner;
+        run(r0, r0 + o.len() / inner, o)
+    });
     Ok(())
 }
 

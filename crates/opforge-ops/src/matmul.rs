@@ -10,8 +10,8 @@
 //! The `grad_a`/`grad_b` (`grad_x`/`grad_y`) attrs are hints for TensorFlow's
 //! GPU kernels and are ignored.
 
-use crate::reduction::par_chunks;
 use crate::util::fmt_shape;
+use crate::util::{for_each_index, par_chunks};
 use faer::linalg::matmul::matmul;
 use faer::traits::ComplexField;
 use faer::{Accum, MatMut, MatRef, Par};
@@ -27,6 +27,7 @@ use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result,
     Status, Tensor, TensorShape,
 };
+use std::sync::{Mutex, PoisonError};
 
 /// The names of the ops this module registers.
 pub const OPS: &[&str] = &["MatMul", "BatchMatMulV2"];
@@ -140,7 +141,19 @@ fn faer_one<T: ComplexField + Copy + Send + Sync>(
             // Twice the threads: when another node holds a thread at first,
             // the blocks still even out once it is free.
             let blocks = 2 * pool.num_threads().next_power_of_two();
-            pool.install(|| split_product(g, dst, a, b, blocks));
+            let mut cells = Vec::new();
+            split_product(dst, a, b, blocks, &mut cells);
+            let cells: Vec<Mutex<Option<Block<'_, T>>>> =
+                cells.into_iter().map(|c| Mutex::new(Some(c))).collect();
+            for_each_index(pool, cells.len(), &|i| {
+                let cell = cells[i]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                if let Some((dst, a, b)) = cell {
+                    block_product(g, dst, a, b);
+                }
+            });
         }
         None => block_product(g, dst, a, b),
     }
@@ -158,39 +171,39 @@ fn block_product<T: ComplexField + Copy>(g: &Gemm, dst: MatMut<T>, a: MatRef<T>,
     }
 }
 
-/// Splits `dst` in halves (the longer side, at a multiple of 16) with
-/// `rayon::join` until there are `blocks` blocks or a block would fall
-/// below [`BLOCK_FLOPS`]. Runs inside the pool, so the halves go to idle
-/// threads and, when the other threads are busy with other nodes, simply
-/// run one after the other here. (faer's own `Par::rayon` starts a second
+/// One block of a product: its part of the output and the operands' parts.
+type Block<'a, T> = (MatMut<'a, T>, MatRef<'a, T>, MatRef<'a, T>);
+
+/// Splits `dst` in halves (the longer side, at a multiple of 16) until
+/// there are `blocks` blocks or a block would fall below [`BLOCK_FLOPS`],
+/// and pushes the blocks to `out`. The caller runs them on the pool with
+/// [`for_each_index`], so blocks go to threads as they come free and, when
+/// the other threads are busy with other nodes, simply run one after the
+/// other on the calling thread. (faer's own `Par::rayon` starts a second
 /// pool of spinning threads, which costs more than it gains on small
 /// matrices and fights the executor for the cores.)
-fn split_product<T: ComplexField + Copy + Send + Sync>(
-    g: &Gemm,
-    dst: MatMut<T>,
-    a: MatRef<T>,
-    b: MatRef<T>,
+fn split_product<'a, T: ComplexField + Copy>(
+    dst: MatMut<'a, T>,
+    a: MatRef<'a, T>,
+    b: MatRef<'a, T>,
     blocks: usize,
+    out: &mut Vec<Block<'a, T>>,
 ) {
     let (m, n, k) = (dst.nrows(), dst.ncols(), a.ncols());
     let half = |len: usize| (len / 2).next_multiple_of(16);
     if blocks < 2 || m * n * k < 2 * BLOCK_FLOPS || m.max(n) < 32 {
-        return block_product(g, dst, a, b);
+        return out.push((dst, a, b));
     }
     if n >= m {
         let (d0, d1) = dst.split_at_col_mut(half(n));
         let (b0, b1) = b.split_at_col(half(n));
-        rayon::join(
-            || split_product(g, d0, a, b0, blocks / 2),
-            || split_product(g, d1, a, b1, blocks / 2),
-        );
+        split_product(d0, a, b0, blocks / 2, out);
+        split_product(d1, a, b1, blocks / 2, out);
     } else {
         let (d0, d1) = dst.split_at_row_mut(half(m));
         let (a0, a1) = a.split_at_row(half(m));
-        rayon::join(
-            || split_product(g, d0, a0, b, blocks / 2),
-            || split_product(g, d1, a1, b, blocks / 2),
-        );
+        split_product(d0, a0, b, blocks / 2, out);
+        split_product(d1, a1, b, blocks / 2, out);
     }
 }
 

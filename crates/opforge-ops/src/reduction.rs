@@ -28,7 +28,6 @@ use opforge_core::{
     dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result,
     Status, Tensor, TensorShape,
 };
-use rayon::prelude::*;
 use std::marker::PhantomData;
 
 /// The names of the ops this module registers.
@@ -713,43 +712,7 @@ const PARALLEL_MIN: usize = 1 << 15;
 /// The smallest shard of a full reduction.
 const MIN_SHARD: usize = 1 << 15;
 
-/// Runs `f(i, chunk)` over the consecutive `len`-element chunks of `data`,
-/// in parallel on `pool` when it has several threads and there are several
-/// chunks. `f` is a `dyn` closure so that rayon's machinery is compiled once
-/// per element type, not once per caller: kernels that dispatch over many
-/// types and closures stay small. Usable by any kernel that writes disjoint
-/// chunks of an output.
-pub(crate) fn par_chunks<T: Send>(
-    pool: &ThreadPool,
-    data: &mut [T],
-    len: usize,
-    f: &(dyn Fn(usize, &mut [T]) + Sync),
-) {
-    let len = len.max(1);
-    if pool.num_threads() <= 1 || data.len() <= len {
-        for (i, c) in data.chunks_mut(len).enumerate() {
-            f(i, c);
-        }
-        return;
-    }
-    pool.install(|| {
-        data.par_chunks_mut(len)
-            .enumerate()
-            .for_each(|(i, c)| f(i, c))
-    });
-}
-
-/// `[f(0), ..., f(n - 1)]`, computed in parallel on `pool` (see [`par_chunks`]).
-pub(crate) fn par_collect<A: Send + Clone>(
-    pool: &ThreadPool,
-    n: usize,
-    init: A,
-    f: &(dyn Fn(usize) -> A + Sync),
-) -> Vec<A> {
-    let mut v = vec![init; n];
-    par_chunks(pool, &mut v, 1, &|i, c| c[0] = f(i));
-    v
-}
+pub(crate) use crate::util::{par_chunks, par_collect};
 
 /// A fold: identity, load and combine.
 struct Fold<A, L, C> {
