@@ -7,12 +7,16 @@
 #![warn(missing_docs)]
 
 mod basic;
-mod extra;
+mod diag;
 mod graph;
 mod index;
 mod quantize;
+#[cfg(test)]
+mod shape_only_tests;
 mod slice;
+mod space_batch;
 mod strided;
+mod unique;
 
 // The unit tests run ops of the other families too (gradient checks
 // build on `Sum`, `Reshape`, `Mul`, ...): link their registrations.

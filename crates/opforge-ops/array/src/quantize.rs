@@ -6,10 +6,10 @@
 //! `FakeQuantWithMinMaxVarsPerChannelGradient`, `QuantizeAndDequantize`,
 //! `QuantizeAndDequantizeV2`, `QuantizedConcat` and `QuantizedReshape`.
 
-use crate::extra::{reshape_shape, with_inputs};
 use opforge_core::shape_inference::common::{concat_shape_helper, unchanged_shape};
 use opforge_core::shape_inference::InferenceContext;
 use opforge_core::{register_op, OpDefBuilder, Result, Status};
+use opforge_ops_base::shape::{reshape_shape, with_inputs};
 
 register_op!(OpDefBuilder::new("QuantizeAndDequantize")
     .input("input: T")

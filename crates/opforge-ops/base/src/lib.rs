@@ -10,6 +10,7 @@
 //! - [`types`]: the dtype tables of kernel registrations and their
 //!   dispatch macros;
 //! - [`args`]: reading shape, axis and index arguments, printing shapes;
+//! - [`shape`]: shape-function helpers;
 //! - [`grad`]: helpers shared by gradient functions;
 //! - [`prelude`]: the imports an op file starts from.
 //!
@@ -20,6 +21,7 @@ pub mod args;
 pub mod cpu;
 pub mod grad;
 pub mod prelude;
+pub mod shape;
 #[cfg(any(test, feature = "testutil"))]
 pub mod testutil;
 pub mod types;
