@@ -130,12 +130,12 @@ impl OpKernel for BinaryKernel {
 /// Registers `x: T, y: T -> z: T` with TensorFlow's allowed types
 /// `$types` (and op flags), and the kernel for the dtypes `[$k]`.
 macro_rules! binary_op {
-    ($name:literal, $op:ident, $types:literal, [$($k:ident),* $(,)?] $(, $flag:ident)* ; $doc:literal) => {
+    ($name:literal, $op:ident, [$($k:ident),* $(,)?] $(no_kernel [$($x:ident),*])? $(, $flag:ident)* ; $doc:literal) => {
         register_op!(OpDefBuilder::new($name)
             .input("x: T")
             .input("y: T")
             .output("z: T")
-            .attr(concat!("T: {", $types, "}"))
+            .attr(concat!("T: {", opforge_ops_base::tf_type_list!($($k,)* $($($x),*)?), "}"))
             $(.$flag())*
             .set_shape_fn(broadcast_binary_op_shape)
             .doc($doc));
@@ -149,14 +149,14 @@ macro_rules! binary_op {
 binary_op!(
     "Add",
     Add,
-    "bfloat16, half, float, double, uint8, int8, int16, int32, int64, complex64, complex128, string",
+
     [BFloat16, Half, Float, Double, UInt8, Int8, Int16, Int32, Int64, Complex64, Complex128, String];
     "Returns x + y element-wise.\n\n*NOTE*: `Add` supports broadcasting. `AddN` does not. Strings are concatenated."
 );
 binary_op!(
     "AddV2",
     Add,
-    "bfloat16, half, float, double, uint8, uint16, uint32, uint64, int8, int16, int32, int64, complex64, complex128",
+
     [BFloat16, Half, Float, Double, UInt8, UInt16, UInt32, UInt64, Int8, Int16, Int32, Int64, Complex64, Complex128],
     aggregate, commutative;
     "Returns x + y element-wise.\n\n*NOTE*: `Add` supports broadcasting. `AddN` does not."
@@ -164,14 +164,14 @@ binary_op!(
 binary_op!(
     "Sub",
     Sub,
-    "bfloat16, half, float, double, uint8, int8, uint16, int16, int32, int64, complex64, complex128, uint32, uint64",
+
     [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, Int64, Complex64, Complex128, UInt32, UInt64];
     "Returns x - y element-wise.\n\n*NOTE*: `Sub` supports broadcasting."
 );
 binary_op!(
     "Mul",
     Mul,
-    "bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, int64, complex64, complex128",
+
     [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64, Complex64, Complex128],
     commutative;
     "Returns x * y element-wise.\n\n*NOTE*: `Mul` supports broadcasting."
@@ -179,56 +179,56 @@ binary_op!(
 binary_op!(
     "Div",
     Div,
-    "bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, int64, complex64, complex128",
+
     [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64, Complex64, Complex128];
     "Returns x / y element-wise.\n\n*NOTE*: `Div` supports broadcasting. Integer division truncates toward zero."
 );
 binary_op!(
     "RealDiv",
     Div,
-    "bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, int64, complex64, complex128",
+
     [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64, Complex64, Complex128];
     "Returns x / y element-wise for real types.\n\nIf `x` and `y` are reals, this will return the floating-point division.\n\n*NOTE*: `Div` supports broadcasting."
 );
 binary_op!(
     "FloorDiv",
     FloorDiv,
-    "bfloat16, half, float, double, uint8, int8, uint16, int16, int32, uint32, uint64, int64, complex64, complex128",
-    [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64];
+
+    [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64] no_kernel [Complex64, Complex128];
     "Returns x // y element-wise.\n\n*NOTE*: `FloorDiv` supports broadcasting."
 );
 binary_op!(
     "FloorMod",
     FloorMod,
-    "int8, int16, int32, int64, uint8, uint16, uint32, uint64, bfloat16, half, float, double",
+
     [Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, BFloat16, Half, Float, Double];
     "Returns element-wise remainder of division.\n\nThis follows Python semantics in that the result here is consistent with a\nflooring divide. E.g. `floor(x / y) * y + floormod(x, y) = x`, regardless\nof the signs of x and y.\n\n*NOTE*: `FloorMod` supports broadcasting."
 );
 binary_op!(
     "Maximum",
     Maximum,
-    "bfloat16, half, float, double, int8, uint8, int16, uint16, int32, uint32, int64, uint64",
+
     [BFloat16, Half, Float, Double, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64];
     "Returns the max of x and y (i.e. x > y ? x : y) element-wise.\n\n*NOTE*: `Maximum` supports broadcasting. NaN propagates."
 );
 binary_op!(
     "Minimum",
     Minimum,
-    "bfloat16, half, float, double, int8, uint8, int16, uint16, int32, uint32, int64, uint64",
+
     [BFloat16, Half, Float, Double, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64];
     "Returns the min of x and y (i.e. x < y ? x : y) element-wise.\n\n*NOTE*: `Minimum` supports broadcasting. NaN propagates."
 );
 binary_op!(
     "Pow",
     Pow,
-    "bfloat16, float, half, double, int8, int16, int32, int64, complex64, complex128",
+
     [BFloat16, Float, Half, Double, Int8, Int16, Int32, Int64, Complex64, Complex128];
     "Computes the power of one value to another.\n\nGiven a tensor `x` and a tensor `y`, this operation computes \\(x^y\\) for\ncorresponding elements in `x` and `y`."
 );
 binary_op!(
     "SquaredDifference",
     SquaredDifference,
-    "bfloat16, half, float, double, int32, int64, complex64, complex128",
+
     [BFloat16, Half, Float, Double, Int32, Int64, Complex64, Complex128],
     commutative;
     "Returns conj(x - y)(x - y) element-wise.\n\n*NOTE*: `SquaredDifference` supports broadcasting."

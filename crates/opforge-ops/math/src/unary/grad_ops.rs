@@ -113,29 +113,26 @@ impl OpKernel for GradKernel {
     }
 }
 
+// The gradient helper ops' one dtype table: spec list and kernel list.
+opforge_ops_base::dtype_table! {
+    /// The types of the unary gradient helper ops (TensorFlow's
+    /// `UNARY_GRADIENT_COMPLEX`).
+    FLOAT_COMPLEX, FLOAT_COMPLEX_SPEC, float_complex_grad_types => [BFloat16, Half, Float, Double, Complex64, Complex128]
+}
+
 macro_rules! grad_op {
     ($name:literal, $op:ident, $doc:literal) => {
         register_op!(OpDefBuilder::new($name)
             .input("y: T")
             .input("dy: T")
             .output("z: T")
-            .attr("T: {bfloat16, half, float, double, complex64, complex128}")
+            .attr(format!("T: {{{FLOAT_COMPLEX_SPEC}}}"))
             // TensorFlow's UNARY_GRADIENT_COMPLEX: UnchangedShape (input 0's
             // handle; `dy` is not merged in).
             .set_shape_fn(unchanged_shape)
             .doc($doc));
         register_kernel!(
-            KernelDefBuilder::new($name).type_constraint_list(
-                "T",
-                &[
-                    DataType::BFloat16,
-                    DataType::Half,
-                    DataType::Float,
-                    DataType::Double,
-                    DataType::Complex64,
-                    DataType::Complex128
-                ]
-            ),
+            KernelDefBuilder::new($name).type_constraint_list("T", FLOAT_COMPLEX),
             fn = |_| Ok(Box::new(GradKernel(GradOp::$op)) as Box<dyn OpKernel>)
         );
     };

@@ -77,14 +77,16 @@ impl OpKernel for UnaryKernel {
     }
 }
 
-/// Registers the OpDef `x: T -> y: T` of a unary op with the allowed types
-/// `types` (TensorFlow's spec list) and its kernel for `kernel_types`.
+/// Registers the OpDef `x: T -> y: T` of a unary op and its kernel, from ONE
+/// dtype list: the kernel's types, which the OpDef's spec list repeats (in
+/// order), followed by the types `no_kernel` names (allowed by the OpDef, with
+/// no CPU kernel, as in TensorFlow).
 macro_rules! unary_op {
-    ($name:literal, $op:ident, $types:literal, [$($k:ident),* $(,)?], $doc:literal) => {
+    ($name:literal, $op:ident, [$($k:ident),* $(,)?] $(no_kernel [$($x:ident),*])?, $doc:literal) => {
         register_op!(OpDefBuilder::new($name)
             .input("x: T")
             .output("y: T")
-            .attr(concat!("T: {", $types, "}"))
+            .attr(concat!("T: {", opforge_ops_base::tf_type_list!($($k,)* $($($x),*)?), "}"))
             .set_shape_fn(unchanged_shape)
             .doc($doc));
         register_kernel!(
@@ -97,120 +99,107 @@ macro_rules! unary_op {
 unary_op!(
     "Neg",
     Neg,
-    "bfloat16, half, float, double, int8, int16, int32, int64, complex64, complex128",
     [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, Complex64, Complex128],
     "Computes numerical negative value element-wise.\n\nI.e., \\(y = -x\\)."
 );
 unary_op!(
     "Abs",
     Abs,
-    "bfloat16, half, float, double, int8, int16, int32, int64",
     [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64],
     "Computes the absolute value of a tensor.\n\nGiven a tensor `x`, this operation returns a tensor containing the absolute\nvalue of each element in `x`. For example, if x is an input element and y is\nan output element, this operation computes \\(y = |x|\\)."
 );
 unary_op!(
     "Sign",
     Sign,
-    "bfloat16, half, float, double, int8, int16, int32, int64, complex64, complex128",
     [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, Complex64, Complex128],
     "Returns an element-wise indication of the sign of a number.\n\n`y = sign(x) = -1` if `x < 0`; 0 if `x == 0`; 1 if `x > 0`.\n\nFor complex numbers, `y = sign(x) = x / |x|` if `x != 0`, otherwise `y = 0`."
 );
 unary_op!(
     "Reciprocal",
     Reciprocal,
-    "bfloat16, half, float, double, int8, int16, int32, int64, complex64, complex128",
     [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, Complex64, Complex128],
     "Computes the reciprocal of x element-wise.\n\nI.e., \\(y = 1 / x\\)."
 );
 unary_op!(
     "Square",
     Square,
-    "bfloat16, half, float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64, complex64, complex128",
-    [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Complex64, Complex128],
+    [
+        BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
+        Complex64, Complex128
+    ],
     "Computes square of x element-wise.\n\nI.e., \\(y = x * x = x^2\\)."
 );
 unary_op!(
     "Sqrt",
     Sqrt,
-    "bfloat16, half, float, double, complex64, complex128",
     [BFloat16, Half, Float, Double, Complex64, Complex128],
     "Computes square root of x element-wise.\n\nI.e., \\(y = \\sqrt{x} = x^{1/2}\\)."
 );
 unary_op!(
     "Rsqrt",
     Rsqrt,
-    "bfloat16, half, float, double, complex64, complex128",
     [BFloat16, Half, Float, Double, Complex64, Complex128],
     "Computes reciprocal of square root of x element-wise.\n\nI.e., \\(y = 1 / \\sqrt{x}\\)."
 );
 unary_op!(
     "Exp",
     Exp,
-    "bfloat16, half, float, double, complex64, complex128",
     [BFloat16, Half, Float, Double, Complex64, Complex128],
     "Computes exponential of x element-wise.  \\(y = e^x\\).\n\nFor complex numbers, `e^(x+iy) = e^x * (cos y + i sin y)`."
 );
 unary_op!(
     "Log",
     Log,
-    "bfloat16, half, float, double, complex64, complex128",
     [BFloat16, Half, Float, Double, Complex64, Complex128],
     "Computes natural logarithm of x element-wise.\n\nI.e., \\(y = \\log_e x\\)."
 );
 unary_op!(
     "Log1p",
     Log1p,
-    "bfloat16, half, float, double, complex64, complex128",
     [BFloat16, Half, Float, Double, Complex64, Complex128],
     "Computes natural logarithm of (1 + x) element-wise.\n\nI.e., \\(y = \\log_e (1 + x)\\)."
 );
 unary_op!(
     "Tanh",
     Tanh,
-    "bfloat16, half, float, double, complex64, complex128",
     [BFloat16, Half, Float, Double, Complex64, Complex128],
     "Computes hyperbolic tangent of `x` element-wise.\n\nGiven an input tensor, this function computes hyperbolic tangent of every\nelement in the tensor. Input range is `[-inf, inf]` and output range is `[-1,1]`."
 );
 unary_op!(
     "Sigmoid",
     Sigmoid,
-    "bfloat16, half, float, double, complex64, complex128",
     [BFloat16, Half, Float, Double, Complex64, Complex128],
     "Computes sigmoid of `x` element-wise.\n\nSpecifically, `y = 1 / (1 + exp(-x))`."
 );
 unary_op!(
     "Sin",
     Sin,
-    "bfloat16, half, float, double, complex64, complex128",
     [BFloat16, Half, Float, Double, Complex64, Complex128],
     "Computes sine of x element-wise.\n\nGiven an input tensor, this function computes sine of every element in the\ntensor. Input range is `(-inf, inf)` and output range is `[-1,1]`."
 );
 unary_op!(
     "Cos",
     Cos,
-    "bfloat16, half, float, double, complex64, complex128",
     [BFloat16, Half, Float, Double, Complex64, Complex128],
     "Computes cos of x element-wise.\n\nGiven an input tensor, this function computes cosine of every element in the\ntensor. Input range is `(-inf, inf)` and output range is `[-1,1]`."
 );
 unary_op!(
     "Floor",
     Floor,
-    "bfloat16, half, float, double",
     [BFloat16, Half, Float, Double],
     "Returns element-wise largest integer not greater than x."
 );
 unary_op!(
     "Ceil",
     Ceil,
-    "bfloat16, half, float, double",
     [BFloat16, Half, Float, Double],
     "Returns element-wise smallest integer not less than x."
 );
 unary_op!(
     "Round",
     Round,
-    "bfloat16, half, float, double, int8, int16, int32, int64, complex64, complex128",
-    [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64],
+
+    [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64] no_kernel [Complex64, Complex128],
     "Rounds the values of a tensor to the nearest integer, element-wise.\n\nRounds half to even.  Also known as bankers rounding. If you want to round\naccording to the current system rounding mode use std::cint."
 );
 
