@@ -4,38 +4,48 @@
 //! public API an op written outside opforge uses; the registrations run into
 //! [`opforge_core::OpRegistry::global`] when it is first used.
 //!
+//! The ops live in one crate per family, which compile in parallel and
+//! alone when one of their files changes: `opforge-ops-array`,
+//! `opforge-ops-math`, `opforge-ops-reduce`, `opforge-ops-nn`,
+//! `opforge-ops-linalg`, `opforge-ops-state`, and, with the `tutorial-ops`
+//! feature (on by default), `opforge-ops-tutorial` (the demo ops of
+//! TensorFlow's "Create an op" guide). Their shared engines are in
+//! `opforge-ops-base`. This crate links them all.
+//!
 //! A binary must link this crate for its registrations to be collected:
 //! call [`link`] once (the `opforge` CLI does so at startup).
 #![warn(missing_docs)]
 
-pub mod array_basic;
-pub mod array_extra;
-pub mod array_index;
-pub mod array_slice;
-pub mod array_strided;
-pub mod examples;
-pub mod graph_ops;
-pub mod math_binary;
-pub mod math_unary;
-pub mod matmul;
-pub mod nn;
-pub mod quantize_extra;
-pub mod reduction;
-pub mod state;
-pub mod util;
+// What links a family crate's registrations into a binary is that the crate
+// is linked at all: rustc links a crate that is named here, and keeps every
+// `#[used]` registration static of a linked crate. A dependency that is
+// only listed in Cargo.toml and never named is not linked.
+extern crate opforge_ops_array as _;
+extern crate opforge_ops_linalg as _;
+extern crate opforge_ops_math as _;
+extern crate opforge_ops_nn as _;
+extern crate opforge_ops_reduce as _;
+extern crate opforge_ops_state as _;
+#[cfg(feature = "tutorial-ops")]
+extern crate opforge_ops_tutorial as _;
 
-#[cfg(test)]
-pub(crate) mod testutil;
+/// The engines and helpers the standard library's kernels share (parallel
+/// loops, broadcasting, element traits, reductions, argument readers), for
+/// an op author's kernel too: `opforge_ops::base::prelude::*`.
+pub use opforge_ops_base as base;
 
-/// Makes sure this crate, and with it every op registration in it, is
-/// linked into the binary. Call it once before using the global registry.
+/// Resource variables: the [`state::Var`] resource behind `VarHandleOp`,
+/// its handles and container names.
+pub use opforge_ops_state as state;
+
+/// Makes sure this crate, and with it every op registration of the
+/// standard library, is linked into the binary. Call it once before using
+/// the global registry.
 ///
 /// ```
 /// opforge_ops::link();
-/// let zero_out = opforge_core::OpRegistry::global().op_def("ZeroOut").unwrap();
-/// assert_eq!(zero_out.input_arg[0].name, "to_zero");
+/// let add = opforge_core::OpRegistry::global().op_def("AddV2").unwrap();
+/// assert_eq!(add.input_arg[0].name, "x");
 /// ```
 #[inline(never)]
-pub fn link() {
-    examples::link();
-}
+pub fn link() {}

@@ -101,7 +101,22 @@ impl ThreadPool {
     /// pool.shard(1000, 100_000, |start, end| { sum.fetch_add((start..end).sum(), Ordering::Relaxed); });
     /// assert_eq!(sum.load(Ordering::Relaxed), 499_500);
     /// ```
+    #[inline]
     pub fn shard(&self, total: usize, cost_per_unit: usize, work: impl Fn(usize, usize) + Sync) {
+        self.shard_dyn(total, cost_per_unit, &work)
+    }
+
+    /// [`shard`](Self::shard) with a `dyn` closure: the pool's machinery is
+    /// compiled once here, not once per caller's closure type. Kernels that
+    /// dispatch over many dtypes and closures call this (through `shard`,
+    /// which only forwards).
+    #[inline(never)]
+    pub fn shard_dyn(
+        &self,
+        total: usize,
+        cost_per_unit: usize,
+        work: &(dyn Fn(usize, usize) + Sync),
+    ) {
         if total == 0 {
             return;
         }
@@ -111,7 +126,6 @@ impl ThreadPool {
                 let block = total.div_ceil(shards);
                 pool.scope(|s| {
                     for start in (block..total).step_by(block) {
-                        let work = &work;
                         s.spawn(move |_| work(start, (start + block).min(total)));
                     }
                     work(0, block.min(total));
@@ -142,11 +156,24 @@ impl ThreadPool {
     /// pool.shard_isolated(1000, 100_000, |start, end| { sum.fetch_add((start..end).sum(), Ordering::Relaxed); });
     /// assert_eq!(sum.load(Ordering::Relaxed), 499_500);
     /// ```
+    #[inline]
     pub fn shard_isolated(
         &self,
         total: usize,
         cost_per_unit: usize,
         work: impl Fn(usize, usize) + Sync,
+    ) {
+        self.shard_isolated_dyn(total, cost_per_unit, &work)
+    }
+
+    /// [`shard_isolated`](Self::shard_isolated) with a `dyn` closure,
+    /// compiled once (see [`shard_dyn`](Self::shard_dyn)).
+    #[inline(never)]
+    pub fn shard_isolated_dyn(
+        &self,
+        total: usize,
+        cost_per_unit: usize,
+        work: &(dyn Fn(usize, usize) + Sync),
     ) {
         let shards = self.num_shards(total, cost_per_unit);
         let pool = match &self.pool {
@@ -172,6 +199,7 @@ impl ThreadPool {
     /// });
     /// assert_eq!(v[99_999], 100_000);
     /// ```
+    #[inline]
     pub fn chunks_isolated<T: Send>(
         &self,
         data: &mut [T],
@@ -179,22 +207,22 @@ impl ThreadPool {
         work: impl Fn(usize, &mut [T]) + Sync,
     ) {
         let shards = self.num_shards(data.len(), cost_per_unit);
-        let pool = match &self.pool {
-            Some(pool) if shards > 1 => pool,
-            _ => return work(0, data),
-        };
+        if shards <= 1 || self.pool.is_none() {
+            return work(0, data);
+        }
         let block = data.len().div_ceil(shards);
         let chunks: Vec<Mutex<Option<&mut [T]>>> = data
             .chunks_mut(block)
             .map(|c| Mutex::new(Some(c)))
             .collect();
-        run_isolated(pool, chunks.len(), self.threads, &|i: usize| {
-            let chunk = chunks[i]
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            if let Some(chunk) = chunk {
-                work(i * block, chunk);
+        // One shard per chunk: `shard_isolated_dyn` over `chunks.len()` units,
+        // each unit costed so that every unit is its own shard.
+        self.shard_isolated_dyn(chunks.len(), usize::MAX, &|start, end| {
+            for (i, chunk) in chunks.iter().enumerate().take(end).skip(start) {
+                let chunk = chunk.lock().unwrap_or_else(PoisonError::into_inner).take();
+                if let Some(chunk) = chunk {
+                    work(i * block, chunk);
+                }
             }
         });
     }

@@ -1,0 +1,97 @@
+//! Gradients of the indexing ops.
+
+use opforge_core::attrs::{AttrMap, IntoAttrValue};
+use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::{register_gradient, register_not_differentiable, DataType, Result, Status};
+
+type Grads = Result<Vec<Option<Sym>>>;
+
+fn transpose_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let inv = o.op1("InvertPermutation", &[op.inputs[1]], &[])?;
+    Ok(vec![Some(o.op1("Transpose", &[g, inv], &[])?), None])
+}
+
+fn reverse_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    Ok(vec![Some(o.op1(op.op, &[g, op.inputs[1]], &[])?), None])
+}
+
+fn concat(o: &mut dyn Ops, xs: &[Sym]) -> Result<Sym> {
+    let axis = o.constant(opforge_core::Tensor::scalar(0i32))?;
+    let mut r = o.call(
+        "ConcatV2",
+        &[SymArg::List(xs.to_vec()), SymArg::One(axis)],
+        &AttrMap::new(),
+    )?;
+    r.pop()
+        .ok_or_else(|| Status::internal("ConcatV2 has no output"))
+}
+
+fn gather_v2_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None, None]);
+    };
+    let batch_dims: i64 = op.attr("batch_dims").unwrap_or(0);
+    if batch_dims != 0 {
+        return Err(Status::unimplemented(
+            "the gradient of GatherV2 with batch_dims != 0",
+        ));
+    }
+    let (params, indices, axis) = (op.inputs[0], op.inputs[1], op.inputs[2]);
+    let dtype = o.dtype(params);
+    let i32t = DataType::Int32.into_attr_value();
+    let keep = [("keep_dims", true.into_attr_value())];
+    let ps = o.shape_of(params)?;
+    let rank = o.op1("Rank", &[params], &[])?;
+    let ax = o.op1("Cast", &[axis], &[("DstT", i32t.clone())])?;
+    let ax = o.op1("FloorMod", &[ax, rank], &[])?;
+    let one_v = o.int_vector(&[1])?;
+    let ax_v = o.reshape(ax, one_v)?;
+    let zero_v = o.int_vector(&[0])?;
+    let minus_one_v = o.int_vector(&[-1])?;
+    let red0 = o.int_vector(&[0])?;
+    // outer = prod(ps[:axis]), n = ps[axis], inner = prod(ps[axis+1:]) (as [1] vectors).
+    let outer_dims = o.op1("Slice", &[ps, zero_v, ax_v], &[])?;
+    let outer = o.op1("Prod", &[outer_dims, red0], &keep)?;
+    let n = o.op1("Slice", &[ps, ax_v, one_v], &[])?;
+    let ax1 = o.add(ax_v, one_v)?;
+    let inner_dims = o.op1("Slice", &[ps, ax1, minus_one_v], &[])?;
+    let inner = o.op1("Prod", &[inner_dims, red0], &keep)?;
+    let k = o.op1("Size", &[indices], &[("out_type", i32t)])?;
+    let k_v = o.reshape(k, one_v)?;
+    // g as [outer, K, inner] -> [K, outer * inner].
+    let s3 = concat(o, &[outer, k_v, inner])?;
+    let g3 = o.reshape(g, s3)?;
+    let perm = o.int_vector(&[1, 0, 2])?;
+    let gt = o.op1("Transpose", &[g3, perm], &[])?;
+    let m = o.mul(outer, inner)?;
+    let s2 = concat(o, &[k_v, m])?;
+    let g2 = o.reshape(gt, s2)?;
+    // OneHot(indices) is [K, N]; its transpose times g2 is [N, outer * inner].
+    let flat = o.reshape(indices, minus_one_v)?;
+    let empty = o.int_vector(&[])?;
+    let depth = o.reshape(n, empty)?;
+    let on = o.scalar(dtype, 1.0)?;
+    let off = o.scalar(dtype, 0.0)?;
+    let oh = o.op1("OneHot", &[flat, depth, on, off], &[])?;
+    let r = o.op1(
+        "MatMul",
+        &[oh, g2],
+        &[("transpose_a", true.into_attr_value())],
+    )?;
+    let s3b = concat(o, &[n, outer, inner])?;
+    let r3 = o.reshape(r, s3b)?;
+    let rt = o.op1("Transpose", &[r3, perm], &[])?;
+    Ok(vec![Some(o.reshape(rt, ps)?), None, None])
+}
+
+register_gradient!("Transpose", transpose_grad);
+register_gradient!("Reverse", reverse_grad);
+register_gradient!("ReverseV2", reverse_grad);
+register_gradient!("GatherV2", gather_v2_grad);
+register_not_differentiable!("OneHot");

@@ -1,0 +1,66 @@
+//! Array ops that move elements by index, with TensorFlow 2.21's OpDefs and
+//! CPU kernels: `Transpose`, `GatherV2`, `OneHot`, `Reverse` and
+//! `ReverseV2`.
+//!
+//! Every kernel supports all the dtypes TensorFlow's CPU kernel does
+//! (numbers, bool, string, ...): the element loops run through
+//! [`crate::array_basic`]'s element mover, compiled once per element size.
+//! `Transpose` is zero-copy when the permutation only moves dimensions of
+//! size 1, tiles the two innermost axes of the (dimension-merged) transpose
+//! for cache efficiency, and shards over the thread pool.
+
+use opforge_core::device::ThreadPool;
+use opforge_core::kernel::{
+    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+};
+use opforge_core::shape_inference::{DimensionHandle, InferenceContext};
+use opforge_core::{
+    ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
+    TensorShape,
+};
+use opforge_ops_base::args::int_values;
+use opforge_ops_base::args::scalar_input_value;
+use opforge_ops_base::args::{fmt_shape, index_values};
+use opforge_ops_base::cpu::mover::{for_each_chunk, move_elements, strides_of, MoveElements};
+use opforge_ops_base::types::{all_types, types, POD_TYPES, QUANTIZED};
+
+/// The ops this file registers (its tests check them).
+#[cfg(test)]
+const OPS: &[&str] = &["Transpose", "GatherV2", "OneHot", "Reverse", "ReverseV2"];
+
+const INDEX_TYPES: &[DataType] = &[DataType::Int32, DataType::Int64];
+
+/// An empty output (no element to move) of `dtype` and `shape`.
+fn empty(dtype: DataType, shape: TensorShape) -> Result<Tensor> {
+    Tensor::zeros_with_shape(dtype, shape)
+}
+
+// ---------------------------------------------------------------------------
+mod transpose;
+
+mod gather;
+
+mod one_hot;
+
+mod reverse;
+
+mod unravel_index;
+
+// ---- Gradients ----
+
+/// The gradients of the index ops, as TensorFlow's `array_grad.py` defines
+/// them. `GatherV2`'s gradient is dense here (TensorFlow returns
+/// `IndexedSlices` and scatters with `UnsortedSegmentSum`): the gradient,
+/// viewed as `[outer, K, inner]` (`K` indices), is scattered into
+/// `[N, outer * inner]` by `MatMul(OneHot(indices, N), g, transpose_a)`,
+/// which sums duplicate indices like `UnsortedSegmentSum` does.
+mod gradients;
+
+#[cfg(test)]
+mod gradient_tests;
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod shape_fn_tests;

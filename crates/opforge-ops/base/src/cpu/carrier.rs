@@ -1,0 +1,358 @@
+//! Moving elements of any dtype as plain values of the same size
+//! ("carriers": `u8`, `u16`, `u32`, `u64`, `Complex<f64>` for 16-byte
+//! elements, `bool`, and `Vec<u8>` for strings), reached by a zero-copy
+//! bitcast: one monomorphic copy loop per element size. Used by the
+//! joining, slicing and padding kernels.
+
+use super::par::{chunks_in_shards, par_chunks, PARALLEL_THRESHOLD};
+use opforge_core::device::ThreadPool;
+use opforge_core::kernel::OpKernelContext;
+use opforge_core::{DataType, Result, Status, Tensor, TensorShape};
+
+/// The dtypes the data-movement kernels take: every dtype with a fixed
+/// element size (numbers, bool, quantized and small float/int types) and
+/// `string`.
+pub fn movable_types() -> Vec<DataType> {
+    DataType::BASE_TYPES
+        .iter()
+        .copied()
+        .filter(|&d| d == DataType::String || d.size() > 0)
+        .collect()
+}
+
+/// A plain type that carries elements of some dtypes: its values are
+/// cloned, never interpreted.
+pub trait Elem: Clone + Default + Send + Sync + 'static {
+    /// The elements of a tensor of the carrier's dtype.
+    fn view(t: &Tensor) -> Result<&[Self]>;
+    /// The elements of a tensor of the carrier's dtype, mutably.
+    fn view_mut(t: &mut Tensor) -> Result<&mut [Self]>;
+}
+
+macro_rules! dense_elem {
+    ($($t:ty),*) => {
+        $(
+            impl Elem for $t {
+                fn view(t: &Tensor) -> Result<&[Self]> {
+                    t.flat::<$t>()
+                }
+                fn view_mut(t: &mut Tensor) -> Result<&mut [Self]> {
+                    t.flat_mut::<$t>()
+                }
+            }
+        )*
+    };
+}
+
+dense_elem!(
+    u8,
+    u16,
+    u32,
+    u64,
+    bool,
+    opforge_core::num_complex::Complex<f64>
+);
+
+impl Elem for Vec<u8> {
+    fn view(t: &Tensor) -> Result<&[Self]> {
+        t.strings()
+    }
+    fn view_mut(t: &mut Tensor) -> Result<&mut [Self]> {
+        Ok(t.strings_mut()?.as_mut_slice())
+    }
+}
+
+/// The carrier dtype that moves elements of `dtype`: `dtype` itself for
+/// `string` and `bool`, else the unsigned integer (or `complex128`) of the
+/// same size.
+pub fn carrier_dtype(dtype: DataType) -> Result<DataType> {
+    match dtype {
+        DataType::String | DataType::Bool => Ok(dtype),
+        _ => match dtype.size() {
+            1 => Ok(DataType::UInt8),
+            2 => Ok(DataType::UInt16),
+            4 => Ok(DataType::UInt32),
+            8 => Ok(DataType::UInt64),
+            16 => Ok(DataType::Complex128),
+            _ => Err(Status::unimplemented(format!(
+                "Tensors of dtype {dtype} cannot be sliced or joined"
+            ))),
+        },
+    }
+}
+
+/// `t` viewed as its carrier dtype (no copy).
+pub fn to_carrier(t: &Tensor, carrier: DataType) -> Result<Tensor> {
+    if t.dtype() == carrier {
+        Ok(t.clone())
+    } else {
+        t.bitcast(carrier)
+    }
+}
+
+/// A carrier tensor viewed as `dtype` again (no copy).
+pub fn from_carrier(t: Tensor, dtype: DataType) -> Result<Tensor> {
+    if t.dtype() == dtype {
+        Ok(t)
+    } else {
+        t.bitcast(dtype)
+    }
+}
+
+/// Runs `body` with `T` bound to the [`Elem`] type of a carrier dtype.
+#[macro_export]
+macro_rules! with_carrier {
+    ($carrier:expr, $T:ident => $body:expr) => {
+        match $carrier {
+            opforge_core::DataType::String => {
+                type $T = Vec<u8>;
+                $body
+            }
+            other => opforge_core::dispatch!(
+                other,
+                $T => $body,
+                [Bool, UInt8, UInt16, UInt32, UInt64, Complex128],
+                Err(opforge_core::Status::internal(format!("{other} is not a carrier dtype")))
+            ),
+        }
+    };
+}
+
+/// Fills output `i` (of `shape`) by running `fill` on a fresh carrier tensor.
+pub fn produce_output(
+    ctx: &mut OpKernelContext<'_>,
+    i: usize,
+    shape: TensorShape,
+    fill: impl FnOnce(&mut Tensor, DataType) -> Result<()>,
+) -> Result<()> {
+    let dtype = ctx.output_type(i);
+    let carrier = carrier_dtype(dtype)?;
+    let mut out = ctx.allocate_temp(carrier, shape)?;
+    fill(&mut out, carrier)?;
+    ctx.set_output(i, from_carrier(out, dtype)?)
+}
+
+/// How many shards to split `n` elements of copying into.
+pub fn shards_for(pool: &ThreadPool, n: usize) -> usize {
+    if n < PARALLEL_THRESHOLD {
+        1
+    } else {
+        pool.num_shards(n, 8)
+    }
+}
+
+/// Runs `f(first_row, rows)` over shards of whole rows of `out` (rows of
+/// `row_len` elements), in parallel when `out` is large.
+pub fn par_rows<T: Send>(
+    pool: &ThreadPool,
+    out: &mut [T],
+    row_len: usize,
+    f: impl Fn(usize, &mut [T]) + Sync,
+) {
+    if out.is_empty() || row_len == 0 {
+        return;
+    }
+    let rows = out.len() / row_len;
+    let shards = shards_for(pool, out.len()).min(rows);
+    chunks_in_shards(pool, out, row_len, shards, &|off, chunk| {
+        f(off / row_len, chunk)
+    });
+}
+
+/// Joins rows: output row `r` is row `r` of every input in turn, where input
+/// `i` has rows of `row_lens[i]` elements (ConcatV2 and Pack).
+pub fn concat_rows<T: Elem>(pool: &ThreadPool, inputs: &[&[T]], row_lens: &[usize], out: &mut [T]) {
+    let out_row: usize = row_lens.iter().sum();
+    if out_row == 0 || out.is_empty() {
+        return;
+    }
+    let rows = out.len() / out_row;
+    let shards = shards_for(pool, out.len());
+    if shards > 1 && rows < shards * 4 {
+        // A few long rows (e.g. a concat along axis 0): copy the pieces, cut
+        // to shard size, in parallel.
+        let max_piece = out.len().div_ceil(shards);
+        let mut pieces: Vec<(&mut [T], &[T])> = Vec::new();
+        let mut rest = out;
+        for r in 0..rows {
+            for (inp, &len) in inputs.iter().zip(row_lens) {
+                let (dst, tail) = std::mem::take(&mut rest).split_at_mut(len);
+                rest = tail;
+                let src = &inp[r * len..(r + 1) * len];
+                pieces.extend(dst.chunks_mut(max_piece).zip(src.chunks(max_piece)));
+            }
+        }
+        par_chunks(pool, &mut pieces, 1, &|_, p| {
+            for (d, s) in p {
+                d.clone_from_slice(s)
+            }
+        });
+        return;
+    }
+    par_rows(pool, out, out_row, |first, chunk| {
+        for (k, orow) in chunk.chunks_mut(out_row).enumerate() {
+            let r = first + k;
+            let mut off = 0;
+            for (inp, &len) in inputs.iter().zip(row_lens) {
+                orow[off..off + len].clone_from_slice(&inp[r * len..(r + 1) * len]);
+                off += len;
+            }
+        }
+    });
+}
+
+/// A strided view of a flat, row-major source: element `(i_0, ..., i_k)` of
+/// the view is `src[base + Σ i_j * strides[j]]` (strides may be negative).
+/// Dimensions of size 1 are dropped and dimensions that are contiguous with
+/// the next are merged, so the innermost loop runs as long as it can.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StridedView {
+    /// The flat index of the view's first element.
+    pub base: i64,
+    /// The view's dimensions (size-1 dimensions dropped, contiguous ones merged).
+    pub sizes: Vec<usize>,
+    /// The source stride of each dimension.
+    pub strides: Vec<i64>,
+}
+
+impl StridedView {
+    /// The view of `(size, stride)` dimensions (outermost first) starting at `base`.
+    pub fn new(base: i64, dims: impl IntoIterator<Item = (usize, i64)>) -> StridedView {
+        let mut sizes: Vec<usize> = Vec::new();
+        let mut strides: Vec<i64> = Vec::new();
+        for (n, s) in dims {
+            if n == 1 {
+                continue;
+            }
+            match (sizes.last_mut(), strides.last_mut()) {
+                (Some(ln), Some(ls)) if *ls == n as i64 * s => {
+                    *ln *= n;
+                    *ls = s;
+                }
+                _ => {
+                    sizes.push(n);
+                    strides.push(s);
+                }
+            }
+        }
+        if sizes.is_empty() {
+            sizes.push(1);
+            strides.push(1);
+        }
+        StridedView {
+            base,
+            sizes,
+            strides,
+        }
+    }
+
+    /// The view of the row-major tensor of shape `dims` where dimension `i`
+    /// starts at `begin[i]`, has `sizes[i]` elements and steps by `steps[i]`.
+    pub fn of_slice(dims: &[i64], begin: &[i64], sizes: &[i64], steps: &[i64]) -> StridedView {
+        let mut in_strides = vec![1i64; dims.len()];
+        for i in (0..dims.len().saturating_sub(1)).rev() {
+            in_strides[i] = in_strides[i + 1] * dims[i + 1];
+        }
+        let base = (0..dims.len()).map(|i| begin[i] * in_strides[i]).sum();
+        // A step matters only where two or more elements are taken, and is
+        // then smaller than the dimension (a step of i64::MAX on a
+        // one-element slice must not overflow).
+        StridedView::new(
+            base,
+            (0..dims.len()).map(|i| {
+                let step = if sizes[i] > 1 {
+                    steps[i] * in_strides[i]
+                } else {
+                    0
+                };
+                (sizes[i] as usize, step)
+            }),
+        )
+    }
+}
+
+/// Copies `out.len()` elements of `src` from `off` by steps of `step`
+/// (contiguous runs with `clone_from_slice`).
+pub fn copy_row<T: Clone>(src: &[T], off: i64, step: i64, out: &mut [T]) {
+    let start = off as usize;
+    let n = out.len();
+    match step {
+        1 => out.clone_from_slice(&src[start..start + n]),
+        -1 => out
+            .iter_mut()
+            .zip(src[start + 1 - n..=start].iter().rev())
+            .for_each(|(o, v)| o.clone_from(v)),
+        _ => {
+            let mut p = off;
+            for o in out {
+                o.clone_from(&src[p as usize]);
+                p += step;
+            }
+        }
+    }
+}
+
+/// Fills `out` (row-major, as many elements as `view` has) from the view of `src`.
+pub fn gather<T: Elem>(pool: &ThreadPool, src: &[T], view: &StridedView, out: &mut [T]) {
+    let r = view.sizes.len();
+    let len = view.sizes[r - 1];
+    let step = view.strides[r - 1];
+    let outer_sizes = &view.sizes[..r - 1];
+    let outer_strides = &view.strides[..r - 1];
+    par_rows(pool, out, len, |first, chunk| {
+        let mut idx = vec![0usize; r - 1];
+        let mut rem = first;
+        for k in (0..r - 1).rev() {
+            idx[k] = rem % outer_sizes[k];
+            rem /= outer_sizes[k];
+        }
+        let mut off = view.base
+            + idx
+                .iter()
+                .zip(outer_strides)
+                .map(|(&i, &s)| i as i64 * s)
+                .sum::<i64>();
+        for orow in chunk.chunks_mut(len) {
+            copy_row(src, off, step, orow);
+            for k in (0..r - 1).rev() {
+                idx[k] += 1;
+                off += outer_strides[k];
+                if idx[k] < outer_sizes[k] {
+                    break;
+                }
+                off -= outer_sizes[k] as i64 * outer_strides[k];
+                idx[k] = 0;
+            }
+        }
+    });
+}
+
+/// Row-major strides of `dims`.
+pub fn strides_of(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1usize; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1];
+    }
+    s
+}
+
+/// The multi-index of row `row` of a row-major array with outer dims `dims`.
+pub fn unravel(mut row: usize, dims: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0usize; dims.len()];
+    for k in (0..dims.len()).rev() {
+        idx[k] = row % dims[k];
+        row /= dims[k];
+    }
+    idx
+}
+
+/// Advances a multi-index over `dims` by one (row-major).
+pub fn advance(idx: &mut [usize], dims: &[usize]) {
+    for k in (0..dims.len()).rev() {
+        idx[k] += 1;
+        if idx[k] < dims[k] {
+            return;
+        }
+        idx[k] = 0;
+    }
+}

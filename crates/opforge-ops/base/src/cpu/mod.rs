@@ -1,0 +1,9 @@
+//! The CPU engines the kernels share: parallel loops, broadcasting, the
+//! element traits, the element movers and the reduction engine.
+
+pub mod broadcast;
+pub mod carrier;
+pub mod elem;
+pub mod mover;
+pub mod par;
+pub mod reduce;

@@ -1,0 +1,145 @@
+//! Gradient helpers shared by the op families' gradient functions.
+
+use opforge_core::attrs::{FromAttrValue, IntoAttrValue};
+use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
+use opforge_core::{DataType, Result, Tensor};
+
+/// Attr `name` of the forward op, or `default` when the call did not
+/// set it (eager calls record only the attrs they were given).
+pub fn attr_or<T: FromAttrValue>(op: &GradOp<'_>, name: &str, default: T) -> Result<T> {
+    if op.attrs.contains_key(name) {
+        op.attr(name)
+    } else {
+        Ok(default)
+    }
+}
+
+/// An int32 scalar constant.
+pub fn int_scalar(o: &mut dyn Ops, v: i32) -> Result<Sym> {
+    o.constant(Tensor::scalar(v))
+}
+
+/// `Sum(x, axes)` (optionally keeping the reduced dims).
+pub fn reduce_sum(o: &mut dyn Ops, x: Sym, axes: Sym, keep_dims: bool) -> Result<Sym> {
+    o.op1(
+        "Sum",
+        &[x, axes],
+        &[("keep_dims", keep_dims.into_attr_value())],
+    )
+}
+
+/// `Cast(x, dtype)`.
+pub fn cast(o: &mut dyn Ops, x: Sym, dtype: DataType) -> Result<Sym> {
+    o.op1("Cast", &[x], &[("DstT", dtype.into_attr_value())])
+}
+
+/// `x[begin:end]` of a vector (`end = None`: to the end; negative
+/// indices count from the end), with `StridedSlice`.
+pub fn slice_vector(o: &mut dyn Ops, x: Sym, begin: i32, end: Option<i32>) -> Result<Sym> {
+    let b = o.int_vector(&[begin])?;
+    let e = o.int_vector(&[end.unwrap_or(0)])?;
+    let st = o.int_vector(&[1])?;
+    let end_mask: i64 = if end.is_none() { 1 } else { 0 };
+    o.op1(
+        "StridedSlice",
+        &[x, b, e, st],
+        &[
+            ("begin_mask", 0i64.into_attr_value()),
+            ("end_mask", end_mask.into_attr_value()),
+            ("ellipsis_mask", 0i64.into_attr_value()),
+            ("new_axis_mask", 0i64.into_attr_value()),
+            ("shrink_axis_mask", 0i64.into_attr_value()),
+        ],
+    )
+}
+
+/// TensorFlow's `math_ops.reduced_shape`: `input_shape` (int32) with the
+/// dims in `axes` (a scalar or vector, int32 or int64, possibly
+/// negative) set to 1, computed at run time (without `DynamicStitch`:
+/// a one-hot mask of the reduced axes selects between 1 and the dim).
+pub fn reduced_shape(o: &mut dyn Ops, x: Sym, input_shape: Sym, axes: Sym) -> Result<Sym> {
+    if o.shape(x).is_some_and(|s| s.is_empty()) {
+        // A scalar: nothing to reduce (and no rank to take axes modulo).
+        return Ok(input_shape);
+    }
+    let axes = if o.dtype(axes) == DataType::Int32 {
+        axes
+    } else {
+        cast(o, axes, DataType::Int32)?
+    };
+    let minus_one = o.int_vector(&[-1])?;
+    let axes = o.reshape(axes, minus_one)?;
+    let rank = o.op1(
+        "Size",
+        &[input_shape],
+        &[("out_type", DataType::Int32.into_attr_value())],
+    )?;
+    let axes = o.op1("FloorMod", &[axes, rank], &[])?;
+    let (on, off) = (int_scalar(o, 1)?, int_scalar(o, 0)?);
+    let onehot = o.op1("OneHot", &[axes, rank, on, off], &[])?;
+    let zero_axis = int_scalar(o, 0)?;
+    let counts = reduce_sum(o, onehot, zero_axis, false)?;
+    let is_reduced = o.op1("Greater", &[counts, off], &[])?;
+    o.op1("SelectV2", &[is_reduced, on, input_shape], &[])
+}
+
+/// The gradient `grad` of a reduction of `x` over `axes`, reshaped to
+/// the kept-dims shape (unless `keep_dims`) and broadcast to `x`'s shape.
+/// Also returns `x`'s shape and the kept-dims shape.
+pub fn broadcast_reduced(o: &mut dyn Ops, op: &GradOp<'_>, grad: Sym) -> Result<(Sym, Sym, Sym)> {
+    let (x, axes) = (op.inputs[0], op.inputs[1]);
+    let input_shape = o.shape_of(x)?;
+    let kept = if attr_or(op, "keep_dims", false)? {
+        o.shape_of(op.outputs[0])?
+    } else {
+        reduced_shape(o, x, input_shape, axes)?
+    };
+    let g = o.reshape(grad, kept)?;
+    let g = o.op1("BroadcastTo", &[g, input_shape], &[])?;
+    Ok((g, input_shape, kept))
+}
+
+/// Gradient helper for broadcasting binary ops: given the gradients `gx`,
+/// `gy` of the broadcast output, sums each over the axes its input was
+/// broadcast along and reshapes it to that input's shape (TensorFlow's
+/// `BroadcastGradientArgs` + `Sum` + `Reshape` pattern). When both inputs'
+/// shapes are fully known and equal, the gradients are returned as they are.
+pub fn unbroadcast_grads(
+    o: &mut dyn opforge_core::autodiff::Ops,
+    x: opforge_core::autodiff::Sym,
+    y: opforge_core::autodiff::Sym,
+    gx: Option<opforge_core::autodiff::Sym>,
+    gy: Option<opforge_core::autodiff::Sym>,
+) -> Result<(
+    Option<opforge_core::autodiff::Sym>,
+    Option<opforge_core::autodiff::Sym>,
+)> {
+    use opforge_core::attrs::IntoAttrValue;
+    use opforge_core::autodiff::{OpsExt, SymArg};
+    let (sx, sy) = (o.shape(x), o.shape(y));
+    if let (Some(a), Some(b)) = (&sx, &sy) {
+        if a == b && a.iter().all(|&d| d >= 0) {
+            return Ok((gx, gy));
+        }
+    }
+    let shape_x = o.shape_of(x)?;
+    let shape_y = o.shape_of(y)?;
+    let r = o.call(
+        "BroadcastGradientArgs",
+        &[SymArg::One(shape_x), SymArg::One(shape_y)],
+        &opforge_core::attrs::AttrMap::new(),
+    )?;
+    let reduce =
+        |o: &mut dyn opforge_core::autodiff::Ops, g: Option<_>, axes, shape| -> Result<Option<_>> {
+            let Some(g) = g else { return Ok(None) };
+            let summed = o.op1(
+                "Sum",
+                &[g, axes],
+                &[("keep_dims", IntoAttrValue::into_attr_value(false))],
+            )?;
+            Ok(Some(o.reshape(summed, shape)?))
+        };
+    let gx = reduce(o, gx, r[0], shape_x)?;
+    let gy = reduce(o, gy, r[1], shape_y)?;
+    Ok((gx, gy))
+}

@@ -1,0 +1,213 @@
+//! Dtype lists for kernel registrations and the dispatch macros over dtype
+//! families.
+
+use opforge_core::kernel::OpKernelContext;
+use opforge_core::{DataType, Status};
+
+/// TensorFlow's `TF_CALL_POD_TYPES`: every number type (real and complex) and bool.
+pub const POD_TYPES: &[DataType] = &[
+    DataType::Float,
+    DataType::Double,
+    DataType::Int32,
+    DataType::UInt8,
+    DataType::Int16,
+    DataType::Int8,
+    DataType::Complex64,
+    DataType::Int64,
+    DataType::Bool,
+    DataType::BFloat16,
+    DataType::UInt16,
+    DataType::Complex128,
+    DataType::Half,
+    DataType::UInt32,
+    DataType::UInt64,
+];
+
+/// The types of several lists, in order (for registrations).
+pub fn types(lists: &[&[DataType]]) -> Vec<DataType> {
+    lists.iter().flat_map(|l| l.iter().copied()).collect()
+}
+
+/// TensorFlow's `TF_CALL_ALL_TYPES` as far as tensors can hold them: the POD
+/// types, string and resource (variant tensors do not exist yet).
+pub fn all_types() -> Vec<DataType> {
+    types(&[POD_TYPES, &[DataType::String, DataType::Resource]])
+}
+
+/// The quantized types (`TF_CALL_QUANTIZED_TYPES` plus qint16/quint16).
+pub const QUANTIZED: &[DataType] = opforge_core::dtype::QUANTIZED_TYPES;
+
+/// The index dtypes: int32 and int64.
+pub const INDEX_TYPES: &[DataType] = &[DataType::Int32, DataType::Int64];
+
+/// The error for a dtype a kernel was registered for but cannot run
+/// (a registration bug, so `Internal`).
+pub fn unsupported(ctx: &OpKernelContext<'_>, dt: DataType) -> Status {
+    Status::internal(format!(
+        "{} has no CPU implementation for dtype {dt}",
+        ctx.op_def().name
+    ))
+}
+
+//
+
+// ---------------------------------------------------------------------------
+// Dtype tables: one list of `DataType` variants gives the spec type list,
+// the kernel constraint list and the dispatch arms, so they cannot disagree.
+// ---------------------------------------------------------------------------
+
+/// The TensorFlow spec name of a `DataType` variant (`BFloat16` ->
+/// `"bfloat16"`), as a literal for `concat!`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tf_type_name {
+    (Float) => {
+        "float"
+    };
+    (Double) => {
+        "double"
+    };
+    (Half) => {
+        "half"
+    };
+    (BFloat16) => {
+        "bfloat16"
+    };
+    (Int8) => {
+        "int8"
+    };
+    (Int16) => {
+        "int16"
+    };
+    (Int32) => {
+        "int32"
+    };
+    (Int64) => {
+        "int64"
+    };
+    (UInt8) => {
+        "uint8"
+    };
+    (UInt16) => {
+        "uint16"
+    };
+    (UInt32) => {
+        "uint32"
+    };
+    (UInt64) => {
+        "uint64"
+    };
+    (Complex64) => {
+        "complex64"
+    };
+    (Complex128) => {
+        "complex128"
+    };
+    (Bool) => {
+        "bool"
+    };
+    (String) => {
+        "string"
+    };
+}
+
+/// The spec type list of `DataType` variants, in their order, as a string
+/// literal: `tf_type_list!(Half, Float)` is `"half, float"`, for
+/// `concat!("T: {", tf_type_list!(...), "}")`.
+///
+/// ```
+/// assert_eq!(opforge_ops_base::tf_type_list!(BFloat16, Int64, Complex64), "bfloat16, int64, complex64");
+/// ```
+#[macro_export]
+macro_rules! tf_type_list {
+    ($first:ident $(, $rest:ident)* $(,)?) => {
+        concat!($crate::__tf_type_name!($first) $(, ", ", $crate::__tf_type_name!($rest))*)
+    };
+}
+
+/// A dtype table: from ONE list of `DataType` variants, a `&[DataType]`
+/// constant (kernel type constraints), a spec-string constant (the OpDef
+/// attr's allowed types, in the same order) and a dispatch macro over
+/// exactly these types, so the three cannot disagree.
+///
+/// ```
+/// opforge_ops_base::dtype_table! {
+///     /// The float types of an example.
+///     EXAMPLE_FLOATS, EXAMPLE_FLOATS_SPEC, example_floats => [Half, Float, Double]
+/// }
+/// assert_eq!(EXAMPLE_FLOATS_SPEC, "half, float, double");
+/// assert_eq!(EXAMPLE_FLOATS.len(), 3);
+/// let size = example_floats!(opforge_core::DataType::Double, T => std::mem::size_of::<T>(), 0);
+/// assert_eq!(size, 8);
+/// ```
+#[macro_export]
+macro_rules! dtype_table {
+    ($(#[$doc:meta])* $list:ident, $spec:ident, $mac:ident => [$($dt:ident),+ $(,)?]) => {
+        $crate::dtype_table!(@table [] $(#[$doc])* $list, $spec, $mac => [$($dt),+]);
+    };
+    ($(#[$doc:meta])* export $list:ident, $spec:ident, $mac:ident => [$($dt:ident),+ $(,)?]) => {
+        $crate::dtype_table!(@table [#[macro_export]] $(#[$doc])* $list, $spec, $mac => [$($dt),+]);
+    };
+    (@table [$($export:tt)*] $(#[$doc:meta])* $list:ident, $spec:ident, $mac:ident => [$($dt:ident),+]) => {
+        $(#[$doc])*
+        pub const $list: &[opforge_core::DataType] = &[$(opforge_core::DataType::$dt),+];
+        $(#[$doc])*
+        ///
+        /// (The spec type list: the same types, as an OpDef attr lists them.)
+        pub const $spec: &str = $crate::tf_type_list!($($dt),+);
+        $(#[$doc])*
+        ///
+        /// (Dispatch: `$mac!(dtype, T => body, fallback)` runs `body` with
+        /// `T` bound to the element type of `dtype`.)
+        $($export)*
+        #[allow(unused_macros)]
+        macro_rules! $mac {
+            ($d:expr, $T:ident => $body:expr, $fallback:expr) => {
+                opforge_core::dispatch!($d, $T => $body, [$($dt),+], $fallback)
+            };
+        }
+    };
+}
+
+dtype_table! {
+    /// Every numeric dtype with an element type: the floats (incl. half and
+    /// bfloat16), all signed and unsigned ints, and both complex types.
+    /// Kernels registered for "all number types" use this table.
+    export NUMERIC_KERNEL_TYPES, NUMERIC_SPEC, numeric_types => [
+        Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
+        Complex64, Complex128
+    ]
+}
+
+dtype_table! {
+    /// The real (ordered) numeric dtypes: every numeric dtype but the complex
+    /// ones.
+    export REAL_KERNEL_TYPES, REAL_SPEC, real_types => [
+        Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64
+    ]
+}
+
+dtype_table! {
+    /// The real floating types (`float`, `double`, `half`, `bfloat16`).
+    export FLOAT_TYPES, FLOAT_SPEC, float_types => [Float, Double, Half, BFloat16]
+}
+
+dtype_table! {
+    /// The real floating and complex types.
+    export FLOAT_COMPLEX_TYPES, FLOAT_COMPLEX_SPEC, float_complex_types => [Float, Double, Half, BFloat16, Complex64, Complex128]
+}
+
+dtype_table! {
+    /// The integer types.
+    export INT_TYPES, INT_SPEC, int_types => [Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64]
+}
+
+dtype_table! {
+    /// The signed integer types.
+    export SIGNED_INT_TYPES, SIGNED_INT_SPEC, signed_int_types => [Int8, Int16, Int32, Int64]
+}
+
+dtype_table! {
+    /// The signed types (signed integers, floats, complex).
+    export SIGNED_TYPES, SIGNED_SPEC, signed_types => [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, Complex64, Complex128]
+}

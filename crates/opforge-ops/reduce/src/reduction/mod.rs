@@ -1,0 +1,697 @@
+//! Reductions with TensorFlow 2.21's OpDefs and CPU kernel semantics:
+//! `Sum`, `Mean`, `Max`, `Min`, `Prod` (numeric), `All`, `Any` (bool) over a
+//! set of axes, and `ArgMax`, `ArgMin` along one axis.
+//!
+//! The kernels collapse the input shape into alternating runs of kept and
+//! reduced dimensions (size-1 dimensions join their neighbour), then reduce
+//! the innermost reduced run first, so every step is one of three
+//! cache-friendly patterns: a full reduction (sharded over the intra-op pool
+//! with per-shard partials), a reduction of contiguous rows (softmax-style,
+//! last axis), or an accumulation of rows into a vector of columns
+//! (`BiasAddGrad`-style, first axis). Floating-point sums use several
+//! independent accumulator lanes (which LLVM vectorizes) inside a pairwise
+//! (cascade) summation, so `f32` sums stay accurate for large inputs;
+//! `half`/`bfloat16` accumulate in `f32`, integer means in 64 bits, as
+//! TensorFlow does.
+
+use opforge_core::attrs::IntoAttrValue;
+use opforge_core::device::ThreadPool;
+use opforge_core::kernel::{
+    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+};
+use opforge_core::shape_inference::{common, InferenceContext};
+use opforge_core::{
+    dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result,
+    Status, Tensor, TensorShape,
+};
+use opforge_ops_base::args::{fmt_shape, index_values};
+use opforge_ops_base::cpu::par::{par_chunks, par_collect};
+use opforge_ops_base::cpu::reduce::elem::*;
+use opforge_ops_base::cpu::reduce::engine::*;
+use opforge_ops_base::cpu::reduce::reducers::*;
+use opforge_ops_base::grad::*;
+use opforge_ops_base::types::{NUMERIC_KERNEL_TYPES, REAL_KERNEL_TYPES};
+
+/// The ops this file registers (its tests check them).
+#[cfg(test)]
+const OPS: &[&str] = &[
+    "Sum", "Mean", "Max", "Min", "Prod", "All", "Any", "ArgMax", "ArgMin",
+];
+
+// ---------------------------------------------------------------------------
+// OpDefs
+// ---------------------------------------------------------------------------
+
+fn reduction_op(name: &str, types: &str, summary: &str) -> OpDefBuilder {
+    OpDefBuilder::new(name)
+        .input("input: T")
+        .input("reduction_indices: Tidx")
+        .output("output: T")
+        .attr("keep_dims: bool = false")
+        .attr(format!("T: {types}"))
+        .attr("Tidx: {int32, int64} = DT_INT32")
+        .set_shape_fn(common::reduction_shape)
+        .doc(format!(
+            "{summary}\n\n\
+             Reduces `input` along the dimensions given in `reduction_indices`\n\
+             (a scalar or a vector; negative indices count from the end). Unless\n\
+             `keep_dims` is true, the rank of the tensor is reduced by 1 for each\n\
+             entry in `reduction_indices`. If `keep_dims` is true, the reduced\n\
+             dimensions are retained with length 1."
+        ))
+}
+
+fn bool_reduction_op(name: &str, summary: &str) -> OpDefBuilder {
+    OpDefBuilder::new(name)
+        .input("input: bool")
+        .input("reduction_indices: Tidx")
+        .output("output: bool")
+        .attr("keep_dims: bool = false")
+        .attr("Tidx: {int32, int64} = DT_INT32")
+        .set_shape_fn(common::reduction_shape)
+        .doc(format!(
+            "{summary}\n\n\
+             Reduces `input` along the dimensions given in `reduction_indices`.\n\
+             Unless `keep_dims` is true, the rank of the tensor is reduced by 1 for\n\
+             each entry in `reduction_indices`. If `keep_dims` is true, the reduced\n\
+             dimensions are retained with length 1."
+        ))
+}
+
+/// `Sum`.
+pub fn sum() -> OpDefBuilder {
+    reduction_op(
+        "Sum",
+        "numbertype",
+        "Computes the sum of elements across dimensions of a tensor.",
+    )
+}
+
+/// `Mean`.
+pub fn mean() -> OpDefBuilder {
+    reduction_op(
+        "Mean",
+        "numbertype",
+        "Computes the mean of elements across dimensions of a tensor.",
+    )
+}
+
+/// `Prod`.
+pub fn prod() -> OpDefBuilder {
+    reduction_op(
+        "Prod",
+        "numbertype",
+        "Computes the product of elements across dimensions of a tensor.",
+    )
+}
+
+/// `Max`.
+pub fn max() -> OpDefBuilder {
+    reduction_op(
+        "Max",
+        "{realnumbertype, quantizedtype}",
+        "Computes the maximum of elements across dimensions of a tensor.",
+    )
+}
+
+/// `Min`.
+pub fn min() -> OpDefBuilder {
+    reduction_op(
+        "Min",
+        "{realnumbertype, quantizedtype}",
+        "Computes the minimum of elements across dimensions of a tensor.",
+    )
+}
+
+/// `All`.
+pub fn all() -> OpDefBuilder {
+    bool_reduction_op(
+        "All",
+        "Computes the \"logical and\" of elements across dimensions of a tensor.",
+    )
+}
+
+/// `Any`.
+pub fn any() -> OpDefBuilder {
+    bool_reduction_op(
+        "Any",
+        "Computes the \"logical or\" of elements across dimensions of a tensor.",
+    )
+}
+
+/// `ArgMax`.
+pub fn arg_max() -> OpDefBuilder {
+    OpDefBuilder::new("ArgMax")
+        .input("input: T")
+        .input("dimension: Tidx")
+        .output("output: output_type")
+        .attr("T: {realnumbertype, quantizedtype, bool}")
+        .attr("Tidx: {int16, int32, int64} = DT_INT32")
+        .attr("output_type: {int16, uint16, int32, int64} = DT_INT64")
+        .set_shape_fn(arg_op_shape)
+        .doc(
+            "Returns the index with the largest value across dimensions of a tensor.\n\n\
+             Ties are broken in favour of the smallest index. `dimension` is a scalar in\n\
+             `[-rank(input), rank(input))`; the output has the shape of `input` without\n\
+             that dimension.",
+        )
+}
+
+/// `ArgMin`.
+pub fn arg_min() -> OpDefBuilder {
+    OpDefBuilder::new("ArgMin")
+        .input("input: T")
+        .input("dimension: Tidx")
+        .output("output: output_type")
+        .attr("T: {realnumbertype, quantizedtype, bool}")
+        .attr("Tidx: {int32, int64} = DT_INT32")
+        .attr("output_type: {int32, int64} = DT_INT64")
+        .set_shape_fn(arg_op_shape)
+        .doc(
+            "Returns the index with the smallest value across dimensions of a tensor.\n\n\
+             Ties are broken in favour of the smallest index. `dimension` is a scalar in\n\
+             `[-rank(input), rank(input))`; the output has the shape of `input` without\n\
+             that dimension.",
+        )
+}
+
+/// TensorFlow's `ArgOpShape`: input 0 without the constant `dimension`
+/// (input 1); unknown values give unknown dims of rank `rank - 1`, and
+/// inputs of rank 0 or 1 a scalar.
+fn arg_op_shape(c: &mut InferenceContext) -> Result<()> {
+    let dim_in = c.input(1);
+    c.with_rank(dim_in, 0)?;
+    let input = c.input(0);
+    let Some(rank) = c.rank(input) else {
+        return common::unknown_shape(c);
+    };
+    if rank <= 1 {
+        return common::scalar_shape(c);
+    }
+    let Some(t) = c.input_tensor(1) else {
+        let dims = (0..rank - 1).map(|_| c.unknown_dim()).collect();
+        let out = c.make_shape_from_dims(dims);
+        c.set_output(0, out);
+        return Ok(());
+    };
+    let value: i64 = match t.dtype() {
+        DataType::Int16 => t.flat::<i16>()?.first().map(|&v| v as i64),
+        DataType::Int32 => t.flat::<i32>()?.first().map(|&v| v as i64),
+        DataType::Int64 => t.flat::<i64>()?.first().copied(),
+        other => {
+            return Err(Status::invalid_argument(format!(
+                "dimension must be int16, int32 or int64, not {other}"
+            )))
+        }
+    }
+    .ok_or_else(|| Status::invalid_argument("dimension must be a scalar"))?;
+    let r = rank as i64;
+    let axis = if value < 0 { value + r } else { value };
+    ensure!(
+        (0..r).contains(&axis),
+        InvalidArgument,
+        "Dimension ({}) must be in the range [{}, {}), where {} is the number of dimensions in the input.",
+        value,
+        -r,
+        r,
+        r
+    );
+    let dims = (0..r)
+        .filter(|&i| i != axis)
+        .map(|i| c.dim(input, i))
+        .collect();
+    let out = c.make_shape_from_dims(dims);
+    c.set_output(0, out);
+    Ok(())
+}
+
+register_op!(sum());
+register_op!(mean());
+register_op!(max());
+register_op!(min());
+register_op!(prod());
+register_op!(all());
+register_op!(any());
+register_op!(arg_max());
+register_op!(arg_min());
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RedOp {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+    All,
+    Any,
+}
+
+struct ReduceKernel {
+    op: RedOp,
+    keep_dims: bool,
+}
+
+fn reduce_kernel(ctx: &OpKernelConstruction<'_>, op: RedOp) -> Result<Box<dyn OpKernel>> {
+    Ok(Box::new(ReduceKernel {
+        op,
+        keep_dims: ctx.get_attr("keep_dims")?,
+    }))
+}
+
+fn unsupported(op: &str, dt: DataType) -> Status {
+    Status::unimplemented(format!("{op} has no CPU kernel for {dt}"))
+}
+
+impl OpKernel for ReduceKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let input = ctx.input(0).clone();
+        let axes = index_values(ctx.input(1), "reduction_indices")?;
+        let plan = ReducePlan::new(input.dims(), &axes, self.keep_dims)?;
+        if plan.is_noop(input.dims()) {
+            return ctx.set_output(0, input.reshaped(&plan.out_dims)?);
+        }
+        let pool = ctx.thread_pool();
+        let name = ctx.op_def().name.clone();
+        let out = ctx.allocate_output(0, TensorShape::new(&plan.out_dims)?)?;
+        let dt = input.dtype();
+        let (i, p) = (&input, &plan);
+        match self.op {
+            RedOp::Sum => dispatch!(dt, T => run(pool, SumR::<T>::new(), i, p, out),
+                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
+                 Complex64, Complex128],
+                Err(unsupported(&name, dt))),
+            RedOp::Mean => dispatch!(dt, T => run(pool, MeanR::<T>::new(), i, p, out),
+                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
+                 Complex64, Complex128],
+                Err(unsupported(&name, dt))),
+            RedOp::Prod => dispatch!(dt, T => run(pool, ProdR::<T>::new(), i, p, out),
+                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
+                 Complex64, Complex128],
+                Err(unsupported(&name, dt))),
+            RedOp::Max => dispatch!(dt, T => run(pool, MaxR::<T>::new(), i, p, out),
+                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+                Err(unsupported(&name, dt))),
+            RedOp::Min => dispatch!(dt, T => run(pool, MinR::<T>::new(), i, p, out),
+                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+                Err(unsupported(&name, dt))),
+            RedOp::All => run(pool, AllR, i, p, out),
+            RedOp::Any => run(pool, AnyR, i, p, out),
+        }
+    }
+}
+
+fn reduction_kernel_def(op: &str, types: &[DataType]) -> KernelDefBuilder {
+    KernelDefBuilder::new(op)
+        .type_constraint_list("T", types)
+        .type_constraint_list("Tidx", &[DataType::Int32, DataType::Int64])
+        .host_memory("reduction_indices")
+}
+
+register_kernel!(reduction_kernel_def("Sum", NUMERIC_KERNEL_TYPES), fn = |c| reduce_kernel(c, RedOp::Sum));
+register_kernel!(reduction_kernel_def("Mean", NUMERIC_KERNEL_TYPES), fn = |c| reduce_kernel(c, RedOp::Mean));
+register_kernel!(reduction_kernel_def("Prod", NUMERIC_KERNEL_TYPES), fn = |c| reduce_kernel(c, RedOp::Prod));
+register_kernel!(reduction_kernel_def("Max", REAL_KERNEL_TYPES), fn = |c| reduce_kernel(c, RedOp::Max));
+register_kernel!(reduction_kernel_def("Min", REAL_KERNEL_TYPES), fn = |c| reduce_kernel(c, RedOp::Min));
+register_kernel!(
+    KernelDefBuilder::new("All")
+        .type_constraint_list("Tidx", &[DataType::Int32, DataType::Int64])
+        .host_memory("reduction_indices"),
+    fn = |c| reduce_kernel(c, RedOp::All)
+);
+register_kernel!(
+    KernelDefBuilder::new("Any")
+        .type_constraint_list("Tidx", &[DataType::Int32, DataType::Int64])
+        .host_memory("reduction_indices"),
+    fn = |c| reduce_kernel(c, RedOp::Any)
+);
+
+// ---------------------------------------------------------------------------
+// ArgMax / ArgMin
+// ---------------------------------------------------------------------------
+
+/// An index output type of `ArgMax`/`ArgMin` (TensorFlow casts the index).
+trait IndexOut: Element {
+    fn from_index(i: usize) -> Self;
+}
+
+macro_rules! index_out {
+    ($($t:ty),*) => {$(
+        impl IndexOut for $t {
+            #[inline(always)]
+            fn from_index(i: usize) -> Self { i as $t }
+        }
+    )*};
+}
+index_out!(i16, u16, i32, i64);
+
+/// The running best of an arg-reduction: replaces on a strictly better
+/// key, so ties keep the smallest index and NaN is never chosen over a
+/// number (Eigen's `ArgMaxPairReducer`, starting from `lowest`).
+#[inline(always)]
+fn better<K: PartialOrd>(is_max: bool, k: K, best: K) -> bool {
+    if is_max {
+        k > best
+    } else {
+        k < best
+    }
+}
+
+fn arg_row<T: OrdElem>(is_max: bool, row: &[T], offset: usize) -> (T::Key, usize) {
+    let mut best = if is_max {
+        T::ARG_LOWEST
+    } else {
+        T::ARG_HIGHEST
+    };
+    let mut idx = 0;
+    for (i, &v) in row.iter().enumerate() {
+        let k = v.key();
+        if better(is_max, k, best) {
+            best = k;
+            idx = offset + i;
+        }
+    }
+    (best, idx)
+}
+
+fn arg_reduce<T: OrdElem, O: IndexOut>(
+    pool: &ThreadPool,
+    is_max: bool,
+    src: &[T],
+    outer: usize,
+    red: usize,
+    inner: usize,
+    dst: &mut [O],
+) {
+    if dst.is_empty() {
+        return;
+    }
+    let threads = pool.num_threads();
+    let parallel = threads > 1 && src.len() >= PARALLEL_MIN;
+    if inner == 1 {
+        let row_job = |o: usize| -> usize {
+            let row = &src[o * red..(o + 1) * red];
+            if parallel && outer < threads && red >= 2 * MIN_SHARD {
+                let chunk = red.div_ceil(threads * 4).max(MIN_SHARD);
+                let init = (T::ARG_LOWEST, 0);
+                let parts = par_collect(pool, red.div_ceil(chunk), init, &|c| {
+                    arg_row(
+                        is_max,
+                        &row[c * chunk..((c + 1) * chunk).min(red)],
+                        c * chunk,
+                    )
+                });
+                // Partials are in index order: the first strictly better wins.
+                let mut best = if is_max {
+                    T::ARG_LOWEST
+                } else {
+                    T::ARG_HIGHEST
+                };
+                let mut idx = 0;
+                for (k, i) in parts {
+                    if better(is_max, k, best) {
+                        best = k;
+                        idx = i;
+                    }
+                }
+                idx
+            } else {
+                arg_row(is_max, row, 0).1
+            }
+        };
+        if parallel && outer >= threads {
+            let rows_per = outer.div_ceil(threads * 4).max(1);
+            par_chunks(pool, dst, rows_per, &|c, d| {
+                for (k, o) in d.iter_mut().enumerate() {
+                    *o = O::from_index(row_job(c * rows_per + k));
+                }
+            });
+        } else {
+            for (o, d) in dst.iter_mut().enumerate() {
+                *d = O::from_index(row_job(o));
+            }
+        }
+        return;
+    }
+    let tile_job = |o: usize, c0: usize, d: &mut [O]| {
+        let w = d.len();
+        let init = if is_max {
+            T::ARG_LOWEST
+        } else {
+            T::ARG_HIGHEST
+        };
+        let mut best = vec![init; w];
+        let mut idx = vec![0usize; w];
+        for r in 0..red {
+            let start = (o * red + r) * inner + c0;
+            let row = &src[start..start + w];
+            for ((b, i), &v) in best.iter_mut().zip(idx.iter_mut()).zip(row) {
+                let k = v.key();
+                if better(is_max, k, *b) {
+                    *b = k;
+                    *i = r;
+                }
+            }
+        }
+        for (d, i) in d.iter_mut().zip(idx) {
+            *d = O::from_index(i);
+        }
+    };
+    if !parallel {
+        for (o, d) in dst.chunks_mut(inner).enumerate() {
+            for (t, d) in d.chunks_mut(COL_TILE).enumerate() {
+                tile_job(o, t * COL_TILE, d);
+            }
+        }
+        return;
+    }
+    let tile = COL_TILE.min(MIN_COL_TILE.max(inner.div_ceil(threads.div_ceil(outer))));
+    if outer >= threads {
+        par_chunks(pool, dst, inner, &|o, d| {
+            for (t, d) in d.chunks_mut(COL_TILE).enumerate() {
+                tile_job(o, t * COL_TILE, d);
+            }
+        });
+    } else {
+        for (o, d) in dst.chunks_mut(inner).enumerate() {
+            par_chunks(pool, d, tile, &|t, d| tile_job(o, t * tile, d));
+        }
+    }
+}
+
+struct ArgKernel {
+    is_max: bool,
+}
+
+impl CreateKernel for ArgKernel {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(ArgKernel {
+            is_max: ctx.op_def().name == "ArgMax",
+        })
+    }
+}
+
+fn run_arg<T: OrdElem>(
+    pool: &ThreadPool,
+    is_max: bool,
+    input: &Tensor,
+    axis: usize,
+    out: &mut Tensor,
+) -> Result<()> {
+    let dims = usize_dims(input.dims());
+    let outer = dims[..axis].iter().product();
+    let red = dims[axis];
+    let inner = dims[axis + 1..].iter().product();
+    let src = input.flat::<T>()?;
+    let dt = out.dtype();
+    dispatch!(dt, O => arg_reduce(pool, is_max, src, outer, red, inner, out.flat_mut::<O>()?),
+        [Int16, UInt16, Int32, Int64],
+        return Err(Status::invalid_argument(format!("output_type {dt} is not an index type"))));
+    Ok(())
+}
+
+impl OpKernel for ArgKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let input = ctx.input(0).clone();
+        let dimension = ctx.input(1);
+        ensure!(
+            dimension.rank() == 0,
+            InvalidArgument,
+            "dim must be a scalar, but received tensor of shape: {}",
+            dimension.shape()
+        );
+        let dim: i64 = match dimension.dtype() {
+            DataType::Int16 => dimension.scalar_value::<i16>()? as i64,
+            _ => index_values(dimension, "dimension")?[0],
+        };
+        let rank = input.rank() as i64;
+        let axis = if dim < 0 { dim + rank } else { dim };
+        ensure!(
+            (0..rank).contains(&axis),
+            InvalidArgument,
+            "Expected dimension in the range [{}, {rank}), but got {dim}",
+            -rank
+        );
+        let axis = axis as usize;
+        ensure!(
+            input.dims()[axis] > 0,
+            InvalidArgument,
+            "Reduction axis {dim} is empty in shape {}",
+            fmt_shape(input.dims())
+        );
+        let mut out_dims = input.dims().to_vec();
+        out_dims.remove(axis);
+        let pool = ctx.thread_pool();
+        let out = ctx.allocate_output(0, TensorShape::new(&out_dims)?)?;
+        let dt = input.dtype();
+        let is_max = self.is_max;
+        dispatch!(dt, T => run_arg::<T>(pool, is_max, &input, axis, out),
+            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Bool],
+            Err(unsupported(if is_max { "ArgMax" } else { "ArgMin" }, dt)))
+    }
+}
+
+const ARG_TYPES: &[DataType] = &[
+    DataType::Float,
+    DataType::Double,
+    DataType::Half,
+    DataType::BFloat16,
+    DataType::Int8,
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::UInt8,
+    DataType::UInt16,
+    DataType::UInt32,
+    DataType::UInt64,
+    DataType::Bool,
+];
+
+register_kernel!(
+    KernelDefBuilder::new("ArgMax")
+        .type_constraint_list("T", ARG_TYPES)
+        .type_constraint_list("Tidx", &[DataType::Int16, DataType::Int32, DataType::Int64])
+        .type_constraint_list(
+            "output_type",
+            &[
+                DataType::Int16,
+                DataType::UInt16,
+                DataType::Int32,
+                DataType::Int64
+            ]
+        )
+        .host_memory("dimension"),
+    ArgKernel
+);
+register_kernel!(
+    KernelDefBuilder::new("ArgMin")
+        .type_constraint_list("T", ARG_TYPES)
+        .type_constraint_list("Tidx", &[DataType::Int32, DataType::Int64])
+        .type_constraint_list("output_type", &[DataType::Int32, DataType::Int64])
+        .host_memory("dimension"),
+    ArgKernel
+);
+
+// ---- Gradients ----
+
+/// Gradient helpers shared by this module, `matmul` and `nn`.
+use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
+use opforge_core::{register_gradient, register_not_differentiable};
+
+type Grads = Result<Vec<Option<Sym>>>;
+
+/// TensorFlow's `_SumGrad`: the gradient reshaped to the kept-dims shape
+/// and broadcast to the input's shape.
+fn sum_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let (g, _, _) = broadcast_reduced(o, op, g)?;
+    Ok(vec![Some(g), None])
+}
+
+/// TensorFlow's `_MeanGrad`: `_SumGrad` divided by the number of reduced
+/// elements, `size(input) // max(size(output), 1)`, computed at run time
+/// from `Size` ops (so unknown shapes work).
+fn mean_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let (g, _, _) = broadcast_reduced(o, op, g)?;
+    let i32_attr = [("out_type", DataType::Int32.into_attr_value())];
+    let in_size = o.op1("Size", &[op.inputs[0]], &i32_attr)?;
+    let out_size = o.op1("Size", &[op.outputs[0]], &i32_attr)?;
+    let one = int_scalar(o, 1)?;
+    let out_size = o.op1("Maximum", &[out_size, one], &[])?;
+    let factor = o.op1("FloorDiv", &[in_size, out_size], &[])?;
+    let dtype = o.dtype(g);
+    let factor = cast(o, factor, dtype)?;
+    Ok(vec![Some(o.div(g, factor)?), None])
+}
+
+/// TensorFlow's `_MinOrMaxGrad`: the gradient goes to the elements equal to
+/// the result, divided evenly between ties.
+fn min_or_max_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let (x, axes) = (op.inputs[0], op.inputs[1]);
+    let input_shape = o.shape_of(x)?;
+    let (y, g, kept) = if attr_or(op, "keep_dims", false)? {
+        (op.outputs[0], g, o.shape_of(op.outputs[0])?)
+    } else {
+        let kept = reduced_shape(o, x, input_shape, axes)?;
+        (o.reshape(op.outputs[0], kept)?, o.reshape(g, kept)?, kept)
+    };
+    let dtype = o.dtype(g);
+    let eq = o.op1("Equal", &[y, x], &[])?;
+    let indicators = cast(o, eq, dtype)?;
+    let count = reduce_sum(o, indicators, axes, false)?;
+    let num_selected = o.reshape(count, kept)?;
+    let share = o.div(indicators, num_selected)?;
+    Ok(vec![Some(o.mul(share, g)?), None])
+}
+
+/// The gradient of `Prod`: each element gets the product of the other
+/// elements of its reduction group times the gradient. TensorFlow computes
+/// it with exclusive cumulative products; without a `Cumprod` op this
+/// counts the zeros of each group instead (exact for zeros too): with no
+/// zero it is `prod / x`, with one zero the product of the nonzero elements
+/// at the zero and 0 elsewhere, with more zeros 0.
+fn prod_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let (x, axes) = (op.inputs[0], op.inputs[1]);
+    let (g, _, _) = broadcast_reduced(o, op, g)?;
+    let dtype = o.dtype(x);
+    let zeros = o.zeros_like(x)?;
+    let ones = o.ones_like(x)?;
+    let is_zero = o.op1("Equal", &[x, zeros], &[])?;
+    let x_safe = o.op1("SelectV2", &[is_zero, ones, x], &[])?;
+    let prod_nonzero = o.op1(
+        "Prod",
+        &[x_safe, axes],
+        &[("keep_dims", true.into_attr_value())],
+    )?;
+    let zero_flags = cast(o, is_zero, dtype)?;
+    let num_zeros = reduce_sum(o, zero_flags, axes, true)?;
+    let (zero, one) = (o.scalar(dtype, 0.0)?, o.scalar(dtype, 1.0)?);
+    let no_zero = o.op1("Equal", &[num_zeros, zero], &[])?;
+    let one_zero = o.op1("Equal", &[num_zeros, one], &[])?;
+    let others_at_nonzero = o.div(prod_nonzero, x_safe)?;
+    let at_nonzero = o.op1("SelectV2", &[no_zero, others_at_nonzero, zeros], &[])?;
+    let prod_b = o.mul(prod_nonzero, ones)?;
+    let at_zero = o.op1("SelectV2", &[one_zero, prod_b, zeros], &[])?;
+    let others = o.op1("SelectV2", &[is_zero, at_zero, at_nonzero], &[])?;
+    Ok(vec![Some(o.mul(others, g)?), None])
+}
+
+register_gradient!("Sum", sum_grad);
+register_gradient!("Mean", mean_grad);
+register_gradient!("Max", min_or_max_grad);
+register_gradient!("Min", min_or_max_grad);
+register_gradient!("Prod", prod_grad);
+register_not_differentiable!("ArgMax", "ArgMin", "All", "Any");
+
+#[cfg(test)]
+mod tests;
