@@ -146,7 +146,9 @@ pub fn add_gradients(
     for (name, g) in x_names.into_iter().zip(grads) {
         map.insert(
             name,
-            g.map_or(Value::Null, |o| Value::String(graph.output_name(o).unwrap())),
+            g.map_or(Value::Null, |o| {
+                Value::String(graph.output_name(o).unwrap())
+            }),
         );
     }
     writeln!(out, "{}", json!({ "gradients": map }))?;

@@ -2,7 +2,7 @@
 //!
 //! Every op here is registered with [`opforge_core::register_op!`], the same
 //! public API an op written outside opforge uses; the registrations run into
-//! [`opforge_core::OpRegistry::global`] when it is first used.
+//! [`opforge_core::Registry::global`] when it is first used.
 //!
 //! The ops live in one crate per family, which compile in parallel and
 //! alone when one of their files changes: `opforge-ops-array`,
@@ -44,7 +44,7 @@ pub use opforge_ops_state as state;
 ///
 /// ```
 /// opforge_ops::link();
-/// let add = opforge_core::OpRegistry::global().op_def("AddV2").unwrap();
+/// let add = opforge_core::Registry::global().op_def("AddV2").unwrap();
 /// assert_eq!(add.input_arg[0].name, "x");
 /// ```
 #[inline(never)]

@@ -24,7 +24,7 @@ fn shape(dims: &[i64]) -> TensorShapeProto {
 
 #[test]
 fn ops_without_kernels_say_so_when_run() {
-    opforge_core::OpRegistry::global().check_startup().unwrap();
+    opforge_core::Registry::global().verify().unwrap();
     for (name, input) in [
         ("Diag", t(&[2], vec![1f32, 2.])),
         ("Unique", t(&[3], vec![1i32, 1, 2])),

@@ -198,7 +198,7 @@ register_not_differentiable!("StringToNumber");
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opforge_core::autodiff::{Gradient, GradientRegistry, GradientTape, OpsExt};
+    use opforge_core::autodiff::{Gradient, GradientFn, GradientTape, OpsExt};
     use opforge_core::proto::{self, OpDef};
     use opforge_core::{Code, Tensor};
     use opforge_ops_base::testutil::{assert_close, ctx};
@@ -349,8 +349,10 @@ mod tests {
     #[test]
     fn string_to_number_is_not_differentiable() {
         assert!(matches!(
-            GradientRegistry::global().get("StringToNumber"),
-            Some(Gradient::NotDifferentiable)
+            opforge_core::registry::Registry::global()
+                .attr::<Gradient>("StringToNumber")
+                .as_deref(),
+            Some(GradientFn::NotDifferentiable)
         ));
         let mut tape = GradientTape::new(ctx(), false);
         let s = tape.watch(Tensor::from_strings(&[1], vec![b"2.5".to_vec()]).unwrap());

@@ -215,7 +215,7 @@ mod gradients {
 mod tests {
     use super::*;
     use opforge_core::proto::{self, attr_value::Value};
-    use opforge_core::{registry, DataType, OpRegistry};
+    use opforge_core::{registry, DataType, Registry};
 
     fn all() -> Vec<OpDefBuilder> {
         vec![
@@ -245,8 +245,8 @@ mod tests {
 
     #[test]
     fn every_example_is_registered() {
-        let global = OpRegistry::global();
-        global.check_startup().unwrap();
+        let global = Registry::global();
+        global.verify().unwrap();
         for name in OPS {
             if registry::should_register_op(name, registry::OPS_TO_REGISTER) {
                 let registered = global.op_def(name).unwrap();
@@ -537,7 +537,7 @@ mod tests {
                 opforge_core::autodiff::backprop(&mut tape, &records, &[z], &[Some(seed)], &[x])
                     .unwrap()[0]
                     .unwrap();
-            assert_close(tape.value(g), &[2, 2], &[7.0, 0.0, 0.0, 0.0], 0.0);
+            assert_close(tape.value(g).unwrap(), &[2, 2], &[7.0, 0.0, 0.0, 0.0], 0.0);
             // With preserve_index = 3, float32.
             let mut tape = GradientTape::new(ctx(), false);
             let x = tape.watch(t(&[4], vec![1.0f32, 2.0, 3.0, 4.0]));

@@ -6,7 +6,7 @@ use opforge_core::proto::attr_value::Value;
 use opforge_core::proto::{tensor_shape_proto::Dim, AttrValue, TensorProto};
 use opforge_core::shape_inference::testutil::ShapeTestOp;
 use opforge_core::shape_inference::ShapeAndType;
-use opforge_core::{infer_error, infer_ok, OpRegistry};
+use opforge_core::{infer_error, infer_ok, Registry};
 
 fn ints(v: &[i32]) -> Tensor {
     Tensor::from_vec(&[v.len() as i64], v.to_vec()).unwrap()
@@ -65,7 +65,7 @@ fn pass_through_shape_fns() {
 
 #[test]
 fn unchanged_shape_keeps_resource_data() {
-    let op_def = OpRegistry::global().op_def("Identity").unwrap();
+    let op_def = Registry::global().op_def("Identity").unwrap();
     let mut c = InferenceContext::new(&op_def, "n", &AttrMap::new(), &[Some(vec![])], 1);
     let held = c.make_partial_shape(Some(&[2, -1]));
     let data = vec![ShapeAndType {

@@ -3,8 +3,8 @@
 use super::*;
 use half::{bf16, f16};
 use num_complex::Complex;
-use opforge_core::kernel::KernelRegistry;
-use opforge_core::{Code, OpRegistry};
+use opforge_core::registry::Registry as KernelRegistry;
+use opforge_core::{Code, Registry};
 use opforge_ops_base::testutil::{assert_close, ctx, t};
 
 fn err_of(r: Result<Tensor>) -> Status {
@@ -28,7 +28,7 @@ fn i64s(t: &Tensor) -> Vec<i64> {
 
 #[test]
 fn every_op_is_registered_with_a_cpu_kernel() {
-    let ops = OpRegistry::global();
+    let ops = Registry::global();
     for name in OPS {
         ops.lookup(name).unwrap();
         assert!(

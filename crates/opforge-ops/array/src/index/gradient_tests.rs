@@ -66,7 +66,7 @@ fn gather_v2_grad() {
     let y = tape.op1("GatherV2", &[p, idx, a], &[]).unwrap();
     let g = tape.gradient(y, &[p, idx]).unwrap();
     assert_close(
-        tape.value(g[0].unwrap()),
+        tape.value(g[0].unwrap()).unwrap(),
         &[3, 2],
         &[1.0, 1.0, 0.0, 0.0, 2.0, 2.0],
         0.0,

@@ -5,8 +5,8 @@ use super::transpose::simplify_transpose;
 use super::*;
 use half::f16;
 use num_complex::Complex;
-use opforge_core::kernel::KernelRegistry;
-use opforge_core::{Code, Element, OpRegistry};
+use opforge_core::registry::Registry as KernelRegistry;
+use opforge_core::{Code, Element, Registry};
 use opforge_ops_base::testutil::{assert_close, ctx, t};
 
 #[track_caller]
@@ -76,7 +76,7 @@ fn permutations(n: usize) -> Vec<Vec<usize>> {
 #[test]
 fn every_op_is_registered_with_a_cpu_kernel() {
     for name in OPS {
-        OpRegistry::global().lookup(name).unwrap();
+        Registry::global().lookup(name).unwrap();
         let kernels = KernelRegistry::global().kernels_for(name);
         assert!(kernels.iter().any(|k| k.def.device_type == "CPU"), "{name}");
     }

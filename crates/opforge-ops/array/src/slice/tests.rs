@@ -896,8 +896,8 @@ fn concat_rows_pieces_and_rows_agree() {
 
 #[test]
 fn every_op_is_registered_with_kernels() {
-    let registry = opforge_core::OpRegistry::global();
-    let kernels = opforge_core::kernel::KernelRegistry::global();
+    let registry = opforge_core::Registry::global();
+    let kernels = opforge_core::registry::Registry::global();
     for op in OPS {
         assert!(registry.lookup(op).is_ok(), "{op}");
         assert_eq!(kernels.kernels_for(op).len(), 1, "{op}");

@@ -54,7 +54,12 @@ fn strided_slice_grad() {
     let xv = tape.watch(t(&[5], vec![1.0f64, 2.0, 3.0, 4.0, 5.0]));
     let y = ss(&mut tape, xv, &[1], &[5], &[2], [0; 5]).unwrap();
     let g = tape.gradient(y, &[xv]).unwrap()[0].unwrap();
-    assert_close(tape.value(g), &[5], &[0.0, 1.0, 0.0, 1.0, 0.0], 0.0);
+    assert_close(
+        tape.value(g).unwrap(),
+        &[5],
+        &[0.0, 1.0, 0.0, 1.0, 0.0],
+        0.0,
+    );
 }
 
 #[test]

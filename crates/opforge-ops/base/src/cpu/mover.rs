@@ -47,7 +47,7 @@ pub fn move_elements(
     shape: TensorShape,
     mover: &impl MoveElements,
 ) -> Result<Tensor> {
-    let pool = device.thread_pool();
+    let pool = device.thread_pool().unwrap_or(ThreadPool::inline());
     match dtype {
         DataType::String => {
             let views = srcs

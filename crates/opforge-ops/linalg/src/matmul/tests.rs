@@ -816,7 +816,7 @@ mod grads {
                 } else {
                     ga_plain
                 };
-                assert_close(tape.value(ga), &a_dims, &ga_want, 1e-12);
+                assert_close(tape.value(ga).unwrap(), &a_dims, &ga_want, 1e-12);
                 // d/db <W, ∂f/∂a> (W in a's layout): with Wp = W in
                 // plain [m, k] layout, <Wp, G op(b)ᵀ> has gradient
                 // op(b)-wise Wpᵀ G, i.e. [k, n], transposed when tb.
@@ -836,7 +836,7 @@ mod grads {
                 } else {
                     gb_plain
                 };
-                assert_close(tape.value(gb), &b_dims, &gb_want, 1e-12);
+                assert_close(tape.value(gb).unwrap(), &b_dims, &gb_want, 1e-12);
             }
         }
     }

@@ -14,8 +14,8 @@ fn f32s(t: &Tensor) -> Vec<f32> {
 
 #[test]
 fn ops_are_registered_with_kernels() {
-    let reg = opforge_core::OpRegistry::global();
-    let kernels = opforge_core::kernel::KernelRegistry::global();
+    let reg = opforge_core::Registry::global();
+    let kernels = opforge_core::registry::Registry::global();
     for op in OPS {
         assert!(reg.lookup(op).is_ok(), "{op}");
         assert!(!kernels.kernels_for(op).is_empty(), "{op} has a kernel");
@@ -604,8 +604,8 @@ fn element_trait_edge_cases() {
 mod shape_and_gradient_tests {
     use opforge_core::attrs::IntoAttrValue;
     use opforge_core::autodiff::{
-        compute_gradient, compute_gradient_error, Gradient, GradientRegistry, GradientTape, Ops,
-        OpsExt, Sym,
+        compute_gradient, compute_gradient_error, Gradient, GradientFn, GradientTape, Ops, OpsExt,
+        Sym,
     };
     use opforge_core::shape_inference::testutil::ShapeTestOp;
     use opforge_core::{infer_ok, DataType, Result, Tensor};
@@ -635,10 +635,11 @@ mod shape_and_gradient_tests {
     /// module registers them too; registered here when missing, so that
     /// second derivatives through the default seed `OnesLike(y)` work).
     pub(crate) fn seed_ops_not_differentiable() {
-        let r = GradientRegistry::global();
+        let r = opforge_core::registry::Registry::global();
         for op in ["OnesLike", "ZerosLike"] {
-            if r.get(op).is_none() {
-                r.register(op, Gradient::NotDifferentiable);
+            if r.attr::<Gradient>(op).as_deref().is_none() {
+                r.set_attr::<Gradient>(op, std::sync::Arc::new(GradientFn::NotDifferentiable))
+                    .unwrap();
             }
         }
     }
@@ -888,7 +889,8 @@ mod shape_and_gradient_tests {
             .unwrap();
         assert_close(&g, &[2], &[1.0, 1.0], 0.0);
         // To or from a non-float type: no gradient (TensorFlow's None).
-        let Some(Gradient::Fn(cast_grad)) = GradientRegistry::global().get("Cast") else {
+        let cast = opforge_core::registry::Registry::global().attr::<Gradient>("Cast");
+        let Some(GradientFn::Fn(cast_grad)) = cast.as_deref() else {
             panic!("Cast has a gradient function");
         };
         let mut tape = GradientTape::new(ctx(), false);
@@ -930,7 +932,7 @@ mod shape_and_gradient_tests {
         let y = tape.op1(op, &[xs], &[]).unwrap();
         let g = tape.gradient(y, &[xs]).unwrap()[0].unwrap();
         let gg = tape.gradient(g, &[xs]).unwrap()[0].unwrap();
-        let v = |s: Sym| tape.value(s).flat::<f64>().unwrap().to_vec();
+        let v = |s: Sym| tape.value(s).unwrap().flat::<f64>().unwrap().to_vec();
         (v(g), v(gg))
     }
 

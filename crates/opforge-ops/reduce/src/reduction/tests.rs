@@ -639,7 +639,7 @@ mod shapes {
 
 mod grads {
     use opforge_core::attrs::IntoAttrValue;
-    use opforge_core::autodiff::{Gradient, GradientRegistry, GradientTape, Ops, OpsExt, Sym};
+    use opforge_core::autodiff::{Gradient, GradientFn, GradientTape, Ops, OpsExt, Sym};
     use opforge_core::{Result, Tensor};
     use opforge_ops_base::testutil::{assert_close, ctx, t};
 
@@ -746,8 +746,10 @@ mod grads {
         assert!(g[0].is_some() && g[1].is_none());
         for op in ["ArgMax", "ArgMin", "All", "Any"] {
             assert!(matches!(
-                GradientRegistry::global().get(op),
-                Some(Gradient::NotDifferentiable)
+                opforge_core::registry::Registry::global()
+                    .attr::<Gradient>(op)
+                    .as_deref(),
+                Some(GradientFn::NotDifferentiable)
             ));
         }
     }

@@ -659,14 +659,14 @@ fn var_api_and_debug_string() {
 /// Shape functions and gradients.
 mod shape_and_gradient_tests {
     use super::shape;
-    use opforge_core::autodiff::{gradients, Gradient, GradientRegistry, GradientTape, OpsExt};
+    use opforge_core::autodiff::{gradients, Gradient, GradientFn, GradientTape, OpsExt};
     use opforge_core::graph::{Graph, NodeSpec, Output, Session};
     use opforge_core::proto::TensorShapeProto;
     use opforge_core::shape_inference::testutil::{
         check_outputs, parse_shapes, run_shape_fn, ShapeTestOp,
     };
     use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
-    use opforge_core::{infer_error, infer_ok, DataType, OpRegistry, Result};
+    use opforge_core::{infer_error, infer_ok, DataType, Registry, Result};
     use opforge_ops_base::testutil::{assert_close, ctx, t};
 
     /// Runs `op`'s shape function with handle data for some inputs.
@@ -675,7 +675,7 @@ mod shape_and_gradient_tests {
         ins: &str,
         handles: &[(usize, &[(&str, DataType)])],
     ) -> Result<InferenceContext> {
-        let data = OpRegistry::global().lookup(&op.op)?;
+        let data = Registry::global().lookup(&op.op)?;
         let shapes = parse_shapes(ins).unwrap();
         let n_out = data.op_def.output_arg.len();
         let mut c = InferenceContext::new(&data.op_def, "", &op.attrs, &shapes, n_out);
@@ -691,7 +691,9 @@ mod shape_and_gradient_tests {
             }
             c.set_input_handle_shapes_and_types(*i, v);
         }
-        (data.shape_fn.clone().unwrap())(&mut c)?;
+        (opforge_core::registry::Registry::global()
+            .attr::<opforge_core::shape_inference::ShapeFn>(&data.op_def.name)
+            .unwrap())(&mut c)?;
         Ok(c)
     }
 
@@ -843,8 +845,11 @@ mod shape_and_gradient_tests {
 
     #[test]
     fn state_op_gradient_registrations() {
-        let r = GradientRegistry::global();
-        assert!(matches!(r.get("ReadVariableOp"), Some(Gradient::Fn(_))));
+        let r = opforge_core::registry::Registry::global();
+        assert!(matches!(
+            r.attr::<Gradient>("ReadVariableOp").as_deref(),
+            Some(GradientFn::Fn(_))
+        ));
         for op in [
             "VarHandleOp",
             "AssignVariableOp",
@@ -853,7 +858,10 @@ mod shape_and_gradient_tests {
             "DestroyResourceOp",
         ] {
             assert!(
-                matches!(r.get(op), Some(Gradient::NotDifferentiable)),
+                matches!(
+                    r.attr::<Gradient>(op).as_deref(),
+                    Some(GradientFn::NotDifferentiable)
+                ),
                 "{op}"
             );
         }

@@ -17,8 +17,8 @@ fn strs(v: &[&str]) -> Vec<Vec<u8>> {
 
 #[test]
 fn ops_are_registered_with_kernels() {
-    let reg = opforge_core::OpRegistry::global();
-    let kernels = opforge_core::kernel::KernelRegistry::global();
+    let reg = opforge_core::Registry::global();
+    let kernels = opforge_core::registry::Registry::global();
     for op in OPS {
         assert!(reg.lookup(op).is_ok(), "{op}");
         assert!(!kernels.kernels_for(op).is_empty(), "{op} has a kernel");

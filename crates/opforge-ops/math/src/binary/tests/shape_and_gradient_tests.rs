@@ -1,13 +1,13 @@
 //! Shape functions and gradients of the binary math ops.
 
 use opforge_core::autodiff::{
-    compute_gradient, compute_gradient_error, gradients, Gradient, GradientRegistry, GradientTape,
-    Ops, OpsExt, Sym, SymArg,
+    compute_gradient, compute_gradient_error, gradients, Gradient, GradientFn, GradientTape, Ops,
+    OpsExt, Sym, SymArg,
 };
 use opforge_core::graph::{Graph, NodeSpec, Output, Session};
 use opforge_core::shape_inference::testutil::{check_outputs, parse_shapes, ShapeTestOp};
 use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
-use opforge_core::{infer_error, infer_ok, DataType, OpRegistry, Result, Tensor, TensorShape};
+use opforge_core::{infer_error, infer_ok, DataType, Registry, Result, Tensor, TensorShape};
 use opforge_ops_base::testutil::{assert_close, ctx, t};
 
 const BROADCASTING: &[&str] = &[
@@ -38,7 +38,7 @@ fn infer_with_handles(
     ins: &str,
     handles: &[(usize, &[(&str, DataType)])],
 ) -> Result<InferenceContext> {
-    let data = OpRegistry::global().lookup(&op.op)?;
+    let data = Registry::global().lookup(&op.op)?;
     let shapes = parse_shapes(ins).unwrap();
     let mut c = InferenceContext::new(&data.op_def, "", &op.attrs, &shapes, 1);
     for (i, list) in handles {
@@ -53,7 +53,9 @@ fn infer_with_handles(
         }
         c.set_input_handle_shapes_and_types(*i, v);
     }
-    (data.shape_fn.clone().unwrap())(&mut c)?;
+    (opforge_core::registry::Registry::global()
+        .attr::<opforge_core::shape_inference::ShapeFn>(&data.op_def.name)
+        .unwrap())(&mut c)?;
     Ok(c)
 }
 
@@ -630,7 +632,7 @@ fn select_gradients() {
 
 #[test]
 fn comparisons_and_logical_ops_are_not_differentiable() {
-    let r = GradientRegistry::global();
+    let r = opforge_core::registry::Registry::global();
     for op in [
         "Less",
         "LessEqual",
@@ -643,7 +645,10 @@ fn comparisons_and_logical_ops_are_not_differentiable() {
         "LogicalNot",
     ] {
         assert!(
-            matches!(r.get(op), Some(Gradient::NotDifferentiable)),
+            matches!(
+                r.attr::<Gradient>(op).as_deref(),
+                Some(GradientFn::NotDifferentiable)
+            ),
             "{op}"
         );
     }
@@ -665,9 +670,13 @@ fn comparisons_and_logical_ops_are_not_differentiable() {
 fn second_derivatives_of_mul() {
     // As TensorFlow's array_grad.py (registered here when missing):
     // no gradient flows through the default seed `OnesLike(y)`.
-    let r = GradientRegistry::global();
-    if r.get("OnesLike").is_none() {
-        r.register("OnesLike", Gradient::NotDifferentiable);
+    let r = opforge_core::registry::Registry::global();
+    if r.attr::<Gradient>("OnesLike").as_deref().is_none() {
+        r.set_attr::<Gradient>(
+            "OnesLike",
+            std::sync::Arc::new(GradientFn::NotDifferentiable),
+        )
+        .unwrap();
     }
     // f = x * x * y: df/dx = 2xy, d2f/dx2 = 2y, d2f/dxdy = 2x.
     let (xv, yv) = ([1.5f64, -2.0, 0.25], [3.0f64, 0.5, -4.0]);
@@ -678,7 +687,8 @@ fn second_derivatives_of_mul() {
     let f = tape.mul(xx, y).unwrap();
     let g = tape.gradient(f, &[x, y]).unwrap();
     let (gx, gy) = (g[0].unwrap(), g[1].unwrap());
-    let v = |tape: &GradientTape<'_>, s: Sym| tape.value(s).flat::<f64>().unwrap().to_vec();
+    let v =
+        |tape: &GradientTape<'_>, s: Sym| tape.value(s).unwrap().flat::<f64>().unwrap().to_vec();
     for i in 0..3 {
         assert_eq!(v(&tape, gx)[i], 2.0 * xv[i] * yv[i]);
         assert_eq!(v(&tape, gy)[i], xv[i] * xv[i]);
@@ -778,9 +788,9 @@ fn graph_gradients_match_the_gradient_tape() {
         0,
     );
     // b's unknown shape makes kh's unknown; AddN merges it with q's.
-    assert_eq!(g.output_shape(kh), None);
-    assert_eq!(g.output_shape(y), Some(&[2, 3][..]));
-    assert_eq!(g.output_shape(q), Some(&[2, 3][..]));
+    assert_eq!(g.output_shape(kh).unwrap(), None);
+    assert_eq!(g.output_shape(y).unwrap(), Some(&[2, 3][..]));
+    assert_eq!(g.output_shape(q).unwrap(), Some(&[2, 3][..]));
     let grads = gradients(&mut g, &[y], &[x, w, b], None).unwrap();
     let fetch: Vec<Output> = grads.iter().map(|o| o.unwrap()).collect();
     let sess = Session::new(g).unwrap();
