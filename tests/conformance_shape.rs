@@ -2,9 +2,7 @@
 //! the 532 cases TensorFlow 2.21 verifies must give the test's expectation;
 //! the other 20 must give what TensorFlow 2.21 gives (`tf221_result`).
 
-use opforge::shape_inference::testutil::{
-    check_outputs, outputs_string, run_shape_fn, ShapeTestOp,
-};
+use opforge_testing::shape::{check_outputs, outputs_string, run_shape_fn, ShapeTestOp};
 use serde_json::Value;
 
 /// The message without TensorFlow's node summary (` for '{{node ...`),

@@ -3,7 +3,6 @@
 //! every op of the standard library has a CPU kernel.
 
 use opforge::proto::{self, OpDef, OpList};
-use opforge::registry::Registry as KernelRegistry;
 use opforge::Registry;
 use std::collections::HashMap;
 
@@ -176,7 +175,7 @@ fn registered_ops_that_tensorflow_has_match_its_opdefs_exactly() {
 fn every_standard_op_is_registered_with_a_cpu_kernel() {
     opforge::opforge_ops::link();
     let registry = Registry::global();
-    let kernels = KernelRegistry::global();
+    let kernels = Registry::global();
     kernels.verify().unwrap();
     let missing: Vec<&str> = STANDARD_OPS
         .iter()

@@ -5,8 +5,8 @@
 //! shape function does too, for the checks both make).
 
 use opforge::eager::EagerContext;
-use opforge::shape_inference::testutil::{run_shape_fn, ShapeTestOp};
 use opforge::{Result, Tensor};
+use opforge_testing::shape::{run_shape_fn, ShapeTestOp};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 

@@ -18,8 +18,8 @@
 //! ```
 
 use super::CliError;
-use opforge::shape_inference::testutil::{outputs_string, run_shape_fn, ShapeTestOp};
 use opforge::{Result, Status};
+use opforge_testing::shape::{outputs_string, run_shape_fn, ShapeTestOp};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 

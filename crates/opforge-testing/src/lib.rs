@@ -8,5 +8,7 @@
 pub mod fake_device;
 pub mod gradcheck;
 pub mod roundtrip;
+pub mod shape;
+pub mod util;
 
 pub use fake_device::{FakeDevice, DEVICE_FAKE};

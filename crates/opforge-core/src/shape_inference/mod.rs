@@ -5,7 +5,6 @@
 
 pub mod common;
 mod context;
-pub mod testutil;
 
 pub use context::{DimOrConst, DimensionHandle, InferenceContext, ShapeAndType, ShapeHandle};
 

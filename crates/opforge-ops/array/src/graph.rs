@@ -131,9 +131,10 @@ mod gradients {
 
 #[cfg(test)]
 mod tests {
-    use opforge_core::shape_inference::testutil::ShapeTestOp;
-    use opforge_core::{infer_error, infer_ok, Code, DataType, Tensor};
-    use opforge_ops_base::testutil::ctx;
+    use opforge_core::{Code, DataType, Tensor};
+    use opforge_testing::shape::ShapeTestOp;
+    use opforge_testing::util::ctx;
+    use opforge_testing::{infer_error, infer_ok};
 
     #[test]
     fn placeholder_must_be_fed() {

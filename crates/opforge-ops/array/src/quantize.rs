@@ -264,8 +264,9 @@ fn fake_quant_per_channel_gradient_shape(c: &mut InferenceContext) -> Result<()>
 
 #[cfg(test)]
 mod tests {
-    use opforge_core::shape_inference::testutil::ShapeTestOp;
-    use opforge_core::{infer_error, infer_ok, Code, DataType, Tensor};
+    use opforge_core::{Code, DataType, Tensor};
+    use opforge_testing::shape::ShapeTestOp;
+    use opforge_testing::{infer_error, infer_ok};
 
     fn op(name: &str) -> ShapeTestOp {
         ShapeTestOp::new(name)
@@ -274,7 +275,7 @@ mod tests {
     #[test]
     fn quantize_ops_have_no_kernels() {
         let x = Tensor::from_vec(&[2], vec![1f32, 2.]).unwrap();
-        let e = opforge_ops_base::testutil::ctx()
+        let e = opforge_testing::util::ctx()
             .op("QuantizeAndDequantize")
             .input(x)
             .run1()

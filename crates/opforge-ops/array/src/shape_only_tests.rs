@@ -2,9 +2,10 @@
 //! (`Diag`, `SpaceToBatchND`, `Gather`, `MirrorPad`, ...).
 
 use opforge_core::proto::TensorShapeProto;
-use opforge_core::shape_inference::testutil::ShapeTestOp;
-use opforge_core::{infer_error, infer_ok, Code, DataType, Tensor};
-use opforge_ops_base::testutil::{ctx, t};
+use opforge_core::{Code, DataType, Tensor};
+use opforge_testing::shape::ShapeTestOp;
+use opforge_testing::util::{ctx, t};
+use opforge_testing::{infer_error, infer_ok};
 
 fn op(name: &str) -> ShapeTestOp {
     ShapeTestOp::new(name)

@@ -22,6 +22,4 @@ pub mod cpu;
 pub mod grad;
 pub mod prelude;
 pub mod shape;
-#[cfg(any(test, feature = "testutil"))]
-pub mod testutil;
 pub mod types;

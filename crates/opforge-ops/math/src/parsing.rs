@@ -201,7 +201,7 @@ mod tests {
     use opforge_core::autodiff::{Gradient, GradientFn, GradientTape, OpsExt};
     use opforge_core::proto::{self, OpDef};
     use opforge_core::{Code, Tensor};
-    use opforge_ops_base::testutil::{assert_close, ctx};
+    use opforge_testing::util::{assert_close, ctx};
 
     #[test]
     fn string_to_number_matches_tensorflow() {

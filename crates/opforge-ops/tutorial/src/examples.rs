@@ -367,7 +367,7 @@ mod tests {
     }
 
     use opforge_core::{Code, Tensor};
-    use opforge_ops_base::testutil::{ctx, t};
+    use opforge_testing::util::{ctx, t};
 
     fn zero_out_run(x: Tensor, preserve_index: i64) -> opforge_core::Result<Tensor> {
         ctx()
@@ -461,12 +461,11 @@ mod tests {
     /// Shape functions and gradients.
     mod shape_and_gradient_tests {
         use opforge_core::attrs::IntoAttrValue;
-        use opforge_core::autodiff::{
-            compute_gradient, compute_gradient_error, GradientTape, Ops, OpsExt, Sym,
-        };
-        use opforge_core::shape_inference::testutil::ShapeTestOp;
-        use opforge_core::{infer_ok, DataType};
-        use opforge_ops_base::testutil::{assert_close, ctx, t};
+        use opforge_core::autodiff::{GradientTape, Ops, OpsExt, Sym};
+        use opforge_core::DataType;
+        use opforge_testing::infer_ok;
+        use opforge_testing::shape::ShapeTestOp;
+        use opforge_testing::util::{assert_close, ctx, t};
 
         #[test]
         fn example_shape_functions() {
@@ -508,15 +507,7 @@ mod tests {
             let v = vec![0.5, -1.5, 2.0, 3.5, -0.25, 1.0];
             for p in [0, 4] {
                 let f = zero_out(p);
-                let e = compute_gradient_error(
-                    &compute_gradient(ctx(), &f, &[t(&[2, 3], v.clone())]).unwrap(),
-                );
-                assert!(e < 1e-6, "float64 error {e}");
-                let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
-                let e = compute_gradient_error(
-                    &compute_gradient(ctx(), &f, &[t(&[2, 3], v32)]).unwrap(),
-                );
-                assert!(e < 1e-3, "float32 error {e}");
+                opforge_testing::util::check_gradients(&f, &[t(&[2, 3], v.clone())]);
             }
         }
 

@@ -1,6 +1,6 @@
 //! Gradient checks of the basic array ops.
 
-use opforge_ops_base::testutil::{check, ctx, t, weighted, X};
+use opforge_testing::util::{check, ctx, t, weighted, X};
 
 use opforge_core::autodiff::{GradientTape, Ops, OpsExt};
 use opforge_core::Tensor;
@@ -38,7 +38,7 @@ fn stop_gradient_blocks() {
     let y = tape.mul(s, x).unwrap();
     let g = tape.gradient(y, &[x]).unwrap()[0].unwrap();
     // d(stop(x) * x)/dx = stop(x) = x.
-    opforge_ops_base::testutil::assert_close(tape.value(g).unwrap(), &[2], &[1.0, 2.0], 0.0);
+    opforge_testing::util::assert_close(tape.value(g).unwrap(), &[2], &[1.0, 2.0], 0.0);
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn broadcast_to_hand_checked() {
         .unwrap();
     let y = tape.op1("BroadcastTo", &[x, d], &[]).unwrap();
     let g = tape.gradient(y, &[x, d]).unwrap();
-    opforge_ops_base::testutil::assert_close(
+    opforge_testing::util::assert_close(
         tape.value(g[0].unwrap()).unwrap(),
         &[2, 1],
         &[3.0, 3.0],

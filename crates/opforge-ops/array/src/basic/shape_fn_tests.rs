@@ -4,9 +4,10 @@ use super::*;
 use opforge_core::attrs::AttrMap;
 use opforge_core::proto::attr_value::Value;
 use opforge_core::proto::{tensor_shape_proto::Dim, AttrValue, TensorProto};
-use opforge_core::shape_inference::testutil::ShapeTestOp;
 use opforge_core::shape_inference::ShapeAndType;
-use opforge_core::{infer_error, infer_ok, Registry};
+use opforge_core::Registry;
+use opforge_testing::shape::ShapeTestOp;
+use opforge_testing::{infer_error, infer_ok};
 
 fn ints(v: &[i32]) -> Tensor {
     Tensor::from_vec(&[v.len() as i64], v.to_vec()).unwrap()

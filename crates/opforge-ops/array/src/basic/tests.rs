@@ -3,9 +3,8 @@
 use super::*;
 use half::{bf16, f16};
 use num_complex::Complex;
-use opforge_core::registry::Registry as KernelRegistry;
 use opforge_core::{Code, Registry};
-use opforge_ops_base::testutil::{assert_close, ctx, t};
+use opforge_testing::util::{assert_close, ctx, t};
 
 fn err_of(r: Result<Tensor>) -> Status {
     r.expect_err("the op must fail")
@@ -32,7 +31,7 @@ fn every_op_is_registered_with_a_cpu_kernel() {
     for name in OPS {
         ops.lookup(name).unwrap();
         assert!(
-            KernelRegistry::global()
+            Registry::global()
                 .kernels_for(name)
                 .iter()
                 .any(|k| k.def.device_type == "CPU"),
@@ -47,7 +46,7 @@ fn every_op_is_registered_with_a_cpu_kernel() {
         "Range",
         "Shape",
     ] {
-        let k = &KernelRegistry::global().kernels_for(name)[0];
+        let k = &Registry::global().kernels_for(name)[0];
         assert!(
             !k.def.host_memory_args.is_empty(),
             "{name} keeps args in host memory"

@@ -2,8 +2,8 @@
 
 use opforge_core::autodiff::{GradientTape, Ops, OpsExt};
 use opforge_core::Tensor;
-use opforge_ops_base::testutil::{assert_close, ctx, t};
-use opforge_ops_base::testutil::{check, weighted, X};
+use opforge_testing::util::{assert_close, ctx, t};
+use opforge_testing::util::{check, weighted, X};
 
 #[test]
 fn transpose_grad() {

@@ -1,7 +1,8 @@
 //! Shape-function tests of the indexing ops.
 
-use opforge_core::shape_inference::testutil::ShapeTestOp;
-use opforge_core::{infer_error, infer_ok, Tensor};
+use opforge_core::Tensor;
+use opforge_testing::shape::ShapeTestOp;
+use opforge_testing::{infer_error, infer_ok};
 
 fn ints(v: &[i32]) -> Tensor {
     Tensor::from_vec(&[v.len() as i64], v.to_vec()).unwrap()

@@ -5,9 +5,8 @@ use super::transpose::simplify_transpose;
 use super::*;
 use half::f16;
 use num_complex::Complex;
-use opforge_core::registry::Registry as KernelRegistry;
 use opforge_core::{Code, Element, Registry};
-use opforge_ops_base::testutil::{assert_close, ctx, t};
+use opforge_testing::util::{assert_close, ctx, t};
 
 #[track_caller]
 fn assert_err(r: Result<Tensor>, code: Code, text: &str) {
@@ -77,10 +76,10 @@ fn permutations(n: usize) -> Vec<Vec<usize>> {
 fn every_op_is_registered_with_a_cpu_kernel() {
     for name in OPS {
         Registry::global().lookup(name).unwrap();
-        let kernels = KernelRegistry::global().kernels_for(name);
+        let kernels = Registry::global().kernels_for(name);
         assert!(kernels.iter().any(|k| k.def.device_type == "CPU"), "{name}");
     }
-    let k = &KernelRegistry::global().kernels_for("Transpose")[0];
+    let k = &Registry::global().kernels_for("Transpose")[0];
     assert_eq!(k.def.host_memory_args, vec!["perm".to_string()]);
 }
 

@@ -3,8 +3,8 @@
 use opforge_core::attrs::{AttrMap, IntoAttrValue};
 use opforge_core::autodiff::{GradientTape, Ops, OpsExt, Sym, SymArg};
 use opforge_core::{Result, Tensor};
-use opforge_ops_base::testutil::{assert_close, ctx, t};
-use opforge_ops_base::testutil::{check, weighted, X};
+use opforge_testing::util::{assert_close, ctx, t};
+use opforge_testing::util::{check, weighted, X};
 
 fn xs(n: usize, off: f64) -> Vec<f64> {
     (0..n).map(|i| (i as f64) * 0.37 - off).collect()

@@ -3,8 +3,8 @@
 use opforge_core::attrs::{AttrMap, IntoAttrValue};
 use opforge_core::autodiff::{GradientTape, Ops, OpsExt, Sym, SymArg};
 use opforge_core::{Result, Tensor};
-use opforge_ops_base::testutil::{assert_close, ctx, t};
-use opforge_ops_base::testutil::{check, weighted};
+use opforge_testing::util::{assert_close, ctx, t};
+use opforge_testing::util::{check, weighted};
 
 fn ss(o: &mut dyn Ops, x: Sym, b: &[i32], e: &[i32], s: &[i32], m: [i64; 5]) -> Result<Sym> {
     let (b, e, s) = (o.int_vector(b)?, o.int_vector(e)?, o.int_vector(s)?);

@@ -1,8 +1,8 @@
 //! Shape-function tests of `StridedSlice`.
 
 use super::*;
-use opforge_core::shape_inference::testutil::ShapeTestOp;
-use opforge_core::{infer_error, infer_ok};
+use opforge_testing::shape::ShapeTestOp;
+use opforge_testing::{infer_error, infer_ok};
 
 fn ints(v: &[i32]) -> Tensor {
     Tensor::from_vec(&[v.len() as i64], v.to_vec()).unwrap()

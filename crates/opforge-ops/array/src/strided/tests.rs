@@ -3,7 +3,7 @@
 use super::*;
 use opforge_core::num_complex::Complex;
 use opforge_core::{Code, Element};
-use opforge_ops_base::testutil::{ctx, t};
+use opforge_testing::util::{ctx, t};
 use proptest::prelude::*;
 
 fn v<T: Element>(x: &Tensor) -> Vec<T> {

@@ -2,7 +2,7 @@
 
 use super::*;
 use opforge_core::Code;
-use opforge_ops_base::testutil::{assert_close, ctx, t};
+use opforge_testing::util::{assert_close, ctx, t};
 
 fn mm(a: Tensor, b: Tensor, ta: bool, tb: bool) -> Result<Tensor> {
     ctx()
@@ -570,8 +570,8 @@ fn batch_mat_mul_errors() {
 // ---- Shape functions ----
 
 mod shapes {
-    use opforge_core::shape_inference::testutil::ShapeTestOp;
-    use opforge_core::{infer_error, infer_ok};
+    use opforge_testing::shape::ShapeTestOp;
+    use opforge_testing::{infer_error, infer_ok};
 
     fn mm(ta: bool, tb: bool) -> ShapeTestOp {
         ShapeTestOp::new("MatMul")
@@ -669,9 +669,9 @@ mod shapes {
 mod grads {
     use opforge_core::attrs::IntoAttrValue;
     use opforge_core::autodiff::{backprop, GradientTape, Ops, OpsExt, Sym};
-    use opforge_ops_base::testutil::{assert_close, ctx, t};
+    use opforge_testing::util::{assert_close, ctx, t};
 
-    use opforge_ops_base::testutil::{check_gradients as check, distinct_values as vals};
+    use opforge_testing::util::{check_gradients as check, distinct_values as vals};
 
     #[test]
     fn mat_mul_every_transpose() {

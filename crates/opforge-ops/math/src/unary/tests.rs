@@ -2,7 +2,7 @@
 
 use super::*;
 use opforge_core::{Code, Tensor};
-use opforge_ops_base::testutil::{assert_close, ctx, t};
+use opforge_testing::util::{assert_close, ctx, t};
 
 fn run1(op: &str, x: Tensor) -> Result<Tensor> {
     ctx().op(op).input(x).run1()
@@ -607,9 +607,10 @@ mod shape_and_gradient_tests {
         compute_gradient, compute_gradient_error, Gradient, GradientFn, GradientTape, Ops, OpsExt,
         Sym,
     };
-    use opforge_core::shape_inference::testutil::ShapeTestOp;
-    use opforge_core::{infer_ok, DataType, Result, Tensor};
-    use opforge_ops_base::testutil::{assert_close, ctx, t};
+    use opforge_core::{DataType, Result, Tensor};
+    use opforge_testing::infer_ok;
+    use opforge_testing::shape::ShapeTestOp;
+    use opforge_testing::util::{assert_close, ctx, t};
 
     type Builder = dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>;
 
@@ -671,22 +672,9 @@ mod shape_and_gradient_tests {
         move |o: &mut dyn Ops, xs: &[Sym]| o.op1(op, &[xs[0]], &[])
     }
 
-    /// The gradient-checker errors of `f` at `xs` in float64 and float32.
-    fn errors(f: &Builder, xs: &[(Vec<i64>, Vec<f64>)]) -> (f64, f64) {
-        let x64: Vec<Tensor> = xs.iter().map(|(d, v)| t(d, v.clone())).collect();
-        let x32: Vec<Tensor> = xs
-            .iter()
-            .map(|(d, v)| t(d, v.iter().map(|&x| x as f32).collect()))
-            .collect();
-        let e64 = compute_gradient_error(&compute_gradient(ctx(), f, &x64).unwrap());
-        let e32 = compute_gradient_error(&compute_gradient(ctx(), f, &x32).unwrap());
-        (e64, e32)
-    }
-
+    /// Checks `f`'s gradient on the CPU and the fake device.
     fn assert_gradient_ok(name: &str, f: &Builder, xs: &[(Vec<i64>, Vec<f64>)]) {
-        let (e64, e32) = errors(f, xs);
-        assert!(e64 < 1e-6, "{name}: float64 gradient error {e64}");
-        assert!(e32 < 1e-3, "{name}: float32 gradient error {e32}");
+        opforge_testing::util::check_with(name, f, xs, false);
     }
 
     #[test]

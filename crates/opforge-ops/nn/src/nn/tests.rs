@@ -5,7 +5,7 @@ use super::softmax_family::ExpFloat;
 use super::*;
 use num_complex::Complex;
 use opforge_core::Code;
-use opforge_ops_base::testutil::{assert_close, ctx, t};
+use opforge_testing::util::{assert_close, ctx, t};
 
 fn run1(op: &str, x: Tensor) -> Result<Tensor> {
     ctx().op(op).input(x).run1()
@@ -610,8 +610,8 @@ fn bias_add_grad_small_values() {
 // ---- Shape functions ----
 
 mod shapes {
-    use opforge_core::shape_inference::testutil::ShapeTestOp;
-    use opforge_core::{infer_error, infer_ok};
+    use opforge_testing::shape::ShapeTestOp;
+    use opforge_testing::{infer_error, infer_ok};
 
     #[test]
     fn relu_family() {
@@ -750,9 +750,9 @@ mod grads {
     use opforge_core::attrs::IntoAttrValue;
     use opforge_core::autodiff::{compute_gradient, GradientTape, Ops, OpsExt, Sym, SymArg};
     use opforge_core::{Result, Tensor};
-    use opforge_ops_base::testutil::{assert_close, ctx, t};
+    use opforge_testing::util::{assert_close, ctx, t};
 
-    use opforge_ops_base::testutil::{check_gradients as check, distinct_values as vals};
+    use opforge_testing::util::{check_gradients as check, distinct_values as vals};
 
     /// Values on both sides of 0 (and of 6), away from the kinks.
     fn signed(n: usize) -> Vec<f64> {

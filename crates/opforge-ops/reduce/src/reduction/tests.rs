@@ -4,7 +4,7 @@ use super::*;
 use half::{bf16, f16};
 use num_complex::Complex;
 use opforge_core::Code;
-use opforge_ops_base::testutil::{assert_close, ctx, t};
+use opforge_testing::util::{assert_close, ctx, t};
 
 fn reduce(op: &str, x: Tensor, axes: Tensor, keep_dims: bool) -> Result<Tensor> {
     ctx()
@@ -537,8 +537,9 @@ fn arg_reduction_errors() {
 // ---- Shape functions ----
 
 mod shapes {
-    use opforge_core::shape_inference::testutil::ShapeTestOp;
-    use opforge_core::{infer_error, infer_ok, Tensor};
+    use opforge_core::Tensor;
+    use opforge_testing::shape::ShapeTestOp;
+    use opforge_testing::{infer_error, infer_ok};
 
     fn red(op: &str, keep_dims: bool) -> ShapeTestOp {
         ShapeTestOp::new(op).attr("keep_dims", keep_dims)
@@ -641,9 +642,9 @@ mod grads {
     use opforge_core::attrs::IntoAttrValue;
     use opforge_core::autodiff::{Gradient, GradientFn, GradientTape, Ops, OpsExt, Sym};
     use opforge_core::{Result, Tensor};
-    use opforge_ops_base::testutil::{assert_close, ctx, t};
+    use opforge_testing::util::{assert_close, ctx, t};
 
-    use opforge_ops_base::testutil::{check_gradients as check, distinct_values as vals};
+    use opforge_testing::util::{check_gradients as check, distinct_values as vals};
 
     fn reduce_fn(
         op: &'static str,

@@ -4,7 +4,7 @@ use super::*;
 use opforge_core::eager::EagerContext;
 use opforge_core::proto::{self, OpDef, OpList};
 use opforge_ops_base::cpu::par::PARALLEL_THRESHOLD;
-use opforge_ops_base::testutil::{ctx, t};
+use opforge_testing::util::{ctx, t};
 use std::sync::Arc;
 
 /// A shape attr; -1 dims are unknown.
@@ -662,12 +662,11 @@ mod shape_and_gradient_tests {
     use opforge_core::autodiff::{gradients, Gradient, GradientFn, GradientTape, OpsExt};
     use opforge_core::graph::{Graph, NodeSpec, Output, Session};
     use opforge_core::proto::TensorShapeProto;
-    use opforge_core::shape_inference::testutil::{
-        check_outputs, parse_shapes, run_shape_fn, ShapeTestOp,
-    };
     use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
-    use opforge_core::{infer_error, infer_ok, DataType, Registry, Result};
-    use opforge_ops_base::testutil::{assert_close, ctx, t};
+    use opforge_core::{DataType, Registry, Result};
+    use opforge_testing::shape::{check_outputs, parse_shapes, run_shape_fn, ShapeTestOp};
+    use opforge_testing::util::{assert_close, ctx, t};
+    use opforge_testing::{infer_error, infer_ok};
 
     /// Runs `op`'s shape function with handle data for some inputs.
     fn infer_with_handles(

@@ -5,7 +5,7 @@ use super::*;
 use half::{bf16, f16};
 use num_complex::Complex;
 use opforge_core::Code;
-use opforge_ops_base::testutil::{assert_close, ctx, t};
+use opforge_testing::util::{assert_close, ctx, t};
 
 fn bin(op: &str, x: Tensor, y: Tensor) -> Result<Tensor> {
     ctx().op(op).input(x).input(y).run1()

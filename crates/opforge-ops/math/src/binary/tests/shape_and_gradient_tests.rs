@@ -5,10 +5,11 @@ use opforge_core::autodiff::{
     OpsExt, Sym, SymArg,
 };
 use opforge_core::graph::{Graph, NodeSpec, Output, Session};
-use opforge_core::shape_inference::testutil::{check_outputs, parse_shapes, ShapeTestOp};
 use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
-use opforge_core::{infer_error, infer_ok, DataType, Registry, Result, Tensor, TensorShape};
-use opforge_ops_base::testutil::{assert_close, ctx, t};
+use opforge_core::{DataType, Registry, Result, Tensor, TensorShape};
+use opforge_testing::shape::{check_outputs, parse_shapes, ShapeTestOp};
+use opforge_testing::util::{assert_close, ctx, t};
+use opforge_testing::{infer_error, infer_ok};
 
 const BROADCASTING: &[&str] = &[
     "Add",
@@ -390,29 +391,9 @@ fn selects_merge_handle_data() {
 
 type Builder = dyn Fn(&mut dyn Ops, &[Sym]) -> Result<Sym>;
 
-fn errors(f: &Builder, xs: &[(Vec<i64>, Vec<f64>)]) -> (f64, f64) {
-    let x64: Vec<Tensor> = xs.iter().map(|(d, v)| t(d, v.clone())).collect();
-    let x32: Vec<Tensor> = xs
-        .iter()
-        .map(|(d, v)| t(d, v.iter().map(|&x| x as f32).collect()))
-        .collect();
-    let j64 = compute_gradient(ctx(), f, &x64).unwrap();
-    // The gradient reaches every input (a None would leave zeros).
-    for (i, j) in j64.iter().enumerate() {
-        assert!(
-            j.theoretical.iter().any(|&v| v != 0.0),
-            "input {i} gets no gradient"
-        );
-    }
-    let e64 = compute_gradient_error(&j64);
-    let e32 = compute_gradient_error(&compute_gradient(ctx(), f, &x32).unwrap());
-    (e64, e32)
-}
-
+/// Checks `f`'s gradient (every input gets one) on the CPU and the fake device.
 fn assert_gradient_ok(name: &str, f: &Builder, xs: &[(Vec<i64>, Vec<f64>)]) {
-    let (e64, e32) = errors(f, xs);
-    assert!(e64 < 1e-6, "{name}: float64 gradient error {e64}");
-    assert!(e32 < 1e-3, "{name}: float32 gradient error {e32}");
+    opforge_testing::util::check(name, f, xs);
 }
 
 const X: [f64; 6] = [1.3, 2.7, -0.6, 4.1, -3.2, 0.45];

@@ -13,7 +13,7 @@
 //!   dim 1, or input 2's dim 0).
 //!
 //! ```
-//! use opforge_core::shape_inference::testutil::{ShapeTestOp, infer_ok, infer_error};
+//! use opforge_testing::shape::{ShapeTestOp, infer_ok, infer_error};
 //! # use opforge_core::{register_op, OpDefBuilder};
 //! # register_op!(OpDefBuilder::new("DocSquareMatrix").input("x: float").output("y: float")
 //! #     .set_shape_fn(|c| { let m = c.input(0); let m = c.with_rank(m, 2)?;
@@ -25,11 +25,11 @@
 //! infer_error(&op, "[2]", "Shape must be rank 2 but is rank 1").unwrap();
 //! ```
 
-use super::{DimensionHandle, InferenceContext, ShapeHandle};
-use crate::attrs::{arg_ranges, AttrMap};
-use crate::registry::Registry;
-use crate::shape_inference::ShapeFn;
-use crate::{Result, Status, Tensor};
+use opforge_core::attrs::{arg_ranges, AttrMap};
+use opforge_core::registry::Registry;
+use opforge_core::shape_inference::ShapeFn;
+use opforge_core::shape_inference::{DimensionHandle, InferenceContext, ShapeHandle};
+use opforge_core::{Result, Status, Tensor};
 
 /// Parses one shape of the grammar: `None` for `?`, else dims with `-1` for `?`.
 pub fn parse_shape(s: &str) -> std::result::Result<Option<Vec<i64>>, String> {
@@ -94,7 +94,7 @@ impl ShapeTestOp {
     }
 
     /// With an attr.
-    pub fn attr(mut self, name: &str, value: impl crate::attrs::IntoAttrValue) -> Self {
+    pub fn attr(mut self, name: &str, value: impl opforge_core::attrs::IntoAttrValue) -> Self {
         self.attrs.insert(name.to_string(), value.into_attr_value());
         self
     }
@@ -103,7 +103,7 @@ impl ShapeTestOp {
     /// `NodeDefBuilder::Finalize` adds them).
     pub fn with_defaults(mut self) -> Result<Self> {
         let op = Registry::global().op_def(&self.op)?;
-        crate::attrs::add_defaults(&op, &mut self.attrs);
+        opforge_core::attrs::add_defaults(&op, &mut self.attrs);
         self.node_has_op = true;
         Ok(self)
     }
@@ -116,7 +116,7 @@ impl ShapeTestOp {
         node_def: &serde_json::Value,
         input_tensors: &serde_json::Value,
     ) -> Result<ShapeTestOp> {
-        let node: crate::proto::NodeDef = crate::proto::from_json(node_def)?;
+        let node: opforge_core::proto::NodeDef = opforge_core::proto::from_json(node_def)?;
         let mut t = ShapeTestOp {
             op: op.to_string(),
             node_name: node.name,
@@ -133,7 +133,7 @@ impl ShapeTestOp {
                     ))
                 })?;
                 t.input_tensors
-                    .push((i, crate::tensor::json::tensor_from_json(v)?));
+                    .push((i, opforge_core::tensor::json::tensor_from_json(v)?));
             }
         }
         Ok(t)
@@ -359,7 +359,7 @@ pub fn infer_error(
 #[macro_export]
 macro_rules! infer_ok {
     ($op:expr, $ins:expr, $expected:expr) => {
-        if let Err(e) = $crate::shape_inference::testutil::infer_ok(&$op, $ins, $expected) {
+        if let Err(e) = $crate::shape::infer_ok(&$op, $ins, $expected) {
             panic!("{}", e);
         }
     };
@@ -369,7 +369,7 @@ macro_rules! infer_ok {
 #[macro_export]
 macro_rules! infer_error {
     ($op:expr, $ins:expr, $substring:expr) => {
-        if let Err(e) = $crate::shape_inference::testutil::infer_error(&$op, $ins, $substring) {
+        if let Err(e) = $crate::shape::infer_error(&$op, $ins, $substring) {
             panic!("{}", e);
         }
     };
