@@ -6,7 +6,7 @@
 //!
 //! The ops live in one crate per family, which compile in parallel and
 //! alone when one of their files changes: `opforge-ops-array`,
-//! `opforge-ops-math`, `opforge-ops-reduce`, `opforge-ops-nn`,
+//! `opforge-ops-math`, `opforge-ops-math-unary`, `opforge-ops-reduce`, `opforge-ops-nn`,
 //! `opforge-ops-linalg`, `opforge-ops-state`, and, with the `tutorial-ops`
 //! feature (on by default), `opforge-ops-tutorial` (the demo ops of
 //! TensorFlow's "Create an op" guide). Their shared engines are in
@@ -23,6 +23,7 @@
 extern crate opforge_ops_array as _;
 extern crate opforge_ops_linalg as _;
 extern crate opforge_ops_math as _;
+extern crate opforge_ops_math_unary as _;
 extern crate opforge_ops_nn as _;
 extern crate opforge_ops_reduce as _;
 extern crate opforge_ops_state as _;

@@ -15,6 +15,8 @@ extern crate opforge_ops_array as _;
 #[cfg(test)]
 extern crate opforge_ops_math as _;
 #[cfg(test)]
+extern crate opforge_ops_math_unary as _;
+#[cfg(test)]
 extern crate opforge_ops_nn as _;
 #[cfg(test)]
 extern crate opforge_ops_reduce as _;

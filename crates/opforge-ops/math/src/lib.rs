@@ -1,4 +1,6 @@
-//! Elementwise math ops (TensorFlow's `math_ops`): unary and binary arithmetic with broadcasting, comparisons, selects, `AddN` and `Cast`.
+//! Elementwise binary math ops (TensorFlow's `math_ops`): binary arithmetic
+//! with broadcasting, comparisons, logical ops, selects and `AddN`. The
+//! unary ops are in `opforge-ops-math-unary`.
 //!
 //! Part of opforge's standard op library: link it through the umbrella
 //! crate `opforge-ops` (`opforge_ops::link()`). Every op here registers
@@ -7,8 +9,6 @@
 #![warn(missing_docs)]
 
 mod binary;
-mod parsing;
-mod unary;
 
 // The unit tests run ops of the other families too (gradient checks
 // build on `Sum`, `Reshape`, `Mul`, ...): link their registrations.
@@ -16,6 +16,8 @@ mod unary;
 extern crate opforge_ops_array as _;
 #[cfg(test)]
 extern crate opforge_ops_linalg as _;
+#[cfg(test)]
+extern crate opforge_ops_math_unary as _;
 #[cfg(test)]
 extern crate opforge_ops_nn as _;
 #[cfg(test)]

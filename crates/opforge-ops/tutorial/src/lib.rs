@@ -17,6 +17,8 @@ extern crate opforge_ops_linalg as _;
 #[cfg(test)]
 extern crate opforge_ops_math as _;
 #[cfg(test)]
+extern crate opforge_ops_math_unary as _;
+#[cfg(test)]
 extern crate opforge_ops_nn as _;
 #[cfg(test)]
 extern crate opforge_ops_reduce as _;

@@ -279,16 +279,7 @@ pub fn binary_same<T: Element>(
         ctx.output_mut(0)?.flat_mut::<T>()?[0] = r;
         return Ok(());
     }
-    let (plan, forwarded) = match broadcast_plan(ctx)? {
-        None => (
-            None,
-            ctx.forward_input_or_allocate_output_like(&[0, 1], 0, 0)?,
-        ),
-        Some((plan, shape)) => {
-            let f = ctx.forward_input_or_allocate_output(&[0, 1], 0, &shape)?;
-            (Some(plan), f)
-        }
-    };
+    let (plan, forwarded) = same_output(ctx)?;
     let pool = ctx.thread_pool();
     match forwarded {
         Some(forwarded) => {
@@ -342,6 +333,40 @@ pub fn binary_same<T: Element>(
     Ok(())
 }
 
+/// The non-generic part of [`binary_same`] (compiled once, not per op and
+/// dtype): the broadcast plan (`None` for inputs of one shape) and output 0,
+/// an input forwarded (its index) or a new tensor.
+#[inline(never)]
+fn same_output(ctx: &mut OpKernelContext<'_>) -> Result<(Option<BroadcastPlan>, Option<usize>)> {
+    Ok(match broadcast_plan(ctx)? {
+        None => (
+            None,
+            ctx.forward_input_or_allocate_output_like(&[0, 1], 0, 0)?,
+        ),
+        Some((plan, shape)) => {
+            let f = ctx.forward_input_or_allocate_output(&[0, 1], 0, &shape)?;
+            (Some(plan), f)
+        }
+    })
+}
+
+/// The non-generic part of [`binary_map`]: the broadcast plan (`None` for
+/// inputs of one shape) and output 0 allocated with the output shape.
+#[inline(never)]
+fn map_output(ctx: &mut OpKernelContext<'_>) -> Result<Option<BroadcastPlan>> {
+    Ok(match broadcast_plan(ctx)? {
+        None => {
+            let shape = ctx.input(0).shape().clone();
+            ctx.allocate_output(0, shape)?;
+            None
+        }
+        Some((plan, shape)) => {
+            ctx.allocate_output(0, shape)?;
+            Some(plan)
+        }
+    })
+}
+
 /// The broadcast plan of a binary kernel's two inputs and the output
 /// shape, or `None` when both inputs have the same shape (the common case,
 /// which needs no plan: the output has that shape).
@@ -377,17 +402,7 @@ pub fn binary_map<T: Element, U: Element>(
     cost: usize,
     f: impl Fn(T, T) -> U + Sync,
 ) -> Result<()> {
-    let plan = match broadcast_plan(ctx)? {
-        None => {
-            let shape = ctx.input(0).shape().clone();
-            ctx.allocate_output(0, shape)?;
-            None
-        }
-        Some((plan, shape)) => {
-            ctx.allocate_output(0, shape)?;
-            Some(plan)
-        }
-    };
+    let plan = map_output(ctx)?;
     let pool = ctx.thread_pool();
     let (ins, out) = ctx.inputs_and_output(0)?;
     zip_planned(

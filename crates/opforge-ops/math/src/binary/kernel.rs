@@ -149,14 +149,12 @@ macro_rules! binary_op {
 binary_op!(
     "Add",
     Add,
-
     [BFloat16, Half, Float, Double, UInt8, Int8, Int16, Int32, Int64, Complex64, Complex128, String];
     "Returns x + y element-wise.\n\n*NOTE*: `Add` supports broadcasting. `AddN` does not. Strings are concatenated."
 );
 binary_op!(
     "AddV2",
     Add,
-
     [BFloat16, Half, Float, Double, UInt8, UInt16, UInt32, UInt64, Int8, Int16, Int32, Int64, Complex64, Complex128],
     aggregate, commutative;
     "Returns x + y element-wise.\n\n*NOTE*: `Add` supports broadcasting. `AddN` does not."
@@ -164,14 +162,12 @@ binary_op!(
 binary_op!(
     "Sub",
     Sub,
-
     [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, Int64, Complex64, Complex128, UInt32, UInt64];
     "Returns x - y element-wise.\n\n*NOTE*: `Sub` supports broadcasting."
 );
 binary_op!(
     "Mul",
     Mul,
-
     [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64, Complex64, Complex128],
     commutative;
     "Returns x * y element-wise.\n\n*NOTE*: `Mul` supports broadcasting."
@@ -179,56 +175,48 @@ binary_op!(
 binary_op!(
     "Div",
     Div,
-
     [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64, Complex64, Complex128];
     "Returns x / y element-wise.\n\n*NOTE*: `Div` supports broadcasting. Integer division truncates toward zero."
 );
 binary_op!(
     "RealDiv",
     Div,
-
     [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64, Complex64, Complex128];
     "Returns x / y element-wise for real types.\n\nIf `x` and `y` are reals, this will return the floating-point division.\n\n*NOTE*: `Div` supports broadcasting."
 );
 binary_op!(
     "FloorDiv",
     FloorDiv,
-
     [BFloat16, Half, Float, Double, UInt8, Int8, UInt16, Int16, Int32, UInt32, UInt64, Int64] no_kernel [Complex64, Complex128];
     "Returns x // y element-wise.\n\n*NOTE*: `FloorDiv` supports broadcasting."
 );
 binary_op!(
     "FloorMod",
     FloorMod,
-
     [Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, BFloat16, Half, Float, Double];
     "Returns element-wise remainder of division.\n\nThis follows Python semantics in that the result here is consistent with a\nflooring divide. E.g. `floor(x / y) * y + floormod(x, y) = x`, regardless\nof the signs of x and y.\n\n*NOTE*: `FloorMod` supports broadcasting."
 );
 binary_op!(
     "Maximum",
     Maximum,
-
     [BFloat16, Half, Float, Double, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64];
     "Returns the max of x and y (i.e. x > y ? x : y) element-wise.\n\n*NOTE*: `Maximum` supports broadcasting. NaN propagates."
 );
 binary_op!(
     "Minimum",
     Minimum,
-
     [BFloat16, Half, Float, Double, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64];
     "Returns the min of x and y (i.e. x < y ? x : y) element-wise.\n\n*NOTE*: `Minimum` supports broadcasting. NaN propagates."
 );
 binary_op!(
     "Pow",
     Pow,
-
     [BFloat16, Float, Half, Double, Int8, Int16, Int32, Int64, Complex64, Complex128];
     "Computes the power of one value to another.\n\nGiven a tensor `x` and a tensor `y`, this operation computes \\(x^y\\) for\ncorresponding elements in `x` and `y`."
 );
 binary_op!(
     "SquaredDifference",
     SquaredDifference,
-
     [BFloat16, Half, Float, Double, Int32, Int64, Complex64, Complex128],
     commutative;
     "Returns conj(x - y)(x - y) element-wise.\n\n*NOTE*: `SquaredDifference` supports broadcasting."

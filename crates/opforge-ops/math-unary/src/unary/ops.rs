@@ -198,7 +198,6 @@ unary_op!(
 unary_op!(
     "Round",
     Round,
-
     [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64] no_kernel [Complex64, Complex128],
     "Rounds the values of a tensor to the nearest integer, element-wise.\n\nRounds half to even.  Also known as bankers rounding. If you want to round\naccording to the current system rounding mode use std::cint."
 );

@@ -1,0 +1,27 @@
+//! Elementwise unary math ops (TensorFlow's `math_ops`): unary arithmetic
+//! and functions, their gradient helper ops (`TanhGrad`, ...), `Cast`, and
+//! `StringToNumber` (`parsing_ops`). The binary ops are in `opforge-ops-math`.
+//!
+//! Part of opforge's standard op library: link it through the umbrella
+//! crate `opforge-ops` (`opforge_ops::link()`). Every op here registers
+//! itself with `register_op!`/`register_kernel!`/`register_gradient!`
+//! next to its code.
+#![warn(missing_docs)]
+
+mod parsing;
+mod unary;
+
+// The unit tests run ops of the other families too (gradient checks
+// build on `Sum`, `Reshape`, `Mul`, ...): link their registrations.
+#[cfg(test)]
+extern crate opforge_ops_array as _;
+#[cfg(test)]
+extern crate opforge_ops_linalg as _;
+#[cfg(test)]
+extern crate opforge_ops_math as _;
+#[cfg(test)]
+extern crate opforge_ops_nn as _;
+#[cfg(test)]
+extern crate opforge_ops_reduce as _;
+#[cfg(test)]
+extern crate opforge_ops_state as _;
