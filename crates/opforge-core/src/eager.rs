@@ -7,7 +7,7 @@
 //! unloaded from the registry is never run again.
 
 use crate::attrs::{resolve_call, ArgTypes, AttrMap, IntoAttrValue};
-use crate::device::{memory_for, CpuDevice, Device};
+use crate::device::{CpuDevice, Device};
 use crate::kernel::{call_kernel, KernelRegistration, KernelSignature, OpKernel};
 use crate::registry::{OpRegistrationData, Registry};
 use crate::resource::ResourceMgr;
@@ -402,14 +402,7 @@ impl EagerContext {
         let built = self
             .registry
             .build_kernel(op_def, op, call.attrs, self.device.as_ref())?;
-        let host_memory = built.registration.host_memory_inputs(&built.sig);
-        let input_memory = built
-            .sig
-            .input_types
-            .iter()
-            .zip(host_memory)
-            .map(|(&dt, host)| memory_for(self.device.as_ref(), dt, host))
-            .collect();
+        let input_memory = built.input_memory(self.device.as_ref());
         let entry = Arc::new(CachedKernel {
             dtypes,
             grouping,

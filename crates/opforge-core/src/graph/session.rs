@@ -21,7 +21,7 @@
 //! Fetched values are copied to the host.
 
 use super::{unloaded_op, Graph, NodeId, Output};
-use crate::device::{memory_for, CpuDevice, Device, DeviceSet, DeviceSpec, ThreadPool};
+use crate::device::{CpuDevice, Device, DeviceSet, DeviceSpec, ThreadPool};
 use crate::eager::EagerContext;
 use crate::kernel::{call_kernel, KernelRegistration, KernelSignature, OpKernel, TensorVec};
 use crate::registry::Registry;
@@ -519,14 +519,7 @@ impl Session {
                         device.as_ref(),
                     )
                     .map_err(|e| self.annotate(e, node))?;
-                let host_memory = built.registration.host_memory_inputs(&built.sig);
-                let input_memory = built
-                    .sig
-                    .input_types
-                    .iter()
-                    .zip(host_memory)
-                    .map(|(&dt, host)| memory_for(device.as_ref(), dt, host))
-                    .collect();
+                let input_memory = built.input_memory(device.as_ref());
                 Ok(Arc::new(NodeKernel {
                     sig: built.sig,
                     kernel: built.kernel,

@@ -3,7 +3,8 @@
 
 use super::{Origin, Registry};
 use crate::attrs::{arg_ranges, in_out_types, summarize_attrs, AttrMap};
-use crate::device::Device;
+use crate::device::{memory_for, Device};
+use crate::tensor::Location;
 use crate::kernel::{KernelRegistration, KernelSignature, OpKernel, OpKernelConstruction};
 use crate::proto::OpDef;
 use crate::{Result, Status};
@@ -18,6 +19,21 @@ pub struct BuiltKernel {
     pub kernel: Box<dyn OpKernel>,
     /// The registration the kernel was built from.
     pub registration: Arc<KernelRegistration>,
+}
+
+impl BuiltKernel {
+    /// Where each flat input must be when the kernel runs on `device`: the
+    /// host for its host-memory arguments (and types that always stay on
+    /// the host), else the device's memory.
+    pub fn input_memory<C: FromIterator<Location>>(&self, device: &dyn Device) -> C {
+        let host_memory = self.registration.host_memory_inputs(&self.sig);
+        self.sig
+            .input_types
+            .iter()
+            .zip(host_memory)
+            .map(|(&dt, host)| memory_for(device, dt, host))
+            .collect()
+    }
 }
 
 impl Registry {
