@@ -305,3 +305,28 @@ fn foreign_and_forged_handles_are_invalid_arguments() {
         Code::InvalidArgument
     );
 }
+
+#[test]
+fn autodiff_in_a_registry_without_its_ops_names_them() {
+    use opforge_core::autodiff::{GradientTape, Ops};
+    // A selective build with only the ops of this file: autodiff's own ops
+    // (AddN, OnesLike, ...) are missing, and its first use says so.
+    let r = registry();
+    let ctx = EagerContext::with_registry(Arc::new(CpuDevice::new(1).unwrap()), r);
+    let mut tape = GradientTape::new(&ctx, false);
+    let x = tape.watch(Tensor::scalar(2f32));
+    let y = tape
+        .call(
+            "TInc",
+            &[opforge_core::autodiff::SymArg::One(x)],
+            &AttrMap::new(),
+        )
+        .unwrap()[0];
+    let err = tape.gradient(y, &[x]).unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition);
+    assert!(
+        err.message()
+            .starts_with("autodiff needs the ops 'AddN', 'AddV2', 'Const'"),
+        "{err}"
+    );
+}

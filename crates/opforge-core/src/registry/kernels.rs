@@ -4,9 +4,9 @@
 use super::{Origin, Registry};
 use crate::attrs::{arg_ranges, in_out_types, summarize_attrs, AttrMap};
 use crate::device::{memory_for, Device};
-use crate::tensor::Location;
 use crate::kernel::{KernelRegistration, KernelSignature, OpKernel, OpKernelConstruction};
 use crate::proto::OpDef;
+use crate::tensor::Location;
 use crate::{Result, Status};
 use std::sync::Arc;
 
