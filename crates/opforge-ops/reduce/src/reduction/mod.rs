@@ -21,12 +21,12 @@ use opforge_core::kernel::{
 };
 use opforge_core::shape_inference::{common, InferenceContext};
 use opforge_core::{
-    dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result,
-    Status, Tensor, TensorShape,
+    dispatch, ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
+    TensorShape,
 };
 use opforge_ops_base::args::{fmt_shape, index_values};
+use opforge_ops_base::cpu::elem::{Ordered, Scalar, Wide};
 use opforge_ops_base::cpu::par::{par_chunks, par_collect};
-use opforge_ops_base::cpu::reduce::elem::*;
 use opforge_ops_base::cpu::reduce::engine::*;
 use opforge_ops_base::cpu::reduce::reducers::*;
 use opforge_ops_base::grad::*;
@@ -329,20 +329,12 @@ register_kernel!(
 // ArgMax / ArgMin
 // ---------------------------------------------------------------------------
 
-/// An index output type of `ArgMax`/`ArgMin` (TensorFlow casts the index).
-trait IndexOut: Element {
-    fn from_index(i: usize) -> Self;
+/// An index as an output element of `ArgMax`/`ArgMin` (TensorFlow casts
+/// the index: `int16` and `uint16` wrap).
+#[inline(always)]
+fn index_as<O: Scalar>(i: usize) -> O {
+    O::narrow(Wide::UInt(i as u64))
 }
-
-macro_rules! index_out {
-    ($($t:ty),*) => {$(
-        impl IndexOut for $t {
-            #[inline(always)]
-            fn from_index(i: usize) -> Self { i as $t }
-        }
-    )*};
-}
-index_out!(i16, u16, i32, i64);
 
 /// The running best of an arg-reduction: replaces on a strictly better
 /// key, so ties keep the smallest index and NaN is never chosen over a
@@ -356,7 +348,7 @@ fn better<K: PartialOrd>(is_max: bool, k: K, best: K) -> bool {
     }
 }
 
-fn arg_row<T: OrdElem>(is_max: bool, row: &[T], offset: usize) -> (T::Key, usize) {
+fn arg_row<T: Ordered>(is_max: bool, row: &[T], offset: usize) -> (T::Key, usize) {
     let mut best = if is_max {
         T::ARG_LOWEST
     } else {
@@ -373,7 +365,7 @@ fn arg_row<T: OrdElem>(is_max: bool, row: &[T], offset: usize) -> (T::Key, usize
     (best, idx)
 }
 
-fn arg_reduce<T: OrdElem, O: IndexOut>(
+fn arg_reduce<T: Ordered, O: Scalar>(
     pool: &ThreadPool,
     is_max: bool,
     src: &[T],
@@ -422,12 +414,12 @@ fn arg_reduce<T: OrdElem, O: IndexOut>(
             let rows_per = outer.div_ceil(threads * 4).max(1);
             par_chunks(pool, dst, rows_per, &|c, d| {
                 for (k, o) in d.iter_mut().enumerate() {
-                    *o = O::from_index(row_job(c * rows_per + k));
+                    *o = index_as::<O>(row_job(c * rows_per + k));
                 }
             });
         } else {
             for (o, d) in dst.iter_mut().enumerate() {
-                *d = O::from_index(row_job(o));
+                *d = index_as::<O>(row_job(o));
             }
         }
         return;
@@ -453,7 +445,7 @@ fn arg_reduce<T: OrdElem, O: IndexOut>(
             }
         }
         for (d, i) in d.iter_mut().zip(idx) {
-            *d = O::from_index(i);
+            *d = index_as::<O>(i);
         }
     };
     if !parallel {
@@ -490,7 +482,7 @@ impl CreateKernel for ArgKernel {
     }
 }
 
-fn run_arg<T: OrdElem>(
+fn run_arg<T: Ordered>(
     pool: &ThreadPool,
     is_max: bool,
     input: &Tensor,
