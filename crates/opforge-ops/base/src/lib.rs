@@ -5,8 +5,7 @@
 //! - [`cpu`]: the engines of the CPU kernels: the parallel-loop engine
 //!   ([`cpu::par`]), broadcasting and the elementwise kernel bodies
 //!   ([`cpu::broadcast`]), the element traits ([`cpu::elem`]), the element
-//!   movers ([`cpu::mover`], [`cpu::carrier`]) and the reduction engine
-//!   ([`cpu::reduce`]);
+//!   mover ([`cpu::mover`]) and the reduction engine ([`cpu::reduce`]);
 //! - [`types`]: the dtype tables of kernel registrations and their
 //!   dispatch macros;
 //! - [`args`]: reading shape, axis and index arguments, printing shapes;

@@ -1,6 +1,7 @@
 //! `Fill`, `ZerosLike` and `OnesLike`.
 
 use super::*;
+use opforge_ops_base::cpu::elem::{Scalar, Wide};
 
 // Fill, ZerosLike, OnesLike
 // ---------------------------------------------------------------------------
@@ -86,15 +87,11 @@ pub(super) fn ones_into<T: Element>(ctx: &mut OpKernelContext<'_>, one: T) -> Re
 
 impl OpKernel for OnesLikeOp {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        use num_traits::One;
         let dtype = ctx.input(0).dtype();
-        if dtype == DataType::Bool {
-            return ones_into(ctx, true);
-        }
         dispatch!(
             dtype,
-            T => ones_into(ctx, T::one()),
-            [Float, Double, Int32, UInt8, Int16, Int8, Int64, UInt16, UInt32, UInt64, Half,
+            T => ones_into(ctx, T::narrow(Wide::Bool(true))),
+            [Bool, Float, Double, Int32, UInt8, Int16, Int8, Int64, UInt16, UInt32, UInt64, Half,
              BFloat16, Complex64, Complex128],
             Err(Status::unimplemented(format!("OnesLike of {dtype}")))
         )

@@ -7,10 +7,11 @@
 //! Ops that only change a tensor's shape (`Identity`, `Reshape`,
 //! `ExpandDims`, `Squeeze`, ...) never copy: their output shares the input's
 //! storage. Ops that move elements (`Fill`, `BroadcastTo`, and `Transpose`,
-//! `GatherV2`, ... in [`crate::array_index`]) go through one crate-internal
-//! helper that monomorphises a kernel body once per element *size* (1, 2, 4,
-//! 8 or 16 bytes, plus bool, string and resource), so they support every
-//! dtype a tensor can hold without compiling a copy per dtype.
+//! `GatherV2`, ... in `index`) are bodies of the element mover of
+//! `opforge_ops_base::cpu::mover`, which monomorphises a body once per
+//! element *size* (1, 2, 4, 8 or 16 bytes, plus bool, string and
+//! resource), so they support every dtype a tensor can hold without
+//! compiling a copy per dtype.
 
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
@@ -72,7 +73,7 @@ fn is_legacy_scalar(t: &Tensor) -> bool {
 struct FillValue;
 
 impl MoveElements for FillValue {
-    fn run<T: Clone + Send + Sync>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
         let Some(v) = srcs.first().and_then(|s| s.first()) else {
             return;
         };
@@ -87,7 +88,7 @@ struct BroadcastRows<'p> {
 }
 
 impl MoveElements for BroadcastRows<'_> {
-    fn run<T: Clone + Send + Sync>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
         let src = srcs[0];
         let plan = self.plan;
         let Some((&inner, outer)) = plan.dims.split_last() else {

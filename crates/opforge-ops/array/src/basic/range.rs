@@ -1,6 +1,7 @@
 //! `Range` and `InvertPermutation`.
 
 use super::*;
+use opforge_ops_base::cpu::elem::{Int, Num, Ordered, RealFloat, Scalar, Wide};
 
 // Range
 // ---------------------------------------------------------------------------
@@ -23,17 +24,6 @@ pub fn range() -> OpDefBuilder {
         )
 }
 
-/// The element types of `Range`.
-pub(super) trait RangeValue: Element + PartialOrd {
-    fn is_zero(self) -> bool;
-    fn is_positive(self) -> bool;
-    fn show(self) -> String;
-    /// The number of elements of `range(start, limit, delta)`.
-    fn count(start: Self, limit: Self, delta: Self) -> Result<i64>;
-    /// `out[i] = start + i * delta`, accumulated as TensorFlow does.
-    fn fill(start: Self, delta: Self, out: &mut [Self]);
-}
-
 pub(super) fn too_many_range_values() -> Status {
     Status::invalid_argument(format!(
         "Requires ((limit - start) / delta) <= {}",
@@ -41,72 +31,45 @@ pub(super) fn too_many_range_values() -> Status {
     ))
 }
 
-macro_rules! int_range {
-    ($($t:ty),*) => {$(
-        impl RangeValue for $t {
-            fn is_zero(self) -> bool {
-                self == 0
-            }
-            fn is_positive(self) -> bool {
-                self > 0
-            }
-            fn show(self) -> String {
-                self.to_string()
-            }
-            fn count(start: Self, limit: Self, delta: Self) -> Result<i64> {
-                let span = (limit as i128 - start as i128).abs();
-                let step = (delta as i128).abs();
-                i64::try_from((span + step - 1) / step).map_err(|_| too_many_range_values())
-            }
-            fn fill(start: Self, delta: Self, out: &mut [Self]) {
-                let mut v = start as i128;
-                for o in out {
-                    *o = v as $t;
-                    v += delta as i128;
-                }
-            }
-        }
-    )*};
+/// The number of elements of `range(start, limit, delta)` of an integer
+/// type (TensorFlow's `RangeSize`), computed exactly.
+pub(super) fn int_range_count<T: Int>(start: T, limit: T, delta: T) -> Result<i64> {
+    let span = (limit.to_i128() - start.to_i128()).abs();
+    let step = delta.to_i128().abs();
+    i64::try_from((span + step - 1) / step).map_err(|_| too_many_range_values())
 }
 
-int_range!(i8, i16, i32, i64, u16, u32, u64);
-
-macro_rules! float_range {
-    ($($t:ty, $single:expr);*) => {$(
-        impl RangeValue for $t {
-            fn is_zero(self) -> bool {
-                self == <$t as num_traits::Zero>::zero()
-            }
-            fn is_positive(self) -> bool {
-                self > <$t as num_traits::Zero>::zero()
-            }
-            fn show(self) -> String {
-                fmt_float(num_traits::ToPrimitive::to_f64(&self).unwrap_or(f64::NAN), $single)
-            }
-            fn count(start: Self, limit: Self, delta: Self) -> Result<i64> {
-                let n = num_traits::Float::ceil(num_traits::Float::abs((limit - start) / delta));
-                let n = num_traits::ToPrimitive::to_f64(&n).unwrap_or(f64::NAN);
-                if n.is_nan() || n > i64::MAX as f64 {
-                    return Err(too_many_range_values());
-                }
-                Ok(n as i64)
-            }
-            fn fill(start: Self, delta: Self, out: &mut [Self]) {
-                let mut v = start;
-                for o in out {
-                    *o = v;
-                    v += delta;
-                }
-            }
-        }
-    )*};
+/// The number of elements of `range(start, limit, delta)` of a float type:
+/// `ceil(|(limit - start) / delta|)` computed in the type (`half` and
+/// `bfloat16` rounding each operation).
+pub(super) fn float_range_count<T: RealFloat>(start: T, limit: T, delta: T) -> Result<i64> {
+    let n = limit.sub(start).div(delta).abs().ceil().to_f64();
+    if n.is_nan() || n > i64::MAX as f64 {
+        return Err(too_many_range_values());
+    }
+    Ok(n as i64)
 }
 
-float_range!(f32, true; f64, false; half::f16, true; half::bf16, true);
+/// A value of `Range`'s messages, as TensorFlow prints it.
+fn show<T: Scalar>(v: T) -> String {
+    match v.widen() {
+        Wide::Int(v) => v.to_string(),
+        Wide::UInt(v) => v.to_string(),
+        Wide::F32(v) => fmt_float(v as f64, true),
+        Wide::F64(v) => fmt_float(v, false),
+        other => format!("{other:?}"),
+    }
+}
+
+/// How `Range` counts the values of its element type.
+type RangeCount<T> = fn(T, T, T) -> Result<i64>;
 
 pub(super) struct RangeOp;
 
-pub(super) fn range_typed<T: RangeValue>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+pub(super) fn range_typed<T: Num + Ordered>(
+    ctx: &mut OpKernelContext<'_>,
+    count: RangeCount<T>,
+) -> Result<()> {
     let mut vals = [T::default(); 3];
     for (i, name) in ["start", "limit", "delta"].iter().enumerate() {
         let t = ctx.input(i);
@@ -120,31 +83,36 @@ pub(super) fn range_typed<T: RangeValue>(ctx: &mut OpKernelContext<'_>) -> Resul
     }
     let [start, limit, delta] = vals;
     ensure!(
-        !delta.is_zero(),
+        delta != T::ZERO,
         InvalidArgument,
         "Requires delta != 0: {}",
-        delta.show()
+        show(delta)
     );
-    if delta.is_positive() {
+    if delta > T::ZERO {
         ensure!(
             start <= limit,
             InvalidArgument,
             "Requires start <= limit when delta > 0: {}/{}",
-            start.show(),
-            limit.show()
+            show(start),
+            show(limit)
         );
     } else {
         ensure!(
             start >= limit,
             InvalidArgument,
             "Requires start >= limit when delta < 0: {}/{}",
-            start.show(),
-            limit.show()
+            show(start),
+            show(limit)
         );
     }
-    let n = T::count(start, limit, delta)?;
+    let n = count(start, limit, delta)?;
     let out = ctx.allocate_output(0, TensorShape::new(&[n])?)?;
-    T::fill(start, delta, out.flat_mut::<T>()?);
+    // `out[i] = start + i * delta`, accumulated as TensorFlow does.
+    let mut v = start;
+    for o in out.flat_mut::<T>()? {
+        *o = v;
+        v = v.add(delta);
+    }
     Ok(())
 }
 
@@ -153,20 +121,24 @@ impl OpKernel for RangeOp {
         let dtype = ctx.input_dtype(0);
         dispatch!(
             dtype,
-            T => range_typed::<T>(ctx),
-            [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, UInt16, UInt32, UInt64],
-            Err(Status::unimplemented(format!("Range of {dtype}")))
+            T => range_typed::<T>(ctx, int_range_count::<T>),
+            [Int8, Int16, Int32, Int64, UInt16, UInt32, UInt64],
+            dispatch!(
+                dtype,
+                T => range_typed::<T>(ctx, float_range_count::<T>),
+                [BFloat16, Half, Float, Double],
+                Err(Status::unimplemented(format!("Range of {dtype}")))
+            )
         )
     }
 }
 
 /// `Range` with constant `start`, `limit` and `delta` of type `T`: a
 /// vector of the number of values (TensorFlow's `RangeSize`).
-pub(super) fn range_size<T: RangeValue>(
+pub(super) fn range_size<T: Num + Ordered>(
     c: &mut InferenceContext,
-    start: &Tensor,
-    limit: &Tensor,
-    delta: &Tensor,
+    [start, limit, delta]: [&Tensor; 3],
+    count: RangeCount<T>,
 ) -> Result<()> {
     let scalar = |t: &Tensor| -> Result<T> {
         t.flat::<T>()?
@@ -175,23 +147,23 @@ pub(super) fn range_size<T: RangeValue>(
             .ok_or_else(|| Status::invalid_argument("start, limit and delta must be scalars"))
     };
     let (start, limit, delta) = (scalar(start)?, scalar(limit)?, scalar(delta)?);
-    let zero = T::default();
+    let zero = T::ZERO;
     ensure!(
         !(start > limit && delta > zero),
         InvalidArgument,
         "Requires start <= limit when delta > 0: {}/{}",
-        start.show(),
-        limit.show()
+        show(start),
+        show(limit)
     );
     ensure!(
         !(start < limit && delta < zero),
         InvalidArgument,
         "Requires start >= limit when delta < 0: {}/{}",
-        start.show(),
-        limit.show()
+        show(start),
+        show(limit)
     );
     ensure!(delta != zero, InvalidArgument, "Requires delta != 0");
-    let n = T::count(start, limit, delta)?;
+    let n = count(start, limit, delta)?;
     let out = c.vector(n);
     c.set_output(0, out);
     Ok(())
@@ -214,11 +186,17 @@ pub(super) fn range_shape(c: &mut InferenceContext) -> Result<()> {
         c.set_output(0, out);
         return Ok(());
     };
+    let inputs = [&start, &limit, &delta];
     dispatch!(
         dtype,
-        T => range_size::<T>(c, &start, &limit, &delta),
-        [BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, UInt16, UInt32, UInt64],
-        Err(Status::invalid_argument(format!("Unsupported dtype{}", dtype as i32)))
+        T => range_size::<T>(c, inputs, int_range_count::<T>),
+        [Int8, Int16, Int32, Int64, UInt16, UInt32, UInt64],
+        dispatch!(
+            dtype,
+            T => range_size::<T>(c, inputs, float_range_count::<T>),
+            [BFloat16, Half, Float, Double],
+            Err(Status::invalid_argument(format!("Unsupported dtype{}", dtype as i32)))
+        )
     )
 }
 

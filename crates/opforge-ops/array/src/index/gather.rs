@@ -57,7 +57,7 @@ pub(super) struct GatherMover {
 }
 
 impl MoveElements for GatherMover {
-    fn run<T: Clone + Send + Sync>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
         let src = srcs[0];
         let inner = self.inner;
         for_each_chunk(pool, dst, inner, inner, |start, chunk| {

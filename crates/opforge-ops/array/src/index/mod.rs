@@ -4,7 +4,8 @@
 //!
 //! Every kernel supports all the dtypes TensorFlow's CPU kernel does
 //! (numbers, bool, string, ...): the element loops run through
-//! [`crate::array_basic`]'s element mover, compiled once per element size.
+//! the element mover of `opforge_ops_base::cpu::mover`, compiled once per
+//! element size.
 //! `Transpose` is zero-copy when the permutation only moves dimensions of
 //! size 1, tiles the two innermost axes of the (dimension-merged) transpose
 //! for cache efficiency, and shards over the thread pool.
@@ -21,7 +22,9 @@ use opforge_core::{
 use opforge_ops_base::args::int_values;
 use opforge_ops_base::args::scalar_input_value;
 use opforge_ops_base::args::{fmt_shape, index_values};
-use opforge_ops_base::cpu::mover::{for_each_chunk, move_elements, strides_of, MoveElements};
+use opforge_ops_base::cpu::mover::{
+    for_each_chunk, move_elements, strides_of, Carrier, MoveElements,
+};
 use opforge_ops_base::types::{all_types, types, POD_TYPES, QUANTIZED};
 
 /// The ops this file registers (its tests check them).

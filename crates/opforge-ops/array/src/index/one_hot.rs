@@ -33,7 +33,7 @@ pub(super) struct OneHotMover {
 }
 
 impl MoveElements for OneHotMover {
-    fn run<T: Clone + Send + Sync>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
         let (on, off) = (&srcs[0][0], &srcs[1][0]);
         let unit = self.depth * self.suffix;
         for_each_chunk(pool, dst, unit, unit, |start, chunk| {

@@ -49,7 +49,7 @@ pub(super) struct ReverseMover {
 }
 
 impl MoveElements for ReverseMover {
-    fn run<T: Clone + Send + Sync>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
         let src = srcs[0];
         let strides = strides_of(&self.dims);
         let last = self.dims.len() - 1;

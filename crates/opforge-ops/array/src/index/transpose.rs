@@ -72,7 +72,7 @@ pub(super) struct TransposeMover {
 }
 
 impl MoveElements for TransposeMover {
-    fn run<T: Clone + Send + Sync>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
         let src = srcs[0];
         let r = self.perm.len();
         let last = r - 1;

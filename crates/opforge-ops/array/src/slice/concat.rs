@@ -76,18 +76,11 @@ impl OpKernel for ConcatV2Op {
             .map(|v| v.num_elements().checked_div(outer).unwrap_or(0))
             .collect();
         let values = values.to_vec();
-        let pool = ctx.thread_pool();
-        produce_output(ctx, 0, shape, |out, carrier| {
-            let ins = values
-                .iter()
-                .map(|v| to_carrier(v, carrier))
-                .collect::<Result<Vec<_>>>()?;
-            with_carrier!(carrier, T => {
-                let srcs = ins.iter().map(|t| T::view(t)).collect::<Result<Vec<_>>>()?;
-                concat_rows::<T>(pool, &srcs, &row_lens, T::view_mut(out)?);
-                Ok(())
-            })
-        })
+        let srcs: Vec<&Tensor> = values.iter().collect();
+        let body = ConcatRows {
+            row_lens: &row_lens,
+        };
+        move_to_output(ctx, 0, &srcs, shape, &body)
     }
 }
 
@@ -151,18 +144,12 @@ impl OpKernel for PackOp {
         let outer = first.dims()[..axis].iter().product::<i64>() as usize;
         let row = first.num_elements().checked_div(outer).unwrap_or(0);
         let values = ctx.inputs().to_vec();
-        let pool = ctx.thread_pool();
-        produce_output(ctx, 0, shape, |out, carrier| {
-            let ins = values
-                .iter()
-                .map(|v| to_carrier(v, carrier))
-                .collect::<Result<Vec<_>>>()?;
-            with_carrier!(carrier, T => {
-                let srcs = ins.iter().map(|t| T::view(t)).collect::<Result<Vec<_>>>()?;
-                concat_rows::<T>(pool, &srcs, &vec![row; n], T::view_mut(out)?);
-                Ok(())
-            })
-        })
+        let srcs: Vec<&Tensor> = values.iter().collect();
+        let row_lens = vec![row; n];
+        let body = ConcatRows {
+            row_lens: &row_lens,
+        };
+        move_to_output(ctx, 0, &srcs, shape, &body)
     }
 }
 

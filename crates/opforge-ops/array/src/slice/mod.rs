@@ -3,11 +3,11 @@
 //! [`crate::array_strided`]), with TensorFlow 2.21's OpDefs, error messages
 //! and CPU kernels for every dtype a dense tensor can hold, and `string`.
 //!
-//! These ops only move elements, so their kernels move each element as a
-//! plain value of the same size (a "carrier": `u8`, `u16`, `u32`, `u64`,
-//! `Complex<f64>` for 16-byte elements, `bool`, and `Vec<u8>` for strings),
-//! reached by a zero-copy bitcast. That keeps one monomorphic copy loop per
-//! element size instead of one per dtype. Contiguous runs are copied with
+//! These ops only move elements, so their kernels are bodies of the element
+//! mover (`opforge_ops_base::cpu::mover`), which moves each element as a
+//! plain value of the same size (a carrier), reached by a zero-copy
+//! bitcast. That keeps one monomorphic copy loop per element size instead
+//! of one per dtype. Contiguous runs are copied with
 //! `clone_from_slice` (a `memcpy` for plain types), and large outputs are
 //! split into shards of whole rows over the intra-op pool. Where the result
 //! is a contiguous run of the input's outermost dimension (`Unpack` and
@@ -25,8 +25,8 @@ use opforge_core::{
 };
 use opforge_ops_base::args::scalar_input_value;
 use opforge_ops_base::args::{fmt_shape, index_values};
-use opforge_ops_base::cpu::carrier::*;
-use opforge_ops_base::with_carrier;
+use opforge_ops_base::cpu::mover::layout::*;
+use opforge_ops_base::cpu::mover::*;
 
 /// The ops this file registers (its tests check them).
 #[cfg(test)]

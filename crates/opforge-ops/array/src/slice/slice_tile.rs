@@ -1,6 +1,6 @@
 //! `Slice`, `Tile`, `Pad` and `PadV2` kernels.
 
-use super::tile_pad::{first_element, pad, tile, to_usize};
+use super::tile_pad::{to_usize, Pad, Tile};
 use super::*;
 use opforge_ops_base::args::int_values;
 use opforge_ops_base::shape::*;
@@ -88,14 +88,7 @@ impl OpKernel for SliceOp {
             return Ok(());
         }
         let view = StridedView::of_slice(&dims, &begin, &size, &vec![1; rank]);
-        let pool = ctx.thread_pool();
-        produce_output(ctx, 0, shape, |out, carrier| {
-            let src = to_carrier(&input, carrier)?;
-            with_carrier!(carrier, T => {
-                gather::<T>(pool, T::view(&src)?, &view, T::view_mut(out)?);
-                Ok(())
-            })
-        })
+        move_to_output(ctx, 0, &[&input], shape, &CopyView { view: &view })
     }
 }
 
@@ -162,16 +155,11 @@ impl OpKernel for TileOp {
             ctx.allocate_output(0, shape)?;
             return Ok(());
         }
-        let dims = to_usize(input.dims());
-        let multiples = to_usize(&multiples);
-        let pool = ctx.thread_pool();
-        produce_output(ctx, 0, shape, |out, carrier| {
-            let src = to_carrier(&input, carrier)?;
-            with_carrier!(carrier, T => {
-                tile::<T>(pool, T::view(&src)?, &dims, &multiples, T::view_mut(out)?);
-                Ok(())
-            })
-        })
+        let body = Tile {
+            dims: to_usize(input.dims()),
+            multiples: to_usize(&multiples),
+        };
+        move_to_output(ctx, 0, &[&input], shape, &body)
     }
 }
 
@@ -247,19 +235,11 @@ impl OpKernel for PadOp {
         if shape.num_elements() == input.num_elements() {
             return ctx.set_output(0, input.reshaped(&out_dims)?);
         }
-        let pool = ctx.thread_pool();
-        produce_output(ctx, 0, shape, |out, carrier| {
-            let src = to_carrier(&input, carrier)?;
-            let constant = constant.map(|c| to_carrier(&c, carrier)).transpose()?;
-            with_carrier!(carrier, T => {
-                let value = match &constant {
-                    Some(c) => first_element::<T>(c)?,
-                    None => T::default(),
-                };
-                pad::<T>(pool, T::view(&src)?, &plan, &value, T::view_mut(out)?);
-                Ok(())
-            })
-        })
+        let body = Pad { dims: plan };
+        match &constant {
+            Some(c) => move_to_output(ctx, 0, &[&input, c], shape, &body),
+            None => move_to_output(ctx, 0, &[&input], shape, &body),
+        }
     }
 }
 

@@ -1,9 +1,21 @@
-//! The element loops of `Tile` and `Pad`.
+//! The mover bodies of `Tile` and `Pad`.
 
 use super::*;
 
-/// Tiles `src` (of shape `dims`) `multiples[i]` times along each dimension `i`.
-pub(super) fn tile<T: Elem>(
+/// Tiles `srcs[0]` (of shape `dims`) `multiples[i]` times along each
+/// dimension `i`.
+pub(super) struct Tile {
+    pub(super) dims: Vec<usize>,
+    pub(super) multiples: Vec<usize>,
+}
+
+impl MoveElements for Tile {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], out: &mut [T]) {
+        tile(pool, srcs[0], &self.dims, &self.multiples, out)
+    }
+}
+
+fn tile<T: Carrier>(
     pool: &ThreadPool,
     src: &[T],
     dims: &[usize],
@@ -28,7 +40,7 @@ pub(super) fn tile<T: Elem>(
     let out_dims: Vec<usize> = outer.iter().map(|&(n, m)| n * m).collect();
     let in_dims: Vec<usize> = plan.iter().map(|&(n, _)| n).collect();
     let in_strides = strides_of(&in_dims);
-    par_rows(pool, out, inner_n * inner_m, |first, chunk| {
+    for_each_rows(pool, out, inner_n * inner_m, |first, chunk| {
         let mut idx = unravel(first, &out_dims);
         for orow in chunk.chunks_mut(inner_n * inner_m) {
             let off: usize = idx
@@ -46,8 +58,24 @@ pub(super) fn tile<T: Elem>(
     });
 }
 
-/// Pads `src` (dimensions `(size, before, after)`) with `value`.
-pub(super) fn pad<T: Elem>(
+/// Pads `srcs[0]` (dimensions `(size, before, after)`) with the element of
+/// `srcs[1]`, or zeros (empty strings) without it.
+pub(super) struct Pad {
+    pub(super) dims: Vec<(usize, usize, usize)>,
+}
+
+impl MoveElements for Pad {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], out: &mut [T]) {
+        let value = srcs
+            .get(1)
+            .and_then(|c| c.first())
+            .cloned()
+            .unwrap_or_default();
+        pad(pool, srcs[0], &self.dims, &value, out)
+    }
+}
+
+fn pad<T: Carrier>(
     pool: &ThreadPool,
     src: &[T],
     dims: &[(usize, usize, usize)],
@@ -72,7 +100,7 @@ pub(super) fn pad<T: Elem>(
     let out_dims: Vec<usize> = outer.iter().map(|&(n, b, a)| b + n + a).collect();
     let in_dims: Vec<usize> = plan.iter().map(|&(n, _, _)| n).collect();
     let in_strides = strides_of(&in_dims);
-    par_rows(pool, out, row_len, |first, chunk| {
+    for_each_rows(pool, out, row_len, |first, chunk| {
         let mut idx = unravel(first, &out_dims);
         for orow in chunk.chunks_mut(row_len) {
             let inside = idx
@@ -95,14 +123,6 @@ pub(super) fn pad<T: Elem>(
             advance(&mut idx, &out_dims);
         }
     });
-}
-
-/// The first element of a non-empty tensor of `T`'s carrier dtype.
-pub(super) fn first_element<T: Elem>(t: &Tensor) -> Result<T> {
-    T::view(t)?
-        .first()
-        .cloned()
-        .ok_or_else(|| Status::invalid_argument("Expected a non-empty tensor"))
 }
 
 pub(super) fn to_usize(dims: &[i64]) -> Vec<usize> {

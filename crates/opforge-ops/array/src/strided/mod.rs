@@ -4,6 +4,7 @@
 //! then begin/end are made canonical and clamped as Python slicing does) and
 //! a CPU kernel for every dtype.
 
+use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
@@ -12,11 +13,11 @@ use opforge_core::{
     ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
 };
-use opforge_ops_base::cpu::carrier::{
-    gather, movable_types, produce_output, to_carrier, Elem, StridedView,
+use opforge_ops_base::cpu::mover::layout::{CopyView, StridedView};
+use opforge_ops_base::cpu::mover::{
+    movable_types, move_in_place, move_to_output, Carrier, MoveElements,
 };
 use opforge_ops_base::shape::*;
-use opforge_ops_base::with_carrier;
 
 register_op!(OpDefBuilder::new("StridedSlice")
     .input("input: T")
@@ -447,14 +448,7 @@ impl OpKernel for StridedSliceOp {
             &info.processing_shape,
             &info.strides,
         );
-        let pool = ctx.thread_pool();
-        produce_output(ctx, 0, shape, |out, carrier| {
-            let src = to_carrier(&input, carrier)?;
-            with_carrier!(carrier, T => {
-                gather::<T>(pool, T::view(&src)?, &view, T::view_mut(out)?);
-                Ok(())
-            })
-        })
+        move_to_output(ctx, 0, &[&input], shape, &CopyView { view: &view })
     }
 }
 
@@ -483,31 +477,31 @@ impl CreateKernel for StridedSliceGradOp {
     }
 }
 
-/// Adds `dy` (in the slice's row-major order) into `out` at the slice's positions.
-fn strided_scatter<T: opforge_core::Element + Copy>(
+/// The offset in the output (of `shape`, `len` elements) of each of the
+/// `n` elements of `dy`, in order.
+fn scatter_offsets(
     info: &StridedSliceInfo,
     shape: &[i64],
-    dy: &Tensor,
-    out: &mut Tensor,
-) -> Result<()> {
-    let src = dy.flat::<T>()?;
-    let dst = out.flat_mut::<T>()?;
+    n: usize,
+    len: usize,
+) -> Result<Vec<usize>> {
     let rank = shape.len();
     let mut in_strides = vec![1i64; rank];
     for i in (0..rank.saturating_sub(1)).rev() {
         in_strides[i] = in_strides[i + 1] * shape[i + 1];
     }
     let mut idx = vec![0i64; rank];
-    for &v in src {
+    let mut offsets = Vec::with_capacity(n);
+    for _ in 0..n {
         let mut off = 0i64;
         for i in 0..rank {
             off += (info.begin[i] + idx[i] * info.strides[i]) * in_strides[i];
         }
-        let slot = usize::try_from(off)
+        let off = usize::try_from(off)
             .ok()
-            .and_then(|o| dst.get_mut(o))
+            .filter(|&o| o < len)
             .ok_or_else(|| Status::internal("StridedSliceGrad: offset out of range"))?;
-        *slot = v;
+        offsets.push(off);
         for i in (0..rank).rev() {
             idx[i] += 1;
             if idx[i] < info.processing_shape[i] {
@@ -516,7 +510,20 @@ fn strided_scatter<T: opforge_core::Element + Copy>(
             idx[i] = 0;
         }
     }
-    Ok(())
+    Ok(offsets)
+}
+
+/// `dst[offsets[k]] = srcs[0][k]`: the scatter of `StridedSliceGrad`.
+struct Scatter {
+    offsets: Vec<usize>,
+}
+
+impl MoveElements for Scatter {
+    fn run<T: Carrier>(&self, _: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+        for (&o, v) in self.offsets.iter().zip(srcs[0]) {
+            dst[o].clone_from(v);
+        }
+    }
 }
 
 impl OpKernel for StridedSliceGradOp {
@@ -552,9 +559,10 @@ impl OpKernel for StridedSliceGradOp {
         );
         let mut out = Tensor::zeros(dy.dtype(), &shape)?;
         if !info.processing_shape.contains(&0) {
-            opforge_core::dispatch!(dy.dtype(), T => strided_scatter::<T>(&info, &shape, &dy, &mut out)?,
-                [Float, Double, Half, BFloat16, Int32, Int64, Complex64, Complex128],
-                return Err(Status::unimplemented(format!("StridedSliceGrad for {}", dy.dtype()))));
+            let body = Scatter {
+                offsets: scatter_offsets(&info, &shape, dy.num_elements(), out.num_elements())?,
+            };
+            move_in_place(ctx.thread_pool(), &mut out, &[&dy], &body)?;
         }
         ctx.set_output(0, out)
     }

@@ -1,8 +1,7 @@
 //! The CPU engines the kernels share: parallel loops, broadcasting, the
-//! element traits, the element movers and the reduction engine.
+//! element traits, the element mover and the reduction engine.
 
 pub mod broadcast;
-pub mod carrier;
 pub mod elem;
 pub mod mover;
 pub mod par;

@@ -5,125 +5,6 @@ use super::*;
 // Cast
 // ---------------------------------------------------------------------------
 
-/// A value on its way from one element type to another: the widest type of
-/// its family, from which every destination converts as C++ `static_cast`
-/// would from the original type (`half`/`bfloat16` widen to `f32` exactly).
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Scalar {
-    B(bool),
-    I(i64),
-    U(u64),
-    F(f32),
-    D(f64),
-    CF(Complex<f32>),
-    CD(Complex<f64>),
-}
-
-/// The element types `Cast` converts between.
-pub(super) trait CastElem: Element {
-    fn to_scalar(self) -> Scalar;
-    fn from_scalar(s: Scalar) -> Self;
-}
-
-macro_rules! cast_int {
-    ($variant:ident, $wide:ty => $($t:ty),*) => {$(
-        impl CastElem for $t {
-            #[inline(always)]
-            fn to_scalar(self) -> Scalar { Scalar::$variant(self as $wide) }
-            #[inline(always)]
-            fn from_scalar(s: Scalar) -> Self {
-                // Integer to integer wraps (two's complement); float to
-                // integer truncates toward zero and saturates (NaN -> 0).
-                match s {
-                    Scalar::B(b) => b as $t,
-                    Scalar::I(v) => v as $t,
-                    Scalar::U(v) => v as $t,
-                    Scalar::F(v) => v as $t,
-                    Scalar::D(v) => v as $t,
-                    Scalar::CF(c) => c.re as $t,
-                    Scalar::CD(c) => c.re as $t,
-                }
-            }
-        }
-    )*};
-}
-cast_int!(I, i64 => i8, i16, i32, i64);
-cast_int!(U, u64 => u8, u16, u32, u64);
-
-impl CastElem for bool {
-    #[inline(always)]
-    fn to_scalar(self) -> Scalar {
-        Scalar::B(self)
-    }
-    #[inline(always)]
-    fn from_scalar(s: Scalar) -> Self {
-        match s {
-            Scalar::B(b) => b,
-            Scalar::I(v) => v != 0,
-            Scalar::U(v) => v != 0,
-            Scalar::F(v) => v != 0.0,
-            Scalar::D(v) => v != 0.0,
-            Scalar::CF(c) => c.re != 0.0,
-            Scalar::CD(c) => c.re != 0.0,
-        }
-    }
-}
-
-macro_rules! cast_prim_float {
-    ($($t:ty => $variant:ident),*) => {$(
-        impl CastElem for $t {
-            #[inline(always)]
-            fn to_scalar(self) -> Scalar { Scalar::$variant(self) }
-            #[inline(always)]
-            fn from_scalar(s: Scalar) -> Self {
-                match s {
-                    Scalar::B(b) => u8::from(b) as $t,
-                    Scalar::I(v) => v as $t,
-                    Scalar::U(v) => v as $t,
-                    Scalar::F(v) => v as $t,
-                    Scalar::D(v) => v as $t,
-                    Scalar::CF(c) => c.re as $t,
-                    Scalar::CD(c) => c.re as $t,
-                }
-            }
-        }
-    )*};
-}
-cast_prim_float!(f32 => F, f64 => D);
-
-macro_rules! cast_half {
-    ($($t:ty),*) => {$(
-        impl CastElem for $t {
-            #[inline(always)]
-            fn to_scalar(self) -> Scalar { Scalar::F(self.to_f32()) }
-            #[inline(always)]
-            fn from_scalar(s: Scalar) -> Self {
-                // Eigen converts every type to half/bfloat16 through float.
-                <$t>::from_f32(<f32 as CastElem>::from_scalar(s))
-            }
-        }
-    )*};
-}
-cast_half!(f16, bf16);
-
-macro_rules! cast_complex {
-    ($($f:ty => $variant:ident),*) => {$(
-        impl CastElem for Complex<$f> {
-            #[inline(always)]
-            fn to_scalar(self) -> Scalar { Scalar::$variant(self) }
-            #[inline(always)]
-            fn from_scalar(s: Scalar) -> Self {
-                match s {
-                    Scalar::CF(c) => Complex::new(c.re as $f, c.im as $f),
-                    Scalar::CD(c) => Complex::new(c.re as $f, c.im as $f),
-                    real => Complex::new(<$f as CastElem>::from_scalar(real), 0.0),
-                }
-            }
-        }
-    )*};
-}
-cast_complex!(f32 => CF, f64 => CD);
-
 /// How many low mantissa bits `Cast` with `Truncate=true` clears before
 /// converting (TensorFlow's `LSBZeroSetter`, which it applies to these
 /// narrowing float casts only): rounding then truncates.
@@ -139,7 +20,7 @@ pub(super) fn truncation_bits(src: DataType, dst: DataType) -> Option<u32> {
 }
 
 #[inline(always)]
-pub(super) fn clear_low_bits(s: Scalar, bits: u32) -> Scalar {
+pub(super) fn clear_low_bits(s: Wide, bits: u32) -> Wide {
     let f32c = |v: f32| {
         if v.is_nan() {
             v
@@ -155,22 +36,22 @@ pub(super) fn clear_low_bits(s: Scalar, bits: u32) -> Scalar {
         }
     };
     match s {
-        Scalar::F(v) => Scalar::F(f32c(v)),
-        Scalar::D(v) => Scalar::D(f64c(v)),
-        Scalar::CF(c) => Scalar::CF(Complex::new(f32c(c.re), f32c(c.im))),
-        Scalar::CD(c) => Scalar::CD(Complex::new(f64c(c.re), f64c(c.im))),
+        Wide::F32(v) => Wide::F32(f32c(v)),
+        Wide::F64(v) => Wide::F64(f64c(v)),
+        Wide::C64(c) => Wide::C64(Complex::new(f32c(c.re), f32c(c.im))),
+        Wide::C128(c) => Wide::C128(Complex::new(f64c(c.re), f64c(c.im))),
         other => other,
     }
 }
 
-pub(super) fn cast_loop<S: CastElem, D: CastElem>(
+pub(super) fn cast_loop<S: Scalar, D: Scalar>(
     ctx: &mut OpKernelContext<'_>,
     truncate: Option<u32>,
 ) -> Result<()> {
     match truncate {
-        None => unary_map::<S, D>(ctx, COST_CHEAP, |v| D::from_scalar(v.to_scalar())),
+        None => unary_map::<S, D>(ctx, COST_CHEAP, |v| D::narrow(v.widen())),
         Some(bits) => unary_map::<S, D>(ctx, COST_CHEAP, move |v| {
-            D::from_scalar(clear_low_bits(v.to_scalar(), bits))
+            D::narrow(clear_low_bits(v.widen(), bits))
         }),
     }
 }

@@ -50,17 +50,17 @@ pub(super) fn simple_binary<T: Element>(
 }
 
 #[inline(always)]
-pub(super) fn tanh_grad<T: FloatOps>(y: T, dy: T) -> T {
+pub(super) fn tanh_grad<T: Float>(y: T, dy: T) -> T {
     dy.mul(T::ONE.sub(y.mul(y)))
 }
 
 #[inline(always)]
-pub(super) fn sigmoid_grad<T: FloatOps>(y: T, dy: T) -> T {
+pub(super) fn sigmoid_grad<T: Float>(y: T, dy: T) -> T {
     dy.mul(y).mul(T::ONE.sub(y))
 }
 
 #[inline(always)]
-pub(super) fn sqrt_grad<T: FloatOps>(y: T, dy: T) -> T {
+pub(super) fn sqrt_grad<T: Float>(y: T, dy: T) -> T {
     // TensorFlow: 0 where dy == 0 (so y == 0 does not make NaN), else 0.5 * dy / conj(y).
     if dy == T::ZERO {
         T::ZERO
@@ -70,7 +70,7 @@ pub(super) fn sqrt_grad<T: FloatOps>(y: T, dy: T) -> T {
 }
 
 #[inline(always)]
-pub(super) fn rsqrt_grad<T: FloatOps>(y: T, dy: T) -> T {
+pub(super) fn rsqrt_grad<T: Float>(y: T, dy: T) -> T {
     if dy == T::ZERO {
         T::ZERO
     } else {
@@ -80,7 +80,7 @@ pub(super) fn rsqrt_grad<T: FloatOps>(y: T, dy: T) -> T {
 }
 
 #[inline(always)]
-pub(super) fn reciprocal_grad<T: FloatOps + Signed>(y: T, dy: T) -> T {
+pub(super) fn reciprocal_grad<T: Float + Signed>(y: T, dy: T) -> T {
     if dy == T::ZERO {
         T::ZERO
     } else {

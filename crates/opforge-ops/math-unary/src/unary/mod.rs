@@ -15,12 +15,10 @@
 //!   them): truncating `1 / x`, with `InvalidArgument: Integer division by
 //!   zero` for a zero; `Round` on complex has no CPU kernel, as in TensorFlow.
 //!
-//! This module also holds the element traits the math kernels share
-//! (`Arith`, `Signed`, `FloatOps`, `RealFloat`, `IntOps`, `MinMax`),
-//! the `*_types!` dispatch macros over dtype families, and
-//! used by `math_binary` (all `pub(crate)`).
+//! The kernels compute with the element traits of
+//! `opforge_ops_base::cpu::elem` (`Num`, `Signed`, `Float`, `RealFloat`,
+//! `Int`; `Cast` converts through `Scalar::widen`/`Scalar::narrow`).
 
-use half::{bf16, f16};
 use num_complex::Complex;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,

@@ -31,7 +31,7 @@ pub(super) enum UnaryOp {
 /// when `x`'s buffer may be reused.
 pub(super) struct UnaryKernel(UnaryOp);
 
-pub(super) fn int_reciprocal<T: IntOps>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+pub(super) fn int_reciprocal<T: Int>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
     ensure!(
         !ctx.input(0).flat::<T>()?.contains(&T::ZERO),
         InvalidArgument,

@@ -1,6 +1,7 @@
 //! Tests of the unary math ops and `Cast`.
 
 use super::*;
+use half::{bf16, f16};
 use opforge_core::{Code, Tensor};
 use opforge_testing::util::{assert_close, ctx, t};
 

@@ -9,7 +9,7 @@ use super::*;
 /// in place in an input's buffer when one may be reused.
 pub(super) struct AddNKernel;
 
-pub(super) fn add_n<T: Arith>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+pub(super) fn add_n<T: Num>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
     let n = ctx.num_inputs();
     let shape = ctx.input(0).shape().clone();
     for i in 1..n {

@@ -8,7 +8,7 @@ use super::*;
 /// Integer floor division (`y != 0`): truncate, then step down when the
 /// signs differ and there is a remainder.
 #[inline(always)]
-pub(super) fn int_floor_div<T: IntOps>(x: T, y: T) -> T {
+pub(super) fn int_floor_div<T: Int>(x: T, y: T) -> T {
     let z = x.trunc_div(y);
     if z.mul(y) != x && (x.is_negative() != y.is_negative()) {
         z.sub(T::ONE)
@@ -19,7 +19,7 @@ pub(super) fn int_floor_div<T: IntOps>(x: T, y: T) -> T {
 
 /// Integer floor modulo (`y != 0`): the result has the sign of `y`.
 #[inline(always)]
-pub(super) fn int_floor_mod<T: IntOps>(x: T, y: T) -> T {
+pub(super) fn int_floor_mod<T: Int>(x: T, y: T) -> T {
     let r = x.trunc_rem(y);
     if r != T::ZERO && (y.is_negative() != r.is_negative()) {
         r.add(y)
@@ -46,7 +46,7 @@ pub(super) fn float_floor_div<T: RealFloat>(x: T, y: T) -> T {
 
 /// `max(x, y)`, NaN if either is NaN (Eigen's `PropagateNaN`).
 #[inline(always)]
-pub(super) fn max_nan<T: MinMax>(x: T, y: T) -> T {
+pub(super) fn max_nan<T: Ordered>(x: T, y: T) -> T {
     if x.is_nan() {
         x
     } else if y.is_nan() || x < y {
@@ -58,7 +58,7 @@ pub(super) fn max_nan<T: MinMax>(x: T, y: T) -> T {
 
 /// `min(x, y)`, NaN if either is NaN.
 #[inline(always)]
-pub(super) fn min_nan<T: MinMax>(x: T, y: T) -> T {
+pub(super) fn min_nan<T: Ordered>(x: T, y: T) -> T {
     if x.is_nan() {
         x
     } else if y.is_nan() || y < x {
@@ -70,7 +70,7 @@ pub(super) fn min_nan<T: MinMax>(x: T, y: T) -> T {
 
 /// `(x - y) * conj(x - y)`.
 #[inline(always)]
-pub(super) fn squared_difference<T: Arith>(x: T, y: T) -> T {
+pub(super) fn squared_difference<T: Num>(x: T, y: T) -> T {
     let d = x.sub(y);
     d.mul(d.conj())
 }
@@ -85,7 +85,7 @@ pub(super) fn output_nonempty(ctx: &OpKernelContext<'_>) -> bool {
 
 /// An integer division-like op: `Integer division by zero` if `y` holds a
 /// zero that the output uses.
-pub(super) fn int_div_op<T: IntOps>(ctx: &mut OpKernelContext<'_>, f: fn(T, T) -> T) -> Result<()> {
+pub(super) fn int_div_op<T: Int>(ctx: &mut OpKernelContext<'_>, f: fn(T, T) -> T) -> Result<()> {
     if output_nonempty(ctx) {
         ensure!(
             !ctx.input(1).flat::<T>()?.contains(&T::ZERO),
@@ -97,7 +97,7 @@ pub(super) fn int_div_op<T: IntOps>(ctx: &mut OpKernelContext<'_>, f: fn(T, T) -
 }
 
 /// Integer `Pow`: an error for a negative exponent.
-pub(super) fn int_pow_op<T: IntOps>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+pub(super) fn int_pow_op<T: Int>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
     if output_nonempty(ctx) {
         ensure!(
             !ctx.input(1).flat::<T>()?.iter().any(|y| y.is_negative()),

@@ -26,7 +26,7 @@ use opforge_ops_base::cpu::broadcast::{
     binary_map, binary_same, broadcast_shapes, broadcast_zip, BroadcastPlan,
 };
 use opforge_ops_base::cpu::elem::{
-    Arith, FloatOps, IntOps, MinMax, RealFloat, COST_CHEAP, COST_DIV, COST_TRANSCENDENTAL,
+    Float, Int, Num, Ordered, RealFloat, COST_CHEAP, COST_DIV, COST_TRANSCENDENTAL,
 };
 use opforge_ops_base::cpu::par::{chunks_in_shards, elementwise_shards};
 use opforge_ops_base::types::unsupported;

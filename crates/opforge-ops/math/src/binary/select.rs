@@ -1,6 +1,8 @@
 //! Three-way broadcasting and the selects (`Select`, `SelectV2`).
 
 use super::*;
+use opforge_core::device::ThreadPool;
+use opforge_ops_base::cpu::mover::{move_in_place, Carrier, MoveElements};
 
 // Three-way broadcasting and the selects
 // ---------------------------------------------------------------------------
@@ -107,51 +109,51 @@ impl Broadcast3 {
     }
 }
 
-/// The element types `Select`/`SelectV2` pick from: dense elements and strings.
-pub(super) trait SelectElem: Clone + Send + Sync + 'static {
-    fn view(t: &Tensor) -> Result<&[Self]>;
-    fn view_mut(t: &mut Tensor) -> Result<&mut [Self]>;
+/// The mover body of the selects: `dst[i] = condition[i] ? t[i] : e[i]`
+/// under `plan`, where `srcs` holds `t` and `e` except the one `forwarded`
+/// (inputs 1 and 2), which is `dst` itself.
+struct SelectBody<'a> {
+    plan: &'a Broadcast3,
+    cond: &'a [bool],
+    forwarded: Option<usize>,
 }
 
-macro_rules! select_elems {
-    ($($t:ty),*) => {$(
-        impl SelectElem for $t {
-            fn view(t: &Tensor) -> Result<&[Self]> { t.flat::<$t>() }
-            fn view_mut(t: &mut Tensor) -> Result<&mut [Self]> { t.flat_mut::<$t>() }
-        }
-    )*};
-}
-select_elems!(
-    f32,
-    f64,
-    half::f16,
-    half::bf16,
-    i8,
-    i16,
-    i32,
-    i64,
-    u8,
-    u16,
-    u32,
-    u64,
-    bool,
-    num_complex::Complex<f32>,
-    num_complex::Complex<f64>
-);
-
-impl SelectElem for Vec<u8> {
-    fn view(t: &Tensor) -> Result<&[Self]> {
-        t.strings()
-    }
-    fn view_mut(t: &mut Tensor) -> Result<&mut [Self]> {
-        Ok(t.strings_mut()?.as_mut_slice())
+impl MoveElements for SelectBody<'_> {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], out: &mut [T]) {
+        let plan = self.plan;
+        let cond = self.cond;
+        // `None`: that input is the output's own buffer.
+        let mut srcs = srcs.iter().copied();
+        let then = (self.forwarded != Some(1)).then(|| srcs.next()).flatten();
+        let els = (self.forwarded != Some(2)).then(|| srcs.next()).flatten();
+        let (inner, step) = plan.inner();
+        let rows = plan.rows();
+        let run = |r0: usize, r1: usize, o: &mut [T]| {
+            for (r, orow) in (r0..r1).zip(o.chunks_mut(inner)) {
+                let off = plan.row_offsets(r);
+                for (j, slot) in orow.iter_mut().enumerate() {
+                    if cond[off[0] + j * step[0]] {
+                        if let Some(t) = then {
+                            slot.clone_from(&t[off[1] + j * step[1]]);
+                        }
+                    } else if let Some(e) = els {
+                        slot.clone_from(&e[off[2] + j * step[2]]);
+                    }
+                }
+            }
+        };
+        let shards = elementwise_shards(pool, out.len(), COST_CHEAP).min(rows);
+        chunks_in_shards(pool, out, inner, shards, &|off, o| {
+            let r0 = off / inner;
+            run(r0, r0 + o.len() / inner, o)
+        });
     }
 }
 
 /// `output[i] = condition[i] ? t[i] : e[i]` under `plan` (inputs 0, 1, 2),
 /// computed in place in `t`'s or `e`'s buffer when one has the output's
 /// shape and may be reused.
-pub(super) fn select_with_plan<T: SelectElem>(
+pub(super) fn select_with_plan(
     ctx: &mut OpKernelContext<'_>,
     plan: &Broadcast3,
     out_shape: &TensorShape,
@@ -162,45 +164,23 @@ pub(super) fn select_with_plan<T: SelectElem>(
     }
     let pool = ctx.thread_pool();
     let (ins, out) = ctx.inputs_and_output(0)?;
-    let cond = ins[0].flat::<bool>()?;
-    // `None`: that input is the output's own buffer.
-    let then = match forwarded {
-        Some(1) => None,
-        _ => Some(T::view(&ins[1])?),
+    let srcs: Vec<&Tensor> = [1, 2]
+        .into_iter()
+        .filter(|&i| Some(i) != forwarded)
+        .map(|i| &ins[i])
+        .collect();
+    let body = SelectBody {
+        plan,
+        cond: ins[0].flat::<bool>()?,
+        forwarded,
     };
-    let els = match forwarded {
-        Some(2) => None,
-        _ => Some(T::view(&ins[2])?),
-    };
-    let out = T::view_mut(out)?;
-    let (inner, step) = plan.inner();
-    let rows = plan.rows();
-    let run = |r0: usize, r1: usize, o: &mut [T]| {
-        for (r, orow) in (r0..r1).zip(o.chunks_mut(inner)) {
-            let off = plan.row_offsets(r);
-            for (j, slot) in orow.iter_mut().enumerate() {
-                if cond[off[0] + j * step[0]] {
-                    if let Some(t) = then {
-                        *slot = t[off[1] + j * step[1]].clone();
-                    }
-                } else if let Some(e) = els {
-                    *slot = e[off[2] + j * step[2]].clone();
-                }
-            }
-        }
-    };
-    let shards = elementwise_shards(pool, out.len(), COST_CHEAP).min(rows);
-    chunks_in_shards(pool, out, inner, shards, &|off, o| {
-        let r0 = off / inner;
-        run(r0, r0 + o.len() / inner, o)
-    });
-    Ok(())
+    move_in_place(pool, out, &srcs, &body)
 }
 
 /// TensorFlow's original `Select`: `condition` is a scalar (picks `t` or
 /// `e` whole), a vector matching the first dimension of `t` (picks rows),
 /// or has the shape of `t`; `t` and `e` have the same shape.
-pub(super) fn select_v1<T: SelectElem>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+pub(super) fn select_v1(ctx: &mut OpKernelContext<'_>) -> Result<()> {
     let cond = ctx.input(0).shape().clone();
     let then = ctx.input(1).shape().clone();
     let els = ctx.input(2).shape().clone();
@@ -252,11 +232,11 @@ pub(super) fn select_v1<T: SelectElem>(ctx: &mut OpKernelContext<'_>) -> Result<
     };
     let plan = Broadcast3::new([&cond_dims, then.dims(), els.dims()])
         .ok_or_else(|| Status::internal("Select: shapes checked to broadcast do not"))?;
-    select_with_plan::<T>(ctx, &plan, &then)
+    select_with_plan(ctx, &plan, &then)
 }
 
 /// `SelectV2`: `condition`, `t` and `e` broadcast against each other.
-pub(super) fn select_v2<T: SelectElem>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+pub(super) fn select_v2(ctx: &mut OpKernelContext<'_>) -> Result<()> {
     let (c, t, e) = (
         ctx.input(0).shape(),
         ctx.input(1).shape(),
@@ -268,7 +248,7 @@ pub(super) fn select_v2<T: SelectElem>(ctx: &mut OpKernelContext<'_>) -> Result<
         ))
     })?;
     let out_shape = TensorShape::new(&plan.out_shape)?;
-    select_with_plan::<T>(ctx, &plan, &out_shape)
+    select_with_plan(ctx, &plan, &out_shape)
 }
 
 /// `Select` (`v2 == false`) and `SelectV2`.
@@ -278,22 +258,10 @@ pub(super) struct SelectKernel {
 
 impl OpKernel for SelectKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let dt = ctx.input_dtype(1);
-        let v2 = self.v2;
-        let run = |ctx: &mut OpKernelContext<'_>| -> Result<()> {
-            dispatch!(dt, T => if v2 { select_v2::<T>(ctx) } else { select_v1::<T>(ctx) },
-                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32,
-                 UInt64, Complex64, Complex128, Bool],
-                Err(unsupported(ctx, dt)))
-        };
-        if dt == DataType::String {
-            if v2 {
-                select_v2::<Vec<u8>>(ctx)
-            } else {
-                select_v1::<Vec<u8>>(ctx)
-            }
+        if self.v2 {
+            select_v2(ctx)
         } else {
-            run(ctx)
+            select_v1(ctx)
         }
     }
 }

@@ -35,15 +35,7 @@ impl CreateKernel for BiasAddKernel {
     }
 }
 
-#[inline(always)]
-pub(super) fn add<T: NumElem>(x: T, b: T) -> T {
-    T::from_acc(x.to_acc().add(b.to_acc()))
-}
-
-pub(super) fn bias_add_compute<T: NumElem>(
-    ctx: &mut OpKernelContext<'_>,
-    inner: usize,
-) -> Result<()> {
+pub(super) fn bias_add_compute<T: Num>(ctx: &mut OpKernelContext<'_>, inner: usize) -> Result<()> {
     let shape = ctx.input(0).shape().clone();
     let bias: Vec<T> = ctx.input(1).flat::<T>()?.to_vec();
     let c = bias.len();
@@ -64,10 +56,12 @@ pub(super) fn bias_add_compute<T: NumElem>(
         for_row_blocks(pool, out, unit, &mut units, |u0, o, _| {
             for (k, row) in o.chunks_mut(unit).enumerate() {
                 if inner == 1 {
-                    row.iter_mut().zip(bias).for_each(|(v, &b)| *v = add(*v, b));
+                    row.iter_mut()
+                        .zip(bias)
+                        .for_each(|(v, &b)| *v = (*v).add(b));
                 } else {
                     let b = bias[(u0 + k) % c];
-                    row.iter_mut().for_each(|v| *v = add(*v, b));
+                    row.iter_mut().for_each(|v| *v = (*v).add(b));
                 }
             }
         });
@@ -81,11 +75,11 @@ pub(super) fn bias_add_compute<T: NumElem>(
                 let src = &x[(u0 + k) * unit..(u0 + k + 1) * unit];
                 if inner == 1 {
                     for ((v, &s), &b) in row.iter_mut().zip(src).zip(bias) {
-                        *v = add(s, b);
+                        *v = s.add(b);
                     }
                 } else {
                     let b = bias[(u0 + k) % c];
-                    row.iter_mut().zip(src).for_each(|(v, &s)| *v = add(s, b));
+                    row.iter_mut().zip(src).for_each(|(v, &s)| *v = s.add(b));
                 }
             }
         });
@@ -137,7 +131,7 @@ impl CreateKernel for BiasAddGradKernel {
     }
 }
 
-pub(super) fn bias_add_grad_compute<T: NumElem>(
+pub(super) fn bias_add_grad_compute<T: Num>(
     pool: &ThreadPool,
     x: &Tensor,
     dims: [usize; 3],

@@ -9,22 +9,21 @@
 //! over the intra-op pool. `BiasAddGrad` uses the sharded column/row sums of
 //! [`crate::reduction`].
 
-use half::{bf16, f16};
-use num_traits::{Float, One, Zero};
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
 use opforge_core::shape_inference::{common, InferenceContext};
 use opforge_core::{
-    dispatch, ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result,
-    Status, Tensor, TensorShape,
+    dispatch, ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
+    TensorShape,
 };
 use opforge_ops_base::args::{fmt_shape, index_values};
 use opforge_ops_base::cpu::broadcast::{binary_same, broadcast_shapes, unary_same};
+use opforge_ops_base::cpu::elem::{Float, Num, Ordered, RealFloat, Wide};
 use opforge_ops_base::cpu::par::par_chunks;
 use opforge_ops_base::cpu::par::CHEAP_COST;
-use opforge_ops_base::cpu::reduce::{reduce_into, AccNum, NumElem, SumR};
+use opforge_ops_base::cpu::reduce::{reduce_into, SumR};
 use opforge_ops_base::types::{NUMERIC_KERNEL_TYPES, REAL_KERNEL_TYPES};
 
 /// The ops this file registers (its tests check them).

@@ -5,49 +5,9 @@ use super::*;
 // Relu family
 // ---------------------------------------------------------------------------
 
-/// A real element type of the Relu family.
-pub(super) trait ReluElem: Element + PartialOrd {
-    const ZERO: Self;
-    const SIX: Self;
-    fn times(self, o: Self) -> Self;
-}
-
-macro_rules! relu_float {
-    ($($t:ty),*) => {$(
-        impl ReluElem for $t {
-            const ZERO: $t = 0.0;
-            const SIX: $t = 6.0;
-            #[inline(always)] fn times(self, o: $t) -> $t { self * o }
-        }
-    )*};
-}
-relu_float!(f32, f64);
-
-macro_rules! relu_half {
-    ($($t:ty),*) => {$(
-        impl ReluElem for $t {
-            const ZERO: $t = <$t>::ZERO;
-            const SIX: $t = <$t>::from_f32_const(6.0);
-            #[inline(always)] fn times(self, o: $t) -> $t { <$t>::from_f32(self.to_f32() * o.to_f32()) }
-        }
-    )*};
-}
-relu_half!(f16, bf16);
-
-macro_rules! relu_int {
-    ($($t:ty),*) => {$(
-        impl ReluElem for $t {
-            const ZERO: $t = 0;
-            const SIX: $t = 6;
-            #[inline(always)] fn times(self, o: $t) -> $t { self.wrapping_mul(o) }
-        }
-    )*};
-}
-relu_int!(i8, i16, i32, i64, u8, u16, u32, u64);
-
 /// `max(x, 0)` with NaN propagated (Eigen's `std::max(x, 0)`).
 #[inline(always)]
-pub(super) fn relu_of<T: ReluElem>(x: T) -> T {
+pub(super) fn relu_of<T: Num + Ordered>(x: T) -> T {
     if x < T::ZERO {
         T::ZERO
     } else {
@@ -55,11 +15,12 @@ pub(super) fn relu_of<T: ReluElem>(x: T) -> T {
     }
 }
 
+/// `min(max(x, 0), six)` with NaN propagated.
 #[inline(always)]
-pub(super) fn relu6_of<T: ReluElem>(x: T) -> T {
+pub(super) fn relu6_of<T: Num + Ordered>(x: T, six: T) -> T {
     let y = relu_of(x);
-    if T::SIX < y {
-        T::SIX
+    if six < y {
+        six
     } else {
         y
     }
@@ -78,10 +39,16 @@ pub(super) fn relu_kernel(op: ReluOp) -> Result<Box<dyn OpKernel>> {
     Ok(Box::new(ReluKernel(op)))
 }
 
-pub(super) fn relu_compute<T: ReluElem>(op: ReluOp, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+pub(super) fn relu_compute<T: Num + Ordered>(
+    op: ReluOp,
+    ctx: &mut OpKernelContext<'_>,
+) -> Result<()> {
     match op {
         ReluOp::Relu => unary_same::<T>(ctx, CHEAP_COST, relu_of),
-        ReluOp::Relu6 => unary_same::<T>(ctx, CHEAP_COST, relu6_of),
+        ReluOp::Relu6 => {
+            let six = T::narrow(Wide::Int(6));
+            unary_same::<T>(ctx, CHEAP_COST, move |x| relu6_of(x, six))
+        }
         ReluOp::Grad => {
             ensure!(
                 ctx.input(0).shape() == ctx.input(1).shape(),
@@ -94,7 +61,7 @@ pub(super) fn relu_compute<T: ReluElem>(op: ReluOp, ctx: &mut OpKernelContext<'_
                 if f > T::ZERO {
                     g
                 } else {
-                    g.times(T::ZERO)
+                    g.mul(T::ZERO)
                 }
             })
         }

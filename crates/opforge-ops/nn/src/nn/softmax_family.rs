@@ -5,111 +5,10 @@ use super::*;
 // Softmax family
 // ---------------------------------------------------------------------------
 
-/// The compute type of the softmax family: `Float` plus an `exp` that
-/// vectorizes.
-pub(crate) trait ExpFloat: Float + Send + Sync + 'static {
-    /// `exp(x)` for `x <= 88` (the ops only exponentiate shifted logits,
-    /// which are <= 0): a Cephes-style polynomial for `f32` (within a couple
-    /// of ulps of the correctly rounded value, 0 below the normal range,
-    /// NaN for NaN) that LLVM vectorizes, as Eigen's `pexp` is; `exp` for `f64`.
-    fn vexp(self) -> Self;
-}
-
-impl ExpFloat for f32 {
-    #[inline(always)]
-    fn vexp(self) -> f32 {
-        const HI: f32 = 88.0;
-        const LO: f32 = -87.336_55; // ln(f32::MIN_POSITIVE)
-        let x = self.clamp(LO, HI);
-        // x = n ln2 + r, |r| <= ln2 / 2; ln2 split in two for accuracy.
-        // n = round(x / ln2) by the 1.5 * 2^23 trick (`floor` is a libm
-        // call on baseline x86-64 and would stop vectorization).
-        const ROUND: f32 = 12_582_912.0;
-        let n = (x * std::f32::consts::LOG2_E + ROUND) - ROUND;
-        let r = x - n * 0.693_359_4 + n * 2.121_944_4e-4;
-        let z = r * r;
-        let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2)
-            * r
-            + 1.666_666_5e-1)
-            * r
-            + 0.5;
-        let y = p * z + r + 1.0;
-        // 2^n by building the exponent bits (n is in [-126, 127]).
-        let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
-        let v = y * scale;
-        if self.is_nan() {
-            self
-        } else if self < LO {
-            0.0
-        } else {
-            v
-        }
-    }
-}
-
-impl ExpFloat for f64 {
-    #[inline(always)]
-    fn vexp(self) -> f64 {
-        self.exp()
-    }
-}
-
-/// A floating-point element type computed in `C` (`f32` for
-/// `half`/`bfloat16`, itself otherwise).
-pub(crate) trait FloatElem: Element {
-    /// The compute type.
-    type C: ExpFloat;
-    fn to_c(self) -> Self::C;
-    fn from_c(c: Self::C) -> Self;
-}
-
-impl FloatElem for f32 {
-    type C = f32;
-    #[inline(always)]
-    fn to_c(self) -> f32 {
-        self
-    }
-    #[inline(always)]
-    fn from_c(c: f32) -> f32 {
-        c
-    }
-}
-
-impl FloatElem for f64 {
-    type C = f64;
-    #[inline(always)]
-    fn to_c(self) -> f64 {
-        self
-    }
-    #[inline(always)]
-    fn from_c(c: f64) -> f64 {
-        c
-    }
-}
-
-impl FloatElem for f16 {
-    type C = f32;
-    #[inline(always)]
-    fn to_c(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn from_c(c: f32) -> f16 {
-        f16::from_f32(c)
-    }
-}
-
-impl FloatElem for bf16 {
-    type C = f32;
-    #[inline(always)]
-    fn to_c(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn from_c(c: f32) -> bf16 {
-        bf16::from_f32(c)
-    }
-}
+/// The softmax family computes in the accumulator type of its element
+/// type (`f32` for `half`/`bfloat16`, the type itself otherwise):
+/// `T: RealFloat` with `T::Acc: RealFloat`.
+pub(crate) type Compute<T> = <T as Num>::Acc;
 
 /// Elements of rowwise work (with an `exp` each) below which it runs on one thread.
 pub(super) const ROWS_PARALLEL_MIN: usize = 1 << 13;
@@ -172,56 +71,58 @@ pub(super) fn lanes<C: Copy>(x: &[C], id: C, f: impl Fn(C, C) -> C) -> C {
 /// The maximum of a row: -inf for an empty row; NaN elements are skipped
 /// here and make the row NaN through the later arithmetic, as in Eigen.
 #[inline(always)]
-pub(super) fn row_max<C: Float>(x: &[C]) -> C {
-    lanes(x, C::neg_infinity(), |m, v| if v > m { v } else { m })
+pub(super) fn row_max<F: RealFloat>(x: &[F]) -> F {
+    lanes(x, F::NEG_INFINITY, |m, v| if v > m { v } else { m })
 }
 
 #[inline(always)]
-pub(super) fn row_sum<C: Float>(x: &[C]) -> C {
-    lanes(x, C::zero(), |a, b| a + b)
+pub(super) fn row_sum<F: RealFloat>(x: &[F]) -> F {
+    lanes(x, F::ZERO, |a, b| a.add(b))
 }
 
 /// Shifts a row of logits by its maximum and exponentiates it:
 /// `shifted[j] = logit[j] - max`, `exps[j] = exp(shifted[j])`; returns
 /// `sum(exps)`.
 #[inline(always)]
-pub(super) fn shift_and_exp<C: ExpFloat>(shifted: &mut [C], exps: &mut [C]) -> C {
+pub(super) fn shift_and_exp<F: RealFloat>(shifted: &mut [F], exps: &mut [F]) -> F {
     let max = row_max(shifted);
     for (s, e) in shifted.iter_mut().zip(exps.iter_mut()) {
-        *s = *s - max;
+        *s = (*s).sub(max);
         *e = s.vexp();
     }
     row_sum(exps)
 }
 
-pub(super) fn softmax_rows<T: FloatElem>(
+pub(super) fn softmax_rows<T: RealFloat>(
     pool: &ThreadPool,
     x: &[T],
     out: &mut [T],
     cols: usize,
     log: bool,
-) {
+) where
+    Compute<T>: RealFloat,
+{
     let mut rows = vec![(); out.len().checked_div(cols).unwrap_or(0)];
     for_row_blocks(pool, out, cols, &mut rows, |r0, o, _| {
-        let mut scratch: Vec<T::C> = vec![T::C::zero(); 2 * cols];
+        let mut scratch: Vec<Compute<T>> = vec![Compute::<T>::ZERO; 2 * cols];
         let (shifted, exps) = scratch.split_at_mut(cols);
         for (k, orow) in o.chunks_mut(cols).enumerate() {
             let xrow = &x[(r0 + k) * cols..(r0 + k + 1) * cols];
             for (s, v) in shifted.iter_mut().zip(xrow) {
-                *s = v.to_c();
+                *s = v.to_acc();
             }
             let sum = shift_and_exp(shifted, exps);
             if log {
                 // logsoftmax = shifted - log(sum(exp(shifted))).
                 let ls = sum.ln();
                 for (o, &s) in orow.iter_mut().zip(shifted.iter()) {
-                    *o = T::from_c(s - ls);
+                    *o = T::from_acc(s.sub(ls));
                 }
             } else {
                 // softmax = exp(shifted) * (1 / sum).
                 let inv = sum.recip();
                 for (o, &e) in orow.iter_mut().zip(exps.iter()) {
-                    *o = T::from_c(e * inv);
+                    *o = T::from_acc(e.mul(inv));
                 }
             }
         }
@@ -232,10 +133,10 @@ pub(super) struct SoftmaxKernel {
     log: bool,
 }
 
-pub(super) fn softmax_compute<T: FloatElem>(
-    log: bool,
-    ctx: &mut OpKernelContext<'_>,
-) -> Result<()> {
+pub(super) fn softmax_compute<T: RealFloat>(log: bool, ctx: &mut OpKernelContext<'_>) -> Result<()>
+where
+    Compute<T>: RealFloat,
+{
     let x = ctx.input(0).clone();
     let shape = x.shape().clone();
     let cols = shape.dims().last().copied().unwrap_or(0) as usize;
@@ -322,13 +223,16 @@ impl Bcast2 {
 /// `sum(labels * (log(sum(exp(shifted))) - shifted))` and writes the
 /// backprop `softmax - labels`. `scratch` holds `2 * cols` values.
 #[inline(always)]
-pub(super) fn xent_row<T: FloatElem>(
-    logit: impl Fn(usize) -> T::C,
-    label: impl Fn(usize) -> T::C,
+pub(super) fn xent_row<T: RealFloat>(
+    logit: impl Fn(usize) -> Compute<T>,
+    label: impl Fn(usize) -> Compute<T>,
     cols: usize,
-    scratch: &mut [T::C],
+    scratch: &mut [Compute<T>],
     back: &mut [T],
-) -> T::C {
+) -> Compute<T>
+where
+    Compute<T>: RealFloat,
+{
     let (shifted, exps) = scratch.split_at_mut(cols);
     for (j, s) in shifted.iter_mut().enumerate() {
         *s = logit(j);
@@ -336,45 +240,51 @@ pub(super) fn xent_row<T: FloatElem>(
     let sum = shift_and_exp(shifted, exps);
     let log_sum = sum.ln();
     // Four partial losses break the dependency chain of the sum.
-    let mut loss = [T::C::zero(); 4];
+    let mut loss = [Compute::<T>::ZERO; 4];
     for (j, (b, (&s, &e))) in back
         .iter_mut()
         .zip(shifted.iter().zip(exps.iter()))
         .enumerate()
     {
         let l = label(j);
-        loss[j % 4] = loss[j % 4] + l * (log_sum - s);
-        *b = T::from_c(e / sum - l);
+        loss[j % 4] = loss[j % 4].add(l.mul(log_sum.sub(s)));
+        *b = T::from_acc(e.div(sum).sub(l));
     }
-    (loss[0] + loss[1]) + (loss[2] + loss[3])
+    (loss[0].add(loss[1])).add(loss[2].add(loss[3]))
 }
 
 /// One row of sparse softmax cross entropy: the loss
 /// `log(sum(exp(shifted))) - shifted[target]` and the backprop
 /// `softmax - one_hot(target)`.
 #[inline(always)]
-pub(super) fn sparse_xent_row<T: FloatElem>(
+pub(super) fn sparse_xent_row<T: RealFloat>(
     logits: &[T],
     target: usize,
-    scratch: &mut [T::C],
+    scratch: &mut [Compute<T>],
     back: &mut [T],
-) -> T::C {
+) -> Compute<T>
+where
+    Compute<T>: RealFloat,
+{
     let cols = logits.len();
     let (shifted, exps) = scratch.split_at_mut(cols);
     for (s, v) in shifted.iter_mut().zip(logits) {
-        *s = v.to_c();
+        *s = v.to_acc();
     }
     let sum = shift_and_exp(shifted, exps);
     for (b, &e) in back.iter_mut().zip(exps.iter()) {
-        *b = T::from_c(e / sum);
+        *b = T::from_acc(e.div(sum));
     }
-    back[target] = T::from_c(exps[target] / sum - T::C::one());
-    sum.ln() - shifted[target]
+    back[target] = T::from_acc(exps[target].div(sum).sub(Compute::<T>::ONE));
+    sum.ln().sub(shifted[target])
 }
 
 pub(super) struct XentKernel;
 
-pub(super) fn xent_compute<T: FloatElem>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+pub(super) fn xent_compute<T: RealFloat>(ctx: &mut OpKernelContext<'_>) -> Result<()>
+where
+    Compute<T>: RealFloat,
+{
     let (logits, labels) = (ctx.input(0).clone(), ctx.input(1).clone());
     let shape: Vec<i64> = if logits.shape() == labels.shape() {
         logits.dims().to_vec()
@@ -396,16 +306,16 @@ pub(super) fn xent_compute<T: FloatElem>(ctx: &mut OpKernelContext<'_>) -> Resul
     let (bl, bt) = (Bcast2::new(logits.dims()), Bcast2::new(labels.dims()));
     let (lx, tx) = (logits.flat::<T>()?, labels.flat::<T>()?);
     let pool = ctx.thread_pool();
-    let mut loss = vec![T::C::zero(); rows];
+    let mut loss = vec![Compute::<T>::ZERO; rows];
     ctx.allocate_output(1, TensorShape::new(&shape)?)?;
     let back = ctx.output_mut(1)?.flat_mut::<T>()?;
     for_row_blocks(pool, back, cols, &mut loss, |r0, b, loss| {
-        let mut shifted = vec![T::C::zero(); 2 * cols];
+        let mut shifted = vec![Compute::<T>::ZERO; 2 * cols];
         for (k, (brow, loss)) in b.chunks_mut(cols).zip(loss.iter_mut()).enumerate() {
             let (lrow, trow) = (bl.row(lx, r0 + k), bt.row(tx, r0 + k));
             *loss = xent_row::<T>(
-                |j| bl.at(lrow, j).to_c(),
-                |j| bt.at(trow, j).to_c(),
+                |j| bl.at(lrow, j).to_acc(),
+                |j| bt.at(trow, j).to_acc(),
                 cols,
                 &mut shifted,
                 brow,
@@ -430,21 +340,27 @@ register_kernel!(
 );
 
 /// Output 0 of the cross-entropy ops: the per-row losses, in `T`.
-pub(super) fn set_loss_output<T: FloatElem>(
+pub(super) fn set_loss_output<T: RealFloat>(
     ctx: &mut OpKernelContext<'_>,
-    loss: &[T::C],
-) -> Result<()> {
+    loss: &[Compute<T>],
+) -> Result<()>
+where
+    Compute<T>: RealFloat,
+{
     ctx.allocate_output(0, TensorShape::vector(loss.len()))?;
     let out = ctx.output_mut(0)?.flat_mut::<T>()?;
     for (o, &l) in out.iter_mut().zip(loss) {
-        *o = T::from_c(l);
+        *o = T::from_acc(l);
     }
     Ok(())
 }
 
 pub(super) struct SparseXentKernel;
 
-pub(super) fn sparse_xent_compute<T: FloatElem>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+pub(super) fn sparse_xent_compute<T: RealFloat>(ctx: &mut OpKernelContext<'_>) -> Result<()>
+where
+    Compute<T>: RealFloat,
+{
     let (logits, labels) = (ctx.input(0).clone(), ctx.input(1).clone());
     ensure!(
         logits.rank() == 2,
@@ -486,12 +402,12 @@ pub(super) fn sparse_xent_compute<T: FloatElem>(ctx: &mut OpKernelContext<'_>) -
     }
     let lx = logits.flat::<T>()?;
     let pool = ctx.thread_pool();
-    let mut loss = vec![T::C::zero(); rows];
+    let mut loss = vec![Compute::<T>::ZERO; rows];
     ctx.allocate_output(1, logits.shape().clone())?;
     let back = ctx.output_mut(1)?.flat_mut::<T>()?;
     let labels = &label_values;
     for_row_blocks(pool, back, cols, &mut loss, |r0, b, loss| {
-        let mut shifted = vec![T::C::zero(); 2 * cols];
+        let mut shifted = vec![Compute::<T>::ZERO; 2 * cols];
         for (k, (brow, loss)) in b.chunks_mut(cols).zip(loss.iter_mut()).enumerate() {
             let r = r0 + k;
             let lrow = &lx[r * cols..(r + 1) * cols];

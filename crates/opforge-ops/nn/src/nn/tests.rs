@@ -1,10 +1,11 @@
 //! Tests of the neural-network ops.
 
 use super::defs::*;
-use super::softmax_family::ExpFloat;
 use super::*;
+use half::{bf16, f16};
 use num_complex::Complex;
 use opforge_core::Code;
+use opforge_ops_base::cpu::elem::RealFloat;
 use opforge_testing::util::{assert_close, ctx, t};
 
 fn run1(op: &str, x: Tensor) -> Result<Tensor> {

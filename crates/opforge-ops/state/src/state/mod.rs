@@ -35,10 +35,11 @@ use opforge_core::resource::{Resource, ResourceHandle};
 use opforge_core::shape_inference::common::no_outputs;
 use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
 use opforge_core::{
-    dispatch, ensure, register_kernel, register_op, Code, DataType, Element, OpDefBuilder, Result,
-    Status, Tensor,
+    dispatch, ensure, register_kernel, register_op, Code, DataType, OpDefBuilder, Result, Status,
+    Tensor,
 };
 use opforge_ops_base::args::fmt_shape;
+use opforge_ops_base::cpu::elem::Num;
 use opforge_ops_base::cpu::par::{par_zip, CHEAP_COST};
 use opforge_ops_base::types::NUMERIC_KERNEL_TYPES;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -571,45 +572,6 @@ register_kernel!(
     AssignVariableKernel
 );
 
-/// The element types `AssignAddVariableOp` / `AssignSubVariableOp` update
-/// (TensorFlow's `TF_CALL_NUMBER_TYPES` without the quantized types).
-/// Integers wrap around on overflow, as TensorFlow's do.
-trait Update: Element {
-    fn add(self, other: Self) -> Self;
-    fn sub(self, other: Self) -> Self;
-    fn mul(self, other: Self) -> Self;
-}
-
-macro_rules! update_wrapping {
-    ($($t:ty),*) => {$(
-        impl Update for $t {
-            fn add(self, other: Self) -> Self { self.wrapping_add(other) }
-            fn sub(self, other: Self) -> Self { self.wrapping_sub(other) }
-            fn mul(self, other: Self) -> Self { self.wrapping_mul(other) }
-        }
-    )*};
-}
-
-macro_rules! update_ops {
-    ($($t:ty),*) => {$(
-        impl Update for $t {
-            fn add(self, other: Self) -> Self { self + other }
-            fn sub(self, other: Self) -> Self { self - other }
-            fn mul(self, other: Self) -> Self { self * other }
-        }
-    )*};
-}
-
-update_wrapping!(i8, i16, i32, i64, u8, u16, u32, u64);
-update_ops!(
-    f32,
-    f64,
-    half::f16,
-    half::bf16,
-    num_complex::Complex<f32>,
-    num_complex::Complex<f64>
-);
-
 /// The element types the update kernels support: every numeric dtype.
 /// (TensorFlow's `TF_CALL_NUMBER_TYPES` without the quantized types).
 macro_rules! dispatch_update {
@@ -638,7 +600,7 @@ macro_rules! dispatch_update {
 /// new value is computed in parallel outside the lock and swapped in if no
 /// other update landed meanwhile, else recomputed from that update's
 /// result. `check` validates the variable's current value first.
-fn update<T: Update>(
+fn update<T: Num>(
     ctx: &OpKernelContext<'_>,
     var: &Var,
     h: &ResourceHandle,

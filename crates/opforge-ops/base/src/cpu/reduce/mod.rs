@@ -1,9 +1,12 @@
-//! Reductions over any set of axes (see [`engine`]).
+//! Reductions over any set of axes: [`plan`] decides, without the element
+//! type, which dimensions are reduced and how each step of the reduction
+//! is split; [`engine`] runs the steps' folds per reducer
+//! ([`reducers`]) and element type.
 
-pub mod elem;
 pub mod engine;
+pub mod plan;
 pub mod reducers;
 
-pub use elem::{AccNum, NumElem, OrdElem};
-pub use engine::{reduce_into, ReducePlan};
+pub use engine::{reduce_into, run};
+pub use plan::ReducePlan;
 pub use reducers::*;

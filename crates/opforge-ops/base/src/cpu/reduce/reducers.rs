@@ -1,6 +1,6 @@
 //! The reducers: `Sum`, `Prod`, `Mean`, `Max`, `Min`, `All`, `Any`.
 
-use super::elem::{AccNum, NumElem, OrdElem};
+use crate::cpu::elem::{Num, Ordered};
 use opforge_core::Element;
 use std::marker::PhantomData;
 
@@ -72,12 +72,12 @@ reducer_struct!(
     MinR
 );
 
-impl<T: NumElem> Reducer for SumR<T> {
+impl<T: Num> Reducer for SumR<T> {
     type In = T;
     type Acc = T::Acc;
     #[inline(always)]
     fn identity(self) -> T::Acc {
-        T::Acc::zero()
+        T::Acc::ZERO
     }
     #[inline(always)]
     fn load(self, x: T) -> T::Acc {
@@ -93,12 +93,12 @@ impl<T: NumElem> Reducer for SumR<T> {
     }
 }
 
-impl<T: NumElem> Reducer for ProdR<T> {
+impl<T: Num> Reducer for ProdR<T> {
     type In = T;
     type Acc = T::Acc;
     #[inline(always)]
     fn identity(self) -> T::Acc {
-        T::Acc::one()
+        T::Acc::ONE
     }
     #[inline(always)]
     fn load(self, x: T) -> T::Acc {
@@ -114,16 +114,16 @@ impl<T: NumElem> Reducer for ProdR<T> {
     }
 }
 
-impl<T: NumElem> Reducer for MeanR<T> {
+impl<T: Num> Reducer for MeanR<T> {
     type In = T;
     type Acc = T::MeanAcc;
     #[inline(always)]
     fn identity(self) -> T::MeanAcc {
-        T::MeanAcc::zero()
+        T::MeanAcc::ZERO
     }
     #[inline(always)]
     fn load(self, x: T) -> T::MeanAcc {
-        x.to_mean()
+        x.to_mean_acc()
     }
     #[inline(always)]
     fn combine(self, a: T::MeanAcc, b: T::MeanAcc) -> T::MeanAcc {
@@ -131,11 +131,11 @@ impl<T: NumElem> Reducer for MeanR<T> {
     }
     #[inline(always)]
     fn finish(self, a: T::MeanAcc, count: usize) -> T {
-        T::from_mean(a.div_count(count))
+        T::from_mean_acc(a.div_count(count))
     }
 }
 
-impl<T: OrdElem> Reducer for MaxR<T> {
+impl<T: Ordered> Reducer for MaxR<T> {
     type In = T;
     type Acc = T::Key;
     #[inline(always)]
@@ -148,7 +148,7 @@ impl<T: OrdElem> Reducer for MaxR<T> {
     }
     #[inline(always)]
     fn combine(self, a: T::Key, b: T::Key) -> T::Key {
-        if b > a || T::is_nan(b) {
+        if b > a || Ordered::is_nan(b) {
             b
         } else {
             a
@@ -160,7 +160,7 @@ impl<T: OrdElem> Reducer for MaxR<T> {
     }
 }
 
-impl<T: OrdElem> Reducer for MinR<T> {
+impl<T: Ordered> Reducer for MinR<T> {
     type In = T;
     type Acc = T::Key;
     #[inline(always)]
@@ -173,7 +173,7 @@ impl<T: OrdElem> Reducer for MinR<T> {
     }
     #[inline(always)]
     fn combine(self, a: T::Key, b: T::Key) -> T::Key {
-        if b < a || T::is_nan(b) {
+        if b < a || Ordered::is_nan(b) {
             b
         } else {
             a

@@ -1,139 +1,14 @@
-//! Moving elements of any dtype as plain values of the same size
-//! ("carriers": `u8`, `u16`, `u32`, `u64`, `Complex<f64>` for 16-byte
-//! elements, `bool`, and `Vec<u8>` for strings), reached by a zero-copy
-//! bitcast: one monomorphic copy loop per element size. Used by the
-//! joining, slicing and padding kernels.
+//! Layouts shared by the mover's bodies: strided views of a source
+//! ([`StridedView`], copied by [`gather`] / the [`CopyView`] body) and the
+//! joining of rows ([`concat_rows`] / the [`ConcatRows`] body), with the
+//! multi-index helpers of the row loops.
 
-use super::par::{chunks_in_shards, par_chunks, PARALLEL_THRESHOLD};
+use super::{for_each_rows, Carrier, MoveElements};
+use crate::cpu::par::{par_chunks, PARALLEL_THRESHOLD};
 use opforge_core::device::ThreadPool;
-use opforge_core::kernel::OpKernelContext;
-use opforge_core::{DataType, Result, Status, Tensor, TensorShape};
 
-/// The dtypes the data-movement kernels take: every dtype with a fixed
-/// element size (numbers, bool, quantized and small float/int types) and
-/// `string`.
-pub fn movable_types() -> Vec<DataType> {
-    DataType::BASE_TYPES
-        .iter()
-        .copied()
-        .filter(|&d| d == DataType::String || d.size() > 0)
-        .collect()
-}
-
-/// A plain type that carries elements of some dtypes: its values are
-/// cloned, never interpreted.
-pub trait Elem: Clone + Default + Send + Sync + 'static {
-    /// The elements of a tensor of the carrier's dtype.
-    fn view(t: &Tensor) -> Result<&[Self]>;
-    /// The elements of a tensor of the carrier's dtype, mutably.
-    fn view_mut(t: &mut Tensor) -> Result<&mut [Self]>;
-}
-
-macro_rules! dense_elem {
-    ($($t:ty),*) => {
-        $(
-            impl Elem for $t {
-                fn view(t: &Tensor) -> Result<&[Self]> {
-                    t.flat::<$t>()
-                }
-                fn view_mut(t: &mut Tensor) -> Result<&mut [Self]> {
-                    t.flat_mut::<$t>()
-                }
-            }
-        )*
-    };
-}
-
-dense_elem!(
-    u8,
-    u16,
-    u32,
-    u64,
-    bool,
-    opforge_core::num_complex::Complex<f64>
-);
-
-impl Elem for Vec<u8> {
-    fn view(t: &Tensor) -> Result<&[Self]> {
-        t.strings()
-    }
-    fn view_mut(t: &mut Tensor) -> Result<&mut [Self]> {
-        Ok(t.strings_mut()?.as_mut_slice())
-    }
-}
-
-/// The carrier dtype that moves elements of `dtype`: `dtype` itself for
-/// `string` and `bool`, else the unsigned integer (or `complex128`) of the
-/// same size.
-pub fn carrier_dtype(dtype: DataType) -> Result<DataType> {
-    match dtype {
-        DataType::String | DataType::Bool => Ok(dtype),
-        _ => match dtype.size() {
-            1 => Ok(DataType::UInt8),
-            2 => Ok(DataType::UInt16),
-            4 => Ok(DataType::UInt32),
-            8 => Ok(DataType::UInt64),
-            16 => Ok(DataType::Complex128),
-            _ => Err(Status::unimplemented(format!(
-                "Tensors of dtype {dtype} cannot be sliced or joined"
-            ))),
-        },
-    }
-}
-
-/// `t` viewed as its carrier dtype (no copy).
-pub fn to_carrier(t: &Tensor, carrier: DataType) -> Result<Tensor> {
-    if t.dtype() == carrier {
-        Ok(t.clone())
-    } else {
-        t.bitcast(carrier)
-    }
-}
-
-/// A carrier tensor viewed as `dtype` again (no copy).
-pub fn from_carrier(t: Tensor, dtype: DataType) -> Result<Tensor> {
-    if t.dtype() == dtype {
-        Ok(t)
-    } else {
-        t.bitcast(dtype)
-    }
-}
-
-/// Runs `body` with `T` bound to the [`Elem`] type of a carrier dtype.
-#[macro_export]
-macro_rules! with_carrier {
-    ($carrier:expr, $T:ident => $body:expr) => {
-        match $carrier {
-            opforge_core::DataType::String => {
-                type $T = Vec<u8>;
-                $body
-            }
-            other => opforge_core::dispatch!(
-                other,
-                $T => $body,
-                [Bool, UInt8, UInt16, UInt32, UInt64, Complex128],
-                Err(opforge_core::Status::internal(format!("{other} is not a carrier dtype")))
-            ),
-        }
-    };
-}
-
-/// Fills output `i` (of `shape`) by running `fill` on a fresh carrier tensor.
-pub fn produce_output(
-    ctx: &mut OpKernelContext<'_>,
-    i: usize,
-    shape: TensorShape,
-    fill: impl FnOnce(&mut Tensor, DataType) -> Result<()>,
-) -> Result<()> {
-    let dtype = ctx.output_type(i);
-    let carrier = carrier_dtype(dtype)?;
-    let mut out = ctx.allocate_temp(carrier, shape)?;
-    fill(&mut out, carrier)?;
-    ctx.set_output(i, from_carrier(out, dtype)?)
-}
-
-/// How many shards to split `n` elements of copying into.
-pub fn shards_for(pool: &ThreadPool, n: usize) -> usize {
+/// How many shards `n` elements of copying are split into.
+fn copy_shards(pool: &ThreadPool, n: usize) -> usize {
     if n < PARALLEL_THRESHOLD {
         1
     } else {
@@ -141,33 +16,20 @@ pub fn shards_for(pool: &ThreadPool, n: usize) -> usize {
     }
 }
 
-/// Runs `f(first_row, rows)` over shards of whole rows of `out` (rows of
-/// `row_len` elements), in parallel when `out` is large.
-pub fn par_rows<T: Send>(
-    pool: &ThreadPool,
-    out: &mut [T],
-    row_len: usize,
-    f: impl Fn(usize, &mut [T]) + Sync,
-) {
-    if out.is_empty() || row_len == 0 {
-        return;
-    }
-    let rows = out.len() / row_len;
-    let shards = shards_for(pool, out.len()).min(rows);
-    chunks_in_shards(pool, out, row_len, shards, &|off, chunk| {
-        f(off / row_len, chunk)
-    });
-}
-
 /// Joins rows: output row `r` is row `r` of every input in turn, where input
 /// `i` has rows of `row_lens[i]` elements (ConcatV2 and Pack).
-pub fn concat_rows<T: Elem>(pool: &ThreadPool, inputs: &[&[T]], row_lens: &[usize], out: &mut [T]) {
+pub fn concat_rows<T: Carrier>(
+    pool: &ThreadPool,
+    inputs: &[&[T]],
+    row_lens: &[usize],
+    out: &mut [T],
+) {
     let out_row: usize = row_lens.iter().sum();
     if out_row == 0 || out.is_empty() {
         return;
     }
     let rows = out.len() / out_row;
-    let shards = shards_for(pool, out.len());
+    let shards = copy_shards(pool, out.len());
     if shards > 1 && rows < shards * 4 {
         // A few long rows (e.g. a concat along axis 0): copy the pieces, cut
         // to shard size, in parallel.
@@ -189,7 +51,7 @@ pub fn concat_rows<T: Elem>(pool: &ThreadPool, inputs: &[&[T]], row_lens: &[usiz
         });
         return;
     }
-    par_rows(pool, out, out_row, |first, chunk| {
+    for_each_rows(pool, out, out_row, |first, chunk| {
         for (k, orow) in chunk.chunks_mut(out_row).enumerate() {
             let r = first + k;
             let mut off = 0;
@@ -293,13 +155,13 @@ pub fn copy_row<T: Clone>(src: &[T], off: i64, step: i64, out: &mut [T]) {
 }
 
 /// Fills `out` (row-major, as many elements as `view` has) from the view of `src`.
-pub fn gather<T: Elem>(pool: &ThreadPool, src: &[T], view: &StridedView, out: &mut [T]) {
+pub fn gather<T: Carrier>(pool: &ThreadPool, src: &[T], view: &StridedView, out: &mut [T]) {
     let r = view.sizes.len();
     let len = view.sizes[r - 1];
     let step = view.strides[r - 1];
     let outer_sizes = &view.sizes[..r - 1];
     let outer_strides = &view.strides[..r - 1];
-    par_rows(pool, out, len, |first, chunk| {
+    for_each_rows(pool, out, len, |first, chunk| {
         let mut idx = vec![0usize; r - 1];
         let mut rem = first;
         for k in (0..r - 1).rev() {
@@ -327,15 +189,6 @@ pub fn gather<T: Elem>(pool: &ThreadPool, src: &[T], view: &StridedView, out: &m
     });
 }
 
-/// Row-major strides of `dims`.
-pub fn strides_of(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1usize; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * dims[i + 1];
-    }
-    s
-}
-
 /// The multi-index of row `row` of a row-major array with outer dims `dims`.
 pub fn unravel(mut row: usize, dims: &[usize]) -> Vec<usize> {
     let mut idx = vec![0usize; dims.len()];
@@ -354,5 +207,32 @@ pub fn advance(idx: &mut [usize], dims: &[usize]) {
             return;
         }
         idx[k] = 0;
+    }
+}
+
+/// The [`MoveElements`] body of [`gather`]: the output is the view of
+/// `srcs[0]`.
+pub struct CopyView<'a> {
+    /// The view of the source.
+    pub view: &'a StridedView,
+}
+
+impl MoveElements for CopyView<'_> {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+        gather(pool, srcs[0], self.view, dst);
+    }
+}
+
+/// The [`MoveElements`] body of [`concat_rows`]: output row `r` is row `r`
+/// of every source in turn, where source `i` has rows of `row_lens[i]`
+/// elements.
+pub struct ConcatRows<'a> {
+    /// The row length of each source.
+    pub row_lens: &'a [usize],
+}
+
+impl MoveElements for ConcatRows<'_> {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+        concat_rows(pool, srcs, self.row_lens, dst);
     }
 }
