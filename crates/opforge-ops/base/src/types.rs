@@ -180,6 +180,16 @@ dtype_table! {
 }
 
 dtype_table! {
+    /// Every numeric dtype and bool: the types whose elements compare with
+    /// `==` (`Equal`, `NotEqual`) and that `Select` picks between, which add
+    /// string (compared and moved without an element type).
+    export NUMERIC_BOOL_TYPES, NUMERIC_BOOL_SPEC, numeric_bool_types => [
+        Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
+        Complex64, Complex128, Bool
+    ]
+}
+
+dtype_table! {
     /// The real (ordered) numeric dtypes: every numeric dtype but the complex
     /// ones.
     export REAL_KERNEL_TYPES, REAL_SPEC, real_types => [

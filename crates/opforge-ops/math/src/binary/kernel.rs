@@ -65,13 +65,11 @@ impl BinaryKernel {
         if dt == DataType::String {
             return string_equality(ctx, equal);
         }
-        dispatch!(dt, T => if equal {
+        numeric_bool_types!(dt, T => if equal {
                 binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x == y)
             } else {
                 binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x != y)
             },
-            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32,
-             UInt64, Complex64, Complex128, Bool],
             Err(unsupported(ctx, dt)))
     }
 }
@@ -260,26 +258,6 @@ comparison_op!(
     "Returns the truth value of (x >= y) element-wise.\n\n*NOTE*: `GreaterEqual` supports broadcasting."
 );
 
-/// The dtypes `Equal`/`NotEqual` have CPU kernels for.
-pub(super) const EQUALITY_TYPES: &[DataType] = &[
-    DataType::Float,
-    DataType::Double,
-    DataType::Half,
-    DataType::BFloat16,
-    DataType::Int8,
-    DataType::Int16,
-    DataType::Int32,
-    DataType::Int64,
-    DataType::UInt8,
-    DataType::UInt16,
-    DataType::UInt32,
-    DataType::UInt64,
-    DataType::Complex64,
-    DataType::Complex128,
-    DataType::Bool,
-    DataType::String,
-];
-
 macro_rules! equality_op {
     ($name:literal, $op:ident, $doc:literal) => {
         register_op!(OpDefBuilder::new($name)
@@ -292,7 +270,7 @@ macro_rules! equality_op {
             .set_shape_fn(equality_shape)
             .doc($doc));
         register_kernel!(
-            KernelDefBuilder::new($name).type_constraint_list("T", EQUALITY_TYPES),
+            KernelDefBuilder::new($name).type_constraint_list("T", &value_types()),
             fn = BinaryKernel::factory(BinOp::$op)
         );
     };

@@ -19,7 +19,7 @@ use opforge_core::kernel::{KernelDefBuilder, OpKernel, OpKernelConstruction, OpK
 use opforge_core::shape_inference::common::{self as shape_common, broadcast_binary_op_shape};
 use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
 use opforge_core::{
-    dispatch, ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
+    ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
 };
 use opforge_ops_base::cpu::broadcast::{
@@ -30,9 +30,17 @@ use opforge_ops_base::cpu::elem::{
 };
 use opforge_ops_base::cpu::par::{chunks_in_shards, elementwise_shards};
 use opforge_ops_base::types::unsupported;
+use opforge_ops_base::types::{types, NUMERIC_BOOL_TYPES};
 use opforge_ops_base::{
-    float_complex_types, float_types, int_types, numeric_types, real_types, signed_int_types,
+    float_complex_types, float_types, int_types, numeric_bool_types, numeric_types, real_types,
+    signed_int_types,
 };
+
+/// The dtypes `Equal`/`NotEqual` and `Select`/`SelectV2` have CPU kernels
+/// for: every numeric type, bool and string.
+fn value_types() -> Vec<DataType> {
+    types(&[NUMERIC_BOOL_TYPES, &[DataType::String]])
+}
 
 /// The ops this file registers (its tests check them).
 #[cfg(test)]

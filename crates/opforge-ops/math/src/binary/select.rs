@@ -266,26 +266,6 @@ impl OpKernel for SelectKernel {
     }
 }
 
-/// The dtypes `Select`/`SelectV2` have CPU kernels for.
-pub(super) const SELECT_TYPES: &[DataType] = &[
-    DataType::Float,
-    DataType::Double,
-    DataType::Half,
-    DataType::BFloat16,
-    DataType::Int8,
-    DataType::Int16,
-    DataType::Int32,
-    DataType::Int64,
-    DataType::UInt8,
-    DataType::UInt16,
-    DataType::UInt32,
-    DataType::UInt64,
-    DataType::Complex64,
-    DataType::Complex128,
-    DataType::Bool,
-    DataType::String,
-];
-
 register_op!(OpDefBuilder::new("Select")
     .input("condition: bool")
     .input("t: T")
@@ -302,7 +282,7 @@ register_op!(OpDefBuilder::new("Select")
          `t`, or must have the same shape as `t`."
     ));
 register_kernel!(
-    KernelDefBuilder::new("Select").type_constraint_list("T", SELECT_TYPES),
+    KernelDefBuilder::new("Select").type_constraint_list("T", &value_types()),
     fn = |_| Ok(Box::new(SelectKernel { v2: false }) as Box<dyn OpKernel>)
 );
 register_op!(OpDefBuilder::new("SelectV2")
@@ -317,7 +297,7 @@ register_op!(OpDefBuilder::new("SelectV2")
          `condition`, `t` and `e` are broadcast against each other (NumPy rules)."
     ));
 register_kernel!(
-    KernelDefBuilder::new("SelectV2").type_constraint_list("T", SELECT_TYPES),
+    KernelDefBuilder::new("SelectV2").type_constraint_list("T", &value_types()),
     fn = |_| Ok(Box::new(SelectKernel { v2: true }) as Box<dyn OpKernel>)
 );
 

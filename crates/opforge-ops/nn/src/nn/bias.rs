@@ -2,6 +2,7 @@
 
 use super::softmax_family::for_row_blocks;
 use super::*;
+use opforge_ops_base::numeric_types;
 
 // BiasAdd, BiasAddGrad
 // ---------------------------------------------------------------------------
@@ -112,9 +113,7 @@ impl OpKernel for BiasAddKernel {
         );
         let [_, _, inner] = around(value.dims(), axis);
         let dt = value.dtype();
-        dispatch!(dt, T => bias_add_compute::<T>(ctx, inner),
-            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
-             Complex64, Complex128],
+        numeric_types!(dt, T => bias_add_compute::<T>(ctx, inner),
             Err(Status::unimplemented(format!("no BiasAdd for {dt}"))))
     }
 }
@@ -167,9 +166,7 @@ impl OpKernel for BiasAddGradKernel {
         let pool = ctx.thread_pool();
         let out = ctx.allocate_output(0, TensorShape::new(&[dims[1] as i64])?)?;
         let dt = x.dtype();
-        dispatch!(dt, T => bias_add_grad_compute::<T>(pool, &x, dims, out),
-            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
-             Complex64, Complex128],
+        numeric_types!(dt, T => bias_add_grad_compute::<T>(pool, &x, dims, out),
             Err(Status::unimplemented(format!("no BiasAddGrad for {dt}"))))
     }
 }

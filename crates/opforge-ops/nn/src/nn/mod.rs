@@ -15,7 +15,7 @@ use opforge_core::kernel::{
 };
 use opforge_core::shape_inference::{common, InferenceContext};
 use opforge_core::{
-    dispatch, ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
+    ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
 };
 use opforge_ops_base::args::{fmt_shape, index_values};

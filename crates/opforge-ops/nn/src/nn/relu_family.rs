@@ -1,6 +1,7 @@
 //! The `Relu` family kernels.
 
 use super::*;
+use opforge_ops_base::real_types;
 
 // Relu family
 // ---------------------------------------------------------------------------
@@ -72,8 +73,7 @@ impl OpKernel for ReluKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let dt = ctx.input(0).dtype();
         let op = self.0;
-        dispatch!(dt, T => relu_compute::<T>(op, ctx),
-            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+        real_types!(dt, T => relu_compute::<T>(op, ctx),
             Err(Status::unimplemented(format!("{} has no CPU kernel for {dt}", ctx.op_def().name))))
     }
 }

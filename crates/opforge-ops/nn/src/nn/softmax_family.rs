@@ -2,6 +2,12 @@
 
 use super::*;
 
+opforge_ops_base::dtype_table! {
+    /// The dtypes the softmax and cross-entropy kernels are registered for
+    /// (the float types, in TensorFlow's registration order).
+    FLOAT_TYPES, FLOAT_SPEC, softmax_types => [Half, BFloat16, Float, Double]
+}
+
 // Softmax family
 // ---------------------------------------------------------------------------
 
@@ -158,18 +164,10 @@ impl OpKernel for SoftmaxKernel {
         );
         let dt = x.dtype();
         let log = self.log;
-        dispatch!(dt, T => softmax_compute::<T>(log, ctx),
-            [Float, Double, Half, BFloat16],
+        softmax_types!(dt, T => softmax_compute::<T>(log, ctx),
             Err(Status::unimplemented(format!("no softmax for {dt}"))))
     }
 }
-
-pub(super) const FLOAT_TYPES: &[DataType] = &[
-    DataType::Half,
-    DataType::BFloat16,
-    DataType::Float,
-    DataType::Double,
-];
 
 register_kernel!(
     KernelDefBuilder::new("Softmax").type_constraint_list("T", FLOAT_TYPES),
@@ -328,8 +326,7 @@ where
 impl OpKernel for XentKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let dt = ctx.input(0).dtype();
-        dispatch!(dt, T => xent_compute::<T>(ctx),
-            [Float, Double, Half, BFloat16],
+        softmax_types!(dt, T => xent_compute::<T>(ctx),
             Err(Status::unimplemented(format!("no cross entropy for {dt}"))))
     }
 }
@@ -420,8 +417,7 @@ where
 impl OpKernel for SparseXentKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let dt = ctx.input(0).dtype();
-        dispatch!(dt, T => sparse_xent_compute::<T>(ctx),
-            [Float, Double, Half, BFloat16],
+        softmax_types!(dt, T => sparse_xent_compute::<T>(ctx),
             Err(Status::unimplemented(format!("no cross entropy for {dt}"))))
     }
 }

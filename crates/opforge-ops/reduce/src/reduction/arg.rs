@@ -6,6 +6,14 @@
 
 use super::*;
 
+opforge_ops_base::dtype_table! {
+    /// The dtypes `ArgMax`/`ArgMin` have CPU kernels for: the real numbers and
+    /// bool.
+    ARG_TYPES, ARG_SPEC, arg_types => [
+        Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Bool
+    ]
+}
+
 /// The running best of an arg-reduction: replaces on a strictly better
 /// key, so ties keep the smallest index and NaN is never chosen over a
 /// number (Eigen's `ArgMaxPairReducer`, starting from `lowest`).
@@ -266,27 +274,10 @@ impl OpKernel for ArgKernel {
         let out = ctx.allocate_output(0, TensorShape::new(&out_dims)?)?;
         let dt = input.dtype();
         let is_max = self.is_max;
-        dispatch!(dt, T => run_arg::<T>(pool, is_max, &input, axis, out),
-            [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Bool],
+        arg_types!(dt, T => run_arg::<T>(pool, is_max, &input, axis, out),
             Err(unsupported(if is_max { "ArgMax" } else { "ArgMin" }, dt)))
     }
 }
-
-const ARG_TYPES: &[DataType] = &[
-    DataType::Float,
-    DataType::Double,
-    DataType::Half,
-    DataType::BFloat16,
-    DataType::Int8,
-    DataType::Int16,
-    DataType::Int32,
-    DataType::Int64,
-    DataType::UInt8,
-    DataType::UInt16,
-    DataType::UInt32,
-    DataType::UInt64,
-    DataType::Bool,
-];
 
 register_kernel!(
     KernelDefBuilder::new("ArgMax")

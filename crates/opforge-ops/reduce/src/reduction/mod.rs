@@ -21,7 +21,7 @@ use opforge_core::kernel::{
 };
 use opforge_core::shape_inference::{common, InferenceContext};
 use opforge_core::{
-    dispatch, ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
+    ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
 };
 use opforge_ops_base::args::{fmt_shape, index_values};
@@ -277,23 +277,15 @@ impl OpKernel for ReduceKernel {
         let dt = input.dtype();
         let (i, p) = (&input, &plan);
         match self.op {
-            RedOp::Sum => dispatch!(dt, T => run(pool, SumR::<T>::new(), i, p, out),
-                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
-                 Complex64, Complex128],
+            RedOp::Sum => numeric_types!(dt, T => run(pool, SumR::<T>::new(), i, p, out),
                 Err(unsupported(&name, dt))),
-            RedOp::Mean => dispatch!(dt, T => run(pool, MeanR::<T>::new(), i, p, out),
-                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
-                 Complex64, Complex128],
+            RedOp::Mean => numeric_types!(dt, T => run(pool, MeanR::<T>::new(), i, p, out),
                 Err(unsupported(&name, dt))),
-            RedOp::Prod => dispatch!(dt, T => run(pool, ProdR::<T>::new(), i, p, out),
-                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
-                 Complex64, Complex128],
+            RedOp::Prod => numeric_types!(dt, T => run(pool, ProdR::<T>::new(), i, p, out),
                 Err(unsupported(&name, dt))),
-            RedOp::Max => dispatch!(dt, T => run(pool, MaxR::<T>::new(), i, p, out),
-                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+            RedOp::Max => real_types!(dt, T => run(pool, MaxR::<T>::new(), i, p, out),
                 Err(unsupported(&name, dt))),
-            RedOp::Min => dispatch!(dt, T => run(pool, MinR::<T>::new(), i, p, out),
-                [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+            RedOp::Min => real_types!(dt, T => run(pool, MinR::<T>::new(), i, p, out),
                 Err(unsupported(&name, dt))),
             RedOp::All => run(pool, AllR, i, p, out),
             RedOp::Any => run(pool, AnyR, i, p, out),
@@ -333,6 +325,7 @@ mod arg;
 /// Gradient helpers shared by this module, `matmul` and `nn`.
 use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
 use opforge_core::{register_gradient, register_not_differentiable};
+use opforge_ops_base::{numeric_types, real_types};
 
 type Grads = Result<Vec<Option<Sym>>>;
 
