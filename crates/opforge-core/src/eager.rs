@@ -7,7 +7,7 @@
 //! unloaded from the registry is never run again.
 
 use crate::attrs::{resolve_call, ArgTypes, AttrMap, IntoAttrValue};
-use crate::device::{CpuDevice, Device};
+use crate::device::{CpuDevice, Device, InputMemory};
 use crate::kernel::{call_kernel, KernelRegistration, KernelSignature, OpKernel};
 use crate::registry::{OpRegistrationData, Registry};
 use crate::resource::ResourceMgr;
@@ -70,7 +70,7 @@ struct CachedKernel {
     sig: KernelSignature,
     kernel: Box<dyn OpKernel>,
     /// Where each flat input must be when the kernel runs.
-    input_memory: SmallVec<[Location; 4]>,
+    input_memory: InputMemory,
     /// The registrations the kernel was built from.
     op: Arc<OpRegistrationData>,
     registration: Arc<KernelRegistration>,
@@ -308,13 +308,10 @@ impl EagerContext {
     /// Runs a cached kernel on `inputs`.
     fn call(&self, op: &str, cached: &CachedKernel, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
         let mut inputs = inputs;
-        for (i, t) in inputs.iter_mut().enumerate() {
-            if t.location() != cached.input_memory[i] {
-                *t = self
-                    .transfer(t, cached.input_memory[i])
-                    .map_err(|e| e.append(format!(" (input {i}) [Op:{op}]")))?;
-            }
-        }
+        cached.input_memory.place(&mut inputs, |i, t, want| {
+            self.transfer(t, want)
+                .map_err(|e| e.append(format!(" (input {i}) [Op:{op}]")))
+        })?;
         // The outputs go into the inputs' vector: no allocation of its own.
         let result = call_kernel(
             cached.kernel.as_ref(),

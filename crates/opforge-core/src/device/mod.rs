@@ -18,6 +18,7 @@ pub use thread_pool::ThreadPool;
 
 use crate::tensor::{Location, Tensor, TensorShape};
 use crate::{DataType, Result};
+use smallvec::SmallVec;
 use std::sync::{Arc, OnceLock};
 
 /// The device type of the host CPU.
@@ -74,6 +75,83 @@ pub fn memory_for(device: &dyn Device, dtype: DataType, host_memory: bool) -> Lo
         Location::Host
     } else {
         device.location()
+    }
+}
+
+/// Where each flat input of a kernel must be when it runs (see
+/// [`memory_for`]), with the common case (every input on the host, every
+/// tensor given already there) checked without a walk over the locations.
+#[derive(Clone, Debug)]
+pub struct InputMemory {
+    locations: SmallVec<[Location; 4]>,
+    all_host: bool,
+}
+
+impl FromIterator<Location> for InputMemory {
+    fn from_iter<I: IntoIterator<Item = Location>>(iter: I) -> Self {
+        let locations: SmallVec<[Location; 4]> = iter.into_iter().collect();
+        let all_host = locations.iter().all(|&l| l == Location::Host);
+        InputMemory {
+            locations,
+            all_host,
+        }
+    }
+}
+
+impl InputMemory {
+    /// Where flat input `i` must be.
+    pub fn location(&self, i: usize) -> Option<Location> {
+        self.locations.get(i).copied()
+    }
+
+    /// Moves every input that is not where it must be there, through
+    /// `transfer(i, tensor, wanted)`.
+    #[inline]
+    pub fn place(
+        &self,
+        inputs: &mut [Tensor],
+        transfer: impl FnMut(usize, &Tensor, Location) -> Result<Tensor>,
+    ) -> Result<()> {
+        self.place_hinted(self.all_host, inputs, transfer)
+    }
+
+    /// Whether every input must be on the host.
+    #[inline]
+    pub fn all_host(&self) -> bool {
+        self.all_host
+    }
+
+    /// [`place`](Self::place) with [`all_host`](Self::all_host) given by
+    /// the caller, who keeps a copy of it next to its hot data (an executor
+    /// walking thousands of nodes would otherwise touch one more cache line
+    /// per node).
+    #[inline]
+    pub fn place_hinted(
+        &self,
+        all_host: bool,
+        inputs: &mut [Tensor],
+        transfer: impl FnMut(usize, &Tensor, Location) -> Result<Tensor>,
+    ) -> Result<()> {
+        if all_host && inputs.iter().all(Tensor::is_host) {
+            return Ok(());
+        }
+        self.place_slow(inputs, transfer)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn place_slow(
+        &self,
+        inputs: &mut [Tensor],
+        mut transfer: impl FnMut(usize, &Tensor, Location) -> Result<Tensor>,
+    ) -> Result<()> {
+        for (i, t) in inputs.iter_mut().enumerate() {
+            let want = self.locations.get(i).copied().unwrap_or(Location::Host);
+            if t.location() != want {
+                *t = transfer(i, t, want)?;
+            }
+        }
+        Ok(())
     }
 }
 

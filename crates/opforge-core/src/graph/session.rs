@@ -21,7 +21,7 @@
 //! Fetched values are copied to the host.
 
 use super::{unloaded_op, Graph, NodeId, Output};
-use crate::device::{CpuDevice, Device, DeviceSet, DeviceSpec, ThreadPool};
+use crate::device::{CpuDevice, Device, DeviceSet, DeviceSpec, InputMemory, ThreadPool};
 use crate::eager::EagerContext;
 use crate::kernel::{call_kernel, KernelRegistration, KernelSignature, OpKernel, TensorVec};
 use crate::registry::Registry;
@@ -40,7 +40,7 @@ struct NodeKernel {
     /// The device the node was placed on.
     device: Arc<dyn Device>,
     /// Where each flat input must be when the kernel runs.
-    input_memory: Vec<Location>,
+    input_memory: InputMemory,
 }
 
 struct Step {
@@ -48,6 +48,11 @@ struct Step {
     node: usize,
     /// The node's kernel, built when the plan was made.
     kernel: Arc<NodeKernel>,
+    /// Copies of the kernel's device and of whether all its inputs must be
+    /// on the host, kept here so that a run reads one contiguous array
+    /// rather than one more cache line of every node's kernel.
+    device: Arc<dyn Device>,
+    host_inputs: bool,
     /// Where the step's slots start in `Plan::slots`: the value slot of
     /// each flat input, then of each flat output ([`NO_SLOT`] if nothing
     /// reads it). One array for the whole plan keeps a run's walk over it
@@ -671,9 +676,12 @@ impl Session {
                     d.iter().all(|&x| x >= 0) && d.iter().product::<i64>() <= SMALL_ELEMENTS
                 })
             });
+            let kernel = self.kernel(n)?;
             steps.push(Step {
                 node: n,
-                kernel: self.kernel(n)?,
+                device: kernel.device.clone(),
+                host_inputs: kernel.input_memory.all_host(),
+                kernel,
                 first_slot: 0,
                 num_inputs: inputs.len(),
                 num_outputs: node.output_types.len(),
@@ -727,18 +735,16 @@ impl Session {
         mut output: impl FnMut(usize, Tensor),
     ) -> Result<()> {
         let k = &*step.kernel;
-        for (i, t) in inputs.iter_mut().enumerate() {
-            if t.location() != k.input_memory[i] {
-                *t = self
-                    .transfer(t, k.input_memory[i])
-                    .map_err(|e| self.annotate(e.prepend(format!("input {i}: ")), step.node))?;
-            }
-        }
+        k.input_memory
+            .place_hinted(step.host_inputs, inputs, |i, t, want| {
+                self.transfer(t, want)
+                    .map_err(|e| self.annotate(e.prepend(format!("input {i}: ")), step.node))
+            })?;
         call_kernel(
             k.kernel.as_ref(),
             &k.sig,
             inputs,
-            k.device.as_ref(),
+            step.device.as_ref(),
             &self.resource_mgr,
             |_, i, t| output(i, t),
         )

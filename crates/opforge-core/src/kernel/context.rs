@@ -141,6 +141,7 @@ pub struct OpKernelContext<'a> {
 /// returned as it is; a kernel that panics gives an `Internal` error naming
 /// the op (the panic does not unwind into the caller, so the runtime stays
 /// usable), as does one that leaves an output unset.
+#[inline(always)]
 pub fn call_kernel<I: AsMut<[Tensor]>>(
     kernel: &dyn OpKernel,
     sig: &KernelSignature,

@@ -354,6 +354,17 @@ impl Tensor {
         self.shape.num_elements()
     }
 
+    /// Whether the tensor's data is in host memory (what `location() ==
+    /// Location::Host` says, without building the location).
+    #[inline]
+    pub fn is_host(&self) -> bool {
+        match &*self.storage {
+            Storage::Dense { buf, .. } => matches!(buf.location(), Location::Host),
+            Storage::Device(_) => false,
+            _ => true,
+        }
+    }
+
     /// Where the data lives (`Host` for strings and resources).
     #[inline]
     pub fn location(&self) -> Location {
