@@ -1,29 +1,12 @@
 //! `opforge exec` through a real process: a file mixing good and bad lines,
 //! variables living across lines, stdin input.
 
+mod common;
+use common::*;
+
 use serde_json::{json, Value};
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-
-fn opforge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_opforge"))
-        .args(args)
-        .output()
-        .expect("run opforge")
-}
-
-fn opforge_stdin(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_opforge"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run opforge");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
+use std::process::Output;
 
 fn temp_file(name: &str, contents: &[u8]) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli_exec");

@@ -1,28 +1,11 @@
 //! Smoke tests of the `opforge` binary: each command once, through a real
 //! process, with the standard op library linked in.
 
-use std::io::Write;
+mod common;
+use common::*;
+
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-
-fn opforge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_opforge"))
-        .args(args)
-        .output()
-        .expect("run opforge")
-}
-
-fn opforge_stdin(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_opforge"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run opforge");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
+use std::process::Output;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")

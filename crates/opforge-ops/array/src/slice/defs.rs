@@ -1,6 +1,7 @@
 //! The OpDefs and shape functions of the joining, splitting, slicing and padding ops.
 
 use super::*;
+use opforge_ops_base::shape::pad_shape;
 
 // OpDefs (TensorFlow 2.21, tensorflow/core/ops/array_ops.cc)
 
@@ -347,53 +348,6 @@ register_op!(OpDefBuilder::new("Pad")
          after, so the output's dimension `D` has size\n\
          `paddings(D, 0) + input.dim_size(D) + paddings(D, 1)`."
     ));
-
-/// `Pad`, `PadV2` (TensorFlow's `PadShapeFn`): each input dim plus the two
-/// constant paddings of that dim; `paddings` is `[rank, 2]`.
-pub(crate) fn pad_shape(c: &mut InferenceContext) -> Result<()> {
-    let paddings = c.input(1);
-    let paddings = c.with_rank(paddings, 2)?;
-    let cols = c.dim(paddings, 1);
-    c.with_value(cols, 2)?;
-    let mut input = c.input(0);
-    let mut n_dim = c.dim(paddings, 0);
-    if let Some(n) = c.value(n_dim) {
-        input = c.with_rank(input, n as usize)?;
-    } else if let Some(r) = c.rank(input) {
-        n_dim = c.with_value(n_dim, r as i64)?;
-    }
-    let Some(t) = c.input_tensor(1).cloned() else {
-        let out = match c.value(n_dim) {
-            Some(n) => c.unknown_shape_of_rank(n as usize),
-            None => c.unknown_shape(),
-        };
-        c.set_output(0, out);
-        return Ok(());
-    };
-    ensure!(
-        t.rank() == 2 && t.dims()[1] == 2,
-        InvalidArgument,
-        "paddings must be a matrix with 2 columns, got shape {}",
-        fmt_shape(t.dims())
-    );
-    let num_dims = t.dims()[0];
-    let input = c.with_rank(input, num_dims as usize)?;
-    c.with_value(n_dim, num_dims)?;
-    let values = index_values(&t, "paddings")?;
-    let mut dims = Vec::with_capacity(num_dims as usize);
-    for (i, pads) in values.chunks_exact(2).enumerate() {
-        ensure!(
-            pads[0] >= 0 && pads[1] >= 0,
-            InvalidArgument,
-            "Paddings must be non-negative"
-        );
-        let d = c.dim(input, i as i64);
-        dims.push(c.add(d, pads[0].saturating_add(pads[1]))?);
-    }
-    let out = c.make_shape_from_dims(dims);
-    c.set_output(0, out);
-    Ok(())
-}
 
 register_op!(OpDefBuilder::new("PadV2")
     .input("input: T")

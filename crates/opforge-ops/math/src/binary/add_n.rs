@@ -78,25 +78,7 @@ register_op!(OpDefBuilder::new("AddN")
     .set_shape_fn(add_n_shape)
     .doc("Add all input tensors element wise.\n\nInputs must be of same size and shape."));
 register_kernel!(
-    KernelDefBuilder::new("AddN").type_constraint_list(
-        "T",
-        &[
-            DataType::Float,
-            DataType::Double,
-            DataType::Half,
-            DataType::BFloat16,
-            DataType::Int8,
-            DataType::Int16,
-            DataType::Int32,
-            DataType::Int64,
-            DataType::UInt8,
-            DataType::UInt16,
-            DataType::UInt32,
-            DataType::UInt64,
-            DataType::Complex64,
-            DataType::Complex128,
-        ]
-    ),
+    KernelDefBuilder::new("AddN").type_constraint_list("T", NUMERIC_KERNEL_TYPES),
     fn = |_| Ok(Box::new(AddNKernel) as Box<dyn OpKernel>)
 );
 

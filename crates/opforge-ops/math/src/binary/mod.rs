@@ -30,7 +30,7 @@ use opforge_ops_base::cpu::elem::{
 };
 use opforge_ops_base::cpu::par::{chunks_in_shards, elementwise_shards};
 use opforge_ops_base::types::unsupported;
-use opforge_ops_base::types::{types, NUMERIC_BOOL_TYPES};
+use opforge_ops_base::types::{types, NUMERIC_BOOL_TYPES, NUMERIC_KERNEL_TYPES};
 use opforge_ops_base::{
     float_complex_types, float_types, int_types, numeric_bool_types, numeric_types, real_types,
     signed_int_types,
