@@ -83,7 +83,10 @@
  *
  * R7. Lifetimes of what the host lends (never free it, never keep it longer):
  *       - OpforgeHostApi and its sub-tables: from init until fini returns
- *         (keep the pointer in a global; it is the same for every call).
+ *         (keep the pointer in a global). Each library gets its own
+ *         OpforgeHostApi (the sub-tables may be shared), and functions that
+ *         act for the library rather than for a context (log) take it as
+ *         their first argument: pass the pointer init received.
  *       - OpforgeRegistrar: during init only (later calls answer
  *         FAILED_PRECONDITION).
  *       - OpforgeKernelInit: during create only; BUT the attr values read
@@ -134,9 +137,14 @@
  * ---------------------------------------------------------------------
  *  1. Manifest: the host reads the library record (OPFORGE_LIBRARY) from the
  *     file, without loading it: abi.major must equal the host's major,
- *     abi.min_host_minor must be <= the host's minor, abi.layout_hash must
- *     be the one known for (major, abi.minor). Otherwise the library is
- *     refused with FAILED_PRECONDITION naming both versions and the remedy.
+ *     abi.min_host_minor must be <= abi.minor and <= the host's minor, and,
+ *     when abi.minor <= the host's minor, abi.layout_hash must be the hash
+ *     the host has pinned for (major, abi.minor). (A library built against
+ *     a NEWER minor than the host's, with a low enough min_host_minor, is
+ *     accepted without a hash check: the host cannot know a later minor's
+ *     hash, and R1 makes the newer structs extensions of the host's.)
+ *     Otherwise the library is refused with FAILED_PRECONDITION naming both
+ *     versions and the remedy. `opforge_abi::negotiate` is the reference.
  *  2. Symbol: the host calls opforge_plugin_init_v<major>.
  *  3. Table: the plugin checks host->abi_major and, before using any slot
  *     newer than its min_host_minor, OPFORGE_HAS_SLOT; a slot the host does
@@ -160,14 +168,18 @@
  *  available (the library record's `abi.minor`). */
 #define OPFORGE_ABI_MINOR 0
 
-/** FNV-1a 64 over the name, size, alignment and every field's name, offset
- *  and size of every struct of this header, in header order (the algorithm
- *  is `opforge_abi::layout_hash`); pinned per minor. It goes into the
- *  library record, and a host refuses a library whose hash is not the one
- *  it knows for the library's (major, minor). */
-#define OPFORGE_LAYOUT_HASH 0x0000000000000000ULL
+/** The layout hash of this header: FNV-1a 64 (offset basis
+ *  0xcbf29ce484222325, prime 0x100000001b3) over every struct of this
+ *  header in header order, each as its name, a 0 byte, then sizeof,
+ *  alignment and number of fields as 8 little-endian bytes each, then per
+ *  field its name, a 0 byte, offsetof and sizeof as 8 little-endian bytes
+ *  each (`opforge_abi::layout::hash_structs`). Pinned per minor
+ *  (`opforge_abi::KNOWN_LAYOUTS`); it goes into the library record, and a
+ *  host refuses a library of a minor it knows whose hash differs (a header
+ *  edited by hand, or a compiler that lays the structs out differently). */
+#define OPFORGE_LAYOUT_HASH 0x6ca0052a81b1895fULL
 /** OPFORGE_LAYOUT_HASH as the 16 lower-case hex digits of the manifest. */
-#define OPFORGE_LAYOUT_HASH_STR "0000000000000000"
+#define OPFORGE_LAYOUT_HASH_STR "6ca0052a81b1895f"
 
 #ifndef OPFORGE_MIN_HOST_MINOR
 /** The lowest host minor this library needs (the library record's
@@ -237,9 +249,9 @@ typedef int32_t OpforgeCode;
 /** A tensor element type: TensorFlow's DataType number (R4). Element layout
  *  in a dense buffer: the C type of that width; BOOL one byte 0/1; HALF and
  *  BFLOAT16 two bytes; COMPLEX64/128 (real, imag) pairs; the 8-, 4- and 2-bit
- *  types one byte per element. STRING elements are reached only through
- *  host->tensor_string; RESOURCE and VARIANT tensors are not readable
- *  through the 1.0 ABI (UNIMPLEMENTED). */
+ *  types one byte per element; STRING one OpforgeStr per element (bytes, see
+ *  OpforgeTensor). RESOURCE and VARIANT tensors are not readable through the
+ *  1.0 ABI (UNIMPLEMENTED). */
 typedef int32_t OpforgeDType;
 
 #define OPFORGE_DT_INVALID 0
@@ -328,12 +340,14 @@ static inline OpforgeStr opforge_str(const char* s) {
 /* Struct sizes and slots (R1)                                         */
 /* ------------------------------------------------------------------ */
 
-/** Whether the struct at `ptr` (of any struct type of this header, as a
- *  pointer) is long enough to hold `field`: the field's offset is below the
- *  struct_size the struct carries. Evaluates `ptr` more than once. */
+/** Whether the struct at `ptr` (of any struct type of this header that
+ *  starts with struct_size, as a pointer) is long enough to hold `field`:
+ *  the field ends within the struct_size the struct carries. Evaluates
+ *  `ptr` more than once. */
 #define OPFORGE_HAS_FIELD(ptr, field)                                    \
   ((ptr) != NULL &&                                                      \
-   (size_t)((const char*)&(ptr)->field - (const char*)(ptr)) <           \
+   (size_t)((const char*)&(ptr)->field - (const char*)(ptr)) +           \
+           sizeof((ptr)->field) <=                                       \
        (ptr)->struct_size)
 
 /** Whether a host table has the function slot `field` and it is set: check
@@ -386,12 +400,12 @@ typedef struct OpforgeGradCtx OpforgeGradCtx;
  *  least its element size, and memory from allocate_output/allocate_temp to
  *  64 bytes. Element (i0, ..., ik) is at data + sum(i_j * strides[j]) *
  *  element size. 1.0 hosts always give CONTIGUOUS views.
- *  For DT_STRING views, data is NULL and byte_len 0: read the elements with
- *  host->tensor_string(view, index, ...); host_handle identifies the tensor.
+ *  DT_STRING views: data points to num_elements OpforgeStr (the elements'
+ *  bytes), read-only, living as the view; byte_len is num_elements *
+ *  sizeof(OpforgeStr). String outputs are set with set_output_strings.
  *
  *  Made by the plugin (a constant for a gradient): strides NULL means
- *  row-major; host_handle must be NULL; for DT_STRING, data points to
- *  num_elements OpforgeStr. */
+ *  row-major; for DT_STRING, data points to num_elements OpforgeStr. */
 typedef struct OpforgeTensor {
   size_t struct_size;
   OpforgeDType dtype;
@@ -402,14 +416,12 @@ typedef struct OpforgeTensor {
   const int64_t* strides;
   /** The first element. Writable only with OPFORGE_TENSOR_WRITABLE. */
   void* data;
-  /** Bytes from data to one past the last element (0 for DT_STRING). */
+  /** Bytes from data to one past the last element. */
   uint64_t byte_len;
   /** The product of dims (1 for a scalar). */
   int64_t num_elements;
   /** OPFORGE_TENSOR_* bits. */
   uint32_t flags;
-  /** Host-private: copy it along with the view, never interpret it. */
-  const void* host_handle;
 } OpforgeTensor;
 
 /** A shape as a value (shape attrs): rank OPFORGE_UNKNOWN_RANK = unknown
@@ -645,12 +657,15 @@ typedef struct OpforgeKernelDef {
  * REGISTER_OP_GRADIENT / FunctionDef gradients map onto it). The host runs
  * each node through the same graph builder as a gradient callback (the tape
  * eagerly, GraphOps in graphs), so higher-order gradients work whenever the
- * nodes' ops are differentiable. Example, the gradient of y = Square(x):
+ * nodes' ops are differentiable. Example, the gradient of y = Square(x)
+ * (node positions on the left; x is the forward input `x`, dy the gradient
+ * flowing into the output `y`, $T the forward op's attr T):
  *
- *   two  = Const(value = 2 as a scalar tensor of dtype $T)
- *   a    = Mul(x, two)              -- x: the forward input `x`
- *   dx   = Mul(dy, a)               -- dy: the gradient of the output `y`
- *   input_grads = [ {NODE 2, output "z"} ]
+ *   0: two_i = Const(value = scalar int32 tensor 2, dtype = int32)
+ *   1: two   = Cast(two_i, SrcT = int32, DstT = $T)
+ *   2: a     = Mul(x, two)
+ *   3: dx    = Mul(dy, a)
+ *   input_grads = [ {NODE 3, output "z"} ]
  */
 
 /** OpforgeGradSource.kind: no value (only in input_grads: no gradient). */
@@ -799,6 +814,18 @@ typedef struct OpforgeSymArg {
 #define OPFORGE_STATUS_PANICKED 1
 
 /* ------------------------------------------------------------------ */
+/* Extensions                                                          */
+/* ------------------------------------------------------------------ */
+
+/** The start of every extension table host->extension returns: its
+ *  struct_size (R1, as a host table) and its version (>= the min_version
+ *  asked for). The table's own slots follow. */
+typedef struct OpforgeExtensionHeader {
+  size_t struct_size;
+  uint32_t version;
+} OpforgeExtensionHeader;
+
+/* ------------------------------------------------------------------ */
 /* The host tables                                                     */
 /* ------------------------------------------------------------------ */
 
@@ -873,21 +900,24 @@ typedef struct OpforgeKernelApi {
   OpforgeCode (*input)(const OpforgeKernelCtx* ctx, size_t i,
                        OpforgeTensor* view, OpforgeStatus* status);
   /** A writable view of output `i` once it is set (allocated, forwarded, or
-   *  pre-bound by an INPLACE/ADD request); FAILED_PRECONDITION before. */
+   *  pre-bound by an INPLACE/ADD request; read-only for DT_STRING);
+   *  FAILED_PRECONDITION before. */
   OpforgeCode (*output)(const OpforgeKernelCtx* ctx, size_t i,
                         OpforgeTensor* view, OpforgeStatus* status);
   /** What the host asks of output `i`: OPFORGE_REQ_* (always WRITE on 1.0
    *  hosts, and for kernels without OPFORGE_KERNEL_OUTPUT_REQUESTS). */
   uint32_t (*output_request)(const OpforgeKernelCtx* ctx, size_t i);
   /** Allocates output `i` of the given shape (contents unspecified) and
-   *  returns its writable view. */
+   *  returns its writable view (DT_STRING outputs: INVALID_ARGUMENT, use
+   *  set_output_strings). */
   OpforgeCode (*allocate_output)(OpforgeKernelCtx* ctx, size_t i,
                                  const int64_t* dims, uint32_t rank,
                                  OpforgeTensor* view, OpforgeStatus* status);
   /** Reuses the buffer of the first of `candidates` inputs that has output
    *  `i`'s dtype and this shape and is not shared (the input moves to the
    *  output: compute in place), else allocates. *forwarded_from (may be
-   *  NULL) receives the input index or OPFORGE_NOT_FORWARDED. */
+   *  NULL) receives the input index or OPFORGE_NOT_FORWARDED. DT_STRING
+   *  outputs: INVALID_ARGUMENT, as allocate_output. */
   OpforgeCode (*forward_input_or_allocate_output)(
       OpforgeKernelCtx* ctx, const size_t* candidates, size_t num_candidates,
       size_t i, const int64_t* dims, uint32_t rank, int64_t* forwarded_from,
@@ -905,7 +935,7 @@ typedef struct OpforgeKernelApi {
                                     const int64_t* dims, uint32_t rank,
                                     const OpforgeStr* elements,
                                     OpforgeStatus* status);
-  /** A scratch tensor, freed when compute returns. */
+  /** A scratch tensor, freed when compute returns (not DT_STRING). */
   OpforgeCode (*allocate_temp)(OpforgeKernelCtx* ctx, OpforgeDType dtype,
                                const int64_t* dims, uint32_t rank,
                                OpforgeTensor* view, OpforgeStatus* status);
@@ -933,8 +963,16 @@ typedef struct OpforgeShapeApi {
   size_t (*num_outputs)(const OpforgeShapeCtx* ctx);
   /** The shape of input `i` (OPFORGE_NO_HANDLE if out of range). */
   OpforgeShape (*input)(const OpforgeShapeCtx* ctx, size_t i);
+  /** The flat range [*start, *stop) of the input (is_output 0) or output
+   *  argument `name` (TensorFlow's input(name, &list)). */
+  OpforgeCode (*arg_range)(const OpforgeShapeCtx* ctx, OpforgeStr name,
+                           uint8_t is_output, size_t* start, size_t* stop,
+                           OpforgeStatus* status);
   OpforgeCode (*set_output)(OpforgeShapeCtx* ctx, size_t i, OpforgeShape shape,
                             OpforgeStatus* status);
+  /** The shape output `i` was set to (OPFORGE_NO_HANDLE if not set yet or
+   *  out of range). */
+  OpforgeShape (*output)(const OpforgeShapeCtx* ctx, size_t i);
   /** The rank, or OPFORGE_UNKNOWN_RANK. */
   int32_t (*rank)(const OpforgeShapeCtx* ctx, OpforgeShape shape);
   /** Dim `index` (negative counts from the end); a new unknown dim for a
@@ -1084,16 +1122,14 @@ typedef struct OpforgeHostApi {
   OpforgeStatus* (*status_new)(void);
   void (*status_delete)(OpforgeStatus* status);
   /** Logs a message (copied) at an OPFORGE_LOG_* level, prefixed with the
-   *  library's name. */
-  void (*log)(int32_t level, OpforgeStr message);
-  /** Element `index` (row-major) of a host-made DT_STRING view (bytes; valid
-   *  as the view). */
-  OpforgeCode (*tensor_string)(const OpforgeTensor* view, uint64_t index,
-                               OpforgeStr* element, OpforgeStatus* status);
+   *  library's name: `host` is the table this library's init received (the
+   *  host knows the library by it; any other pointer logs unattributed). */
+  void (*log)(const struct OpforgeHostApi* host, uint32_t level,
+              OpforgeStr message);
   /** An extension table by name ("vendor.name"; "opforge." is reserved) of
-   *  at least `min_version`, or NULL. An extension table starts with
-   *  `size_t struct_size; uint32_t version;` and lives as the host table.
-   *  1.0 hosts define no extension. */
+   *  at least `min_version`, or NULL. An extension table starts with an
+   *  OpforgeExtensionHeader and lives as the host table. 1.0 hosts define
+   *  no extension. */
   const void* (*extension)(OpforgeStr name, uint32_t min_version);
 } OpforgeHostApi;
 
@@ -1126,6 +1162,8 @@ typedef void (*OpforgePluginFiniFn)(void);
 /** The entry points' symbol names. */
 #define OPFORGE_PLUGIN_INIT_SYMBOL "opforge_plugin_init_v1"
 #define OPFORGE_PLUGIN_FINI_SYMBOL "opforge_plugin_fini_v1"
+/** The exported anchor of the manifest (see OPFORGE_LIBRARY). */
+#define OPFORGE_MANIFEST_ANCHOR_SYMBOL "opforge_manifest_anchor_v1"
 
 /* ------------------------------------------------------------------ */
 /* The manifest                                                        */
@@ -1255,18 +1293,18 @@ OPFORGE_EXPORT extern const void* const opforge_manifest_anchor_v1;
   (uint8_t)((x) & 0xffu), (uint8_t)(((x) >> 8) & 0xffu),                  \
       (uint8_t)(((x) >> 16) & 0xffu), (uint8_t)(((x) >> 24) & 0xffu)
 
-/** A manifest record named `id` whose JSON is the string literal `json`
- *  (crc32 0: not computed). At file scope, followed by `;`. The JSON must be
- *  a literal: no escapes are added. */
-#define OPFORGE_MANIFEST_RECORD(id, json)                                  \
+/** A manifest record named `id` whose JSON is the string literal
+ *  `json_literal` (crc32 0: not computed). At file scope, followed by `;`.
+ *  The JSON must be a literal: no escapes are added. */
+#define OPFORGE_MANIFEST_RECORD(id, json_literal)                          \
   OPFORGE_MANIFEST_SECTION_ATTR_ OPFORGE_RETAIN_ static const struct {     \
     OpforgeManifestHeader header;                                          \
-    char json[(sizeof(json) + 7) / 8 * 8];                                 \
+    char json[(sizeof(json_literal) + 7) / 8 * 8];                         \
   } id = {{{'O', 'P', 'F', 'M'},                                           \
            {OPFORGE_LE32_(OPFORGE_MANIFEST_FORMAT)},                       \
-           {OPFORGE_LE32_(sizeof(json) - 1)},                              \
+           {OPFORGE_LE32_(sizeof(json_literal) - 1)},                      \
            {0, 0, 0, 0}},                                                  \
-          json}
+          json_literal}
 
 #ifdef __cplusplus
 #define OPFORGE_SDK_LANG_ "c++"
@@ -1354,7 +1392,7 @@ static inline void opforge_guard_log_(const OpforgeHostApi* host,
                                       const char* what) {
   if (host && OPFORGE_HAS_SLOT(host, log)) {
     OpforgeStr msg = opforge_str(what ? what : "unknown C++ exception");
-    host->log(OPFORGE_LOG_ERROR, msg);
+    host->log(host, OPFORGE_LOG_ERROR, msg);
   }
 }
 
