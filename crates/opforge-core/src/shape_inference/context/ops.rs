@@ -378,12 +378,12 @@ impl InferenceContext {
     pub fn make_shape_from_shape_tensor(&mut self, i: usize) -> Result<ShapeHandle> {
         let input = self.input(i);
         let input = self.with_rank(input, 1)?;
-        if let Some(s) = self.input_tensors_as_shapes[i] {
+        if let Some(&Some(s)) = self.input_tensors_as_shapes.get(i) {
             if self.rank_known(s) {
                 return Ok(s);
             }
         }
-        let t = self.input_tensors[i].clone();
+        let t = self.input_tensors.get(i).cloned().flatten();
         self.shape_from_tensor(t.as_ref(), input, false)
     }
 
@@ -395,12 +395,12 @@ impl InferenceContext {
     ) -> Result<ShapeHandle> {
         let input = self.input(i);
         let input = self.with_rank_at_most(input, 1)?;
-        if let Some(s) = self.input_tensors_as_shapes[i] {
+        if let Some(&Some(s)) = self.input_tensors_as_shapes.get(i) {
             if self.rank_known(s) {
                 return Ok(s);
             }
         }
-        let t = self.input_tensors[i].clone();
+        let t = self.input_tensors.get(i).cloned().flatten();
         self.shape_from_tensor(t.as_ref(), input, true)
     }
 
