@@ -346,8 +346,14 @@ fn read_int<T: JsonInt>(v: &Value, dtype: DataType) -> Result<T> {
                         dtype.proto_name()
                     )));
                 }
-                // |f| < 2^127 converts exactly; larger saturates and is out of range below.
-                f as i128
+                // 64-bit integer literals took a branch above; this one came
+                // rounded (-2^63 - 1 as -2^63): at or past the bounds, refuse it.
+                let past = f <= -(2f64.powi(63)) || f >= 2f64.powi(64);
+                if past {
+                    i128::MAX
+                } else {
+                    f as i128
+                }
             }
         }
         Value::String(s) => s.parse::<i128>().map_err(|_| {
