@@ -410,6 +410,10 @@ fn read_string(v: &Value, _: DataType) -> Result<Vec<u8>> {
     }
 }
 
+/// The most elements [`tensor_to_json`] prints (each costs a JSON value of
+/// about 32 bytes plus its text, so larger outputs would exhaust memory).
+pub const MAX_JSON_ELEMENTS: usize = 1 << 26;
+
 /// Prints a tensor in its JSON form (see the [module docs](self)).
 /// `FailedPrecondition` for a tensor whose data is not in host memory,
 /// `Unimplemented` for a dtype the codec does not support (quantized types).
@@ -418,6 +422,12 @@ pub fn tensor_to_json(t: &Tensor) -> Result<Value> {
         return Err(Status::failed_precondition(format!(
             "a tensor on {:?} cannot be printed as JSON; copy it to the host first",
             t.location()
+        )));
+    }
+    if t.num_elements() > MAX_JSON_ELEMENTS {
+        return Err(Status::resource_exhausted(format!(
+            "a {} tensor of shape {} has {} elements; JSON output is limited to {MAX_JSON_ELEMENTS}",
+            t.dtype().proto_name(), t.shape(), t.num_elements()
         )));
     }
     let values: Vec<Value> = match t.dtype() {
