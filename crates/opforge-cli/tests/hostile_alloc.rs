@@ -95,3 +95,64 @@ fn the_allocation_limit_is_configurable() {
         lines[0]
     );
 }
+
+/// Runs `opforge graph run` on a GraphDef of tests/data under `ulimit -v`.
+fn graph_run_limited(graph: &str, fetch: &str, kib: u64) -> (Option<i32>, Value, String) {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hostile_alloc");
+    std::fs::create_dir_all(&dir).unwrap();
+    let request = dir.join(format!("{graph}.{fetch}.json"));
+    std::fs::write(&request, format!(r#"{{"fetches": ["{fetch}"]}}"#)).unwrap();
+    let graph = format!("{}/tests/data/{graph}.pbtxt", env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {kib} && exec \"$0\" graph run --graph \"$1\" --request \"$2\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_opforge"))
+        .arg(&graph)
+        .arg(&request)
+        .output()
+        .expect("run sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+    (
+        out.status.code(),
+        value,
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn huge_shape_tensors_in_a_graph_are_clean_errors() {
+    // A Const of 2^31 int32 elements (one value repeated, as TensorProto
+    // allows) used as the shape of Reshape or Fill: shape inference refuses
+    // the rank, fetching the Const alone is an allocation error.
+    for (graph, fetch, code, needle) in [
+        (
+            "huge_shape_reshape",
+            "r:0",
+            "INVALID_ARGUMENT",
+            "a shape has at most 254 dimensions",
+        ),
+        (
+            "huge_shape_fill",
+            "r:0",
+            "INVALID_ARGUMENT",
+            "a shape has at most 254 dimensions",
+        ),
+        (
+            "huge_const",
+            "s:0",
+            "RESOURCE_EXHAUSTED",
+            "OOM when allocating a buffer of 8589934592 bytes",
+        ),
+    ] {
+        let (status, out, stderr) = graph_run_limited(graph, fetch, 3 << 20);
+        assert!(status.is_some(), "{graph}: killed by a signal: {stderr}");
+        assert_eq!(out["error"]["code"], code, "{graph}: {out} {stderr}");
+        assert!(
+            out["error"]["message"].as_str().unwrap().contains(needle),
+            "{graph}: {out}"
+        );
+    }
+}

@@ -83,7 +83,12 @@ pub struct InferenceContext {
 enum Access {
     Input,
     Output,
+    Rank,
 }
+
+/// The highest rank a shape may have (TensorFlow's `TensorShape` maximum:
+/// 254 dimensions, which kernels enforce too).
+pub const MAX_RANK: usize = 254;
 
 impl InferenceContext {
     /// A context for a node of `op_def` with `attrs`, whose inputs have
@@ -227,6 +232,13 @@ impl InferenceContext {
         let (kind, have) = match what {
             Access::Input => ("input", self.inputs.len()),
             Access::Output => ("output", self.outputs.len()),
+            Access::Rank => {
+                return Err(Status::invalid_argument(format!(
+                    "The shape function of {} asked for a shape of rank {i}; a shape has at \
+                     most {MAX_RANK} dimensions",
+                    self.op_def.name
+                )))
+            }
         };
         Err(Status::invalid_argument(format!(
             "The shape function of {} read {kind} {i}, but the node has only {have} {kind}s; \
@@ -358,7 +370,16 @@ impl InferenceContext {
     }
 
     /// A new shape of rank `rank` with unknown dims.
+    ///
+    /// A rank above [`MAX_RANK`] (from hostile input: a shape tensor's
+    /// length, a count) gives an unknown shape instead, and the run of the
+    /// shape function fails with InvalidArgument
+    /// ([`check_accesses`](Self::check_accesses)).
     pub fn unknown_shape_of_rank(&mut self, rank: usize) -> ShapeHandle {
+        if rank > MAX_RANK {
+            self.record(Access::Rank, rank);
+            return self.unknown_shape();
+        }
         let dims: Vec<DimensionHandle> = (0..rank).map(|_| self.unknown_dim()).collect();
         self.new_shape(Some(dims))
     }
