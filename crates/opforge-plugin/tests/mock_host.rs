@@ -1,0 +1,402 @@
+//! The SDK driven by a mock host: a plugin defined here with `export!` is
+//! initialised through a Rust-implemented `OpforgeHostApi`, and its kernels
+//! and shape functions run over plain `Vec` buffers.
+
+mod common;
+
+use std::sync::Mutex;
+
+use common::*;
+use opforge_abi::*;
+use opforge_plugin::prelude::*;
+
+// ---- the plugin under test ----
+
+const ZERO_OUT: OpDefBuilder = OpDefBuilder::new("ZeroOut")
+    .attr("T: realnumbertype = DT_INT32")
+    .attr("preserve_index: int = 0")
+    .input("to_zero: T")
+    .output("zeroed: T")
+    .set_shape_fn(shape::unchanged_shape)
+    .doc("Zeros out every element of the input except one.");
+
+struct ZeroOut {
+    keep: usize,
+}
+
+impl Kernel for ZeroOut {
+    fn create(init: &KernelInit<'_>) -> Result<Self> {
+        let keep: i64 = init.get_attr("preserve_index")?;
+        ensure!(
+            keep >= 0,
+            InvalidArgument,
+            "Need preserve_index >= 0, got {}",
+            keep
+        );
+        Ok(ZeroOut {
+            keep: keep as usize,
+        })
+    }
+
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+        let (n, dims, dtype) = {
+            let x = ctx.input(0)?;
+            (x.num_elements(), x.dims().to_vec(), x.dtype())
+        };
+        ensure!(
+            self.keep < n,
+            InvalidArgument,
+            "preserve_index out of range: {} is not in [0, {})",
+            self.keep,
+            n
+        );
+        let forwarded = ctx
+            .forward_input_or_allocate_output(&[0], 0, &dims)?
+            .is_some();
+        let keep = self.keep;
+        dispatch!(dtype, T => {
+            if forwarded {
+                let mut out = ctx.output_mut(0)?;
+                let x = out.flat_mut::<T>()?;
+                x[..keep].fill(T::default());
+                x[keep + 1..].fill(T::default());
+            } else {
+                let (ins, mut out) = ctx.inputs_and_output(0)?;
+                let x = ins[0].flat::<T>()?;
+                let o = out.flat_mut::<T>()?;
+                o.fill(T::default());
+                o[keep] = x[keep];
+            }
+            Ok(())
+        }, [f32, i32, i64])
+    }
+}
+
+const PANICKY: OpDefBuilder = OpDefBuilder::new("Panicky")
+    .input("x: float")
+    .output("y: float");
+
+struct Panicky;
+
+impl Kernel for Panicky {
+    fn create(_: &KernelInit<'_>) -> Result<Self> {
+        Ok(Panicky)
+    }
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+        let n = ctx.input(0)?.num_elements();
+        let v: Vec<u8> = Vec::new();
+        // An out-of-bounds index: a panic inside compute.
+        let _ = v[n];
+        Ok(())
+    }
+}
+
+const SHARDED: OpDefBuilder = OpDefBuilder::new("Sharded")
+    .attr("panic_at: int = -1")
+    .input("x: float")
+    .output("y: float");
+
+struct Sharded {
+    panic_at: i64,
+}
+
+impl Kernel for Sharded {
+    fn create(init: &KernelInit<'_>) -> Result<Self> {
+        Ok(Sharded {
+            panic_at: init.get_attr("panic_at")?,
+        })
+    }
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+        let x = ctx.input(0)?.flat::<f32>()?.to_vec();
+        let dims = ctx.input(0)?.dims().to_vec();
+        let sum = std::sync::atomic::AtomicU64::new(0);
+        let panic_at = self.panic_at;
+        ctx.parallel_for(x.len(), 10, |start, end| {
+            if (start..end).contains(&(panic_at as usize)) {
+                panic!("shard {start}..{end} refuses");
+            }
+            let s: f32 = x[start..end].iter().sum();
+            sum.fetch_add(s as u64, std::sync::atomic::Ordering::Relaxed);
+        })?;
+        let mut out = ctx.allocate_output(0, &dims)?;
+        let o = out.flat_mut::<f32>()?;
+        o.fill(sum.into_inner() as f32);
+        Ok(())
+    }
+}
+
+fn no_grad(_: &mut GradCtx<'_>) -> Result<()> {
+    Ok(())
+}
+
+opforge_plugin::export! {
+    name: "mock_test_lib",
+    version: "9.8.7",
+    ops: [ZERO_OUT, PANICKY, SHARDED],
+    kernels: [
+        KernelDefBuilder::new("ZeroOut")
+            .type_constraint_list("T", &[DataType::Float, DataType::Int32, DataType::Int64])
+            .build::<ZeroOut>(),
+        KernelDefBuilder::new("Panicky").build::<Panicky>(),
+        KernelDefBuilder::new("Sharded").not_thread_safe().build::<Sharded>(),
+    ],
+    gradients: [
+        GradientDef::new("ZeroOut", no_grad),
+        GradientDef::not_differentiable("Panicky"),
+    ],
+}
+
+unsafe extern "C" {
+    fn opforge_plugin_init_v1(
+        host: *const OpforgeHostApi,
+        registrar: *mut OpforgeRegistrar,
+        status: *mut OpforgeStatus,
+    ) -> OpforgeCode;
+    fn opforge_plugin_fini_v1();
+}
+
+/// The plugin's host table is process-wide: one test at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn init_with(host: &'static OpforgeHostApi) -> MockRegistrar {
+    init(opforge_plugin_init_v1, host).unwrap()
+}
+
+fn zero_out_init(keep: i64) -> MockInit {
+    MockInit {
+        op: "ZeroOut".into(),
+        attrs: vec![
+            ("preserve_index".into(), MockAttr::Int(keep)),
+            ("T".into(), MockAttr::Type(OPFORGE_DT_INT32)),
+        ],
+        inputs: vec![OPFORGE_DT_INT32],
+        outputs: vec![OPFORGE_DT_INT32],
+    }
+}
+
+// ---- tests ----
+
+#[test]
+fn init_registers_ops_kernels_and_gradients() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    let names: Vec<&str> = r.ops.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["ZeroOut", "Panicky", "Sharded"]);
+    let z = r.op("ZeroOut");
+    assert_eq!(
+        z.attrs,
+        ["T: realnumbertype = DT_INT32", "preserve_index: int = 0"]
+    );
+    assert_eq!(z.inputs, ["to_zero: T"]);
+    assert_eq!(z.outputs, ["zeroed: T"]);
+    assert_eq!(z.doc, "Zeros out every element of the input except one.");
+    assert!(z.shape_fn.is_some());
+    assert!(r.op("Panicky").shape_fn.is_none());
+    let k = r.kernel("ZeroOut");
+    assert_eq!(k.device, "CPU");
+    assert_eq!(
+        k.constraints,
+        [(
+            "T".to_string(),
+            vec![OPFORGE_DT_FLOAT, OPFORGE_DT_INT32, OPFORGE_DT_INT64]
+        )]
+    );
+    assert_eq!(r.kernel("Sharded").flags, OPFORGE_KERNEL_NOT_THREAD_SAFE);
+    assert_eq!(
+        r.gradients,
+        [
+            ("ZeroOut".to_string(), "fn"),
+            ("Panicky".to_string(), "not_differentiable")
+        ]
+    );
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+#[test]
+fn zero_out_computes_into_a_new_output_and_in_place() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    let k = Instance::create(r.kernel("ZeroOut"), &zero_out_init(2)).unwrap();
+    for forward in [false, true] {
+        let x = MockTensor::from(OPFORGE_DT_INT32, &[2, 3], &[1i32, 2, 3, 4, 5, 6]);
+        let mut c = MockCtx::new("ZeroOut", vec![x], vec![OPFORGE_DT_INT32]);
+        c.allow_forward = forward;
+        k.compute(&mut c).unwrap();
+        let out = c.outputs[0].as_ref().unwrap();
+        assert_eq!(out.dims, [2, 3]);
+        assert_eq!(
+            out.values::<i32>(),
+            [0, 0, 3, 0, 0, 0],
+            "forward: {forward}"
+        );
+        assert_eq!(
+            c.inputs[0].is_none(),
+            forward,
+            "the input moved to the output"
+        );
+    }
+    let x = MockTensor::from(OPFORGE_DT_FLOAT, &[3], &[1.5f32, -2.0, 7.0]);
+    let mut c = MockCtx::new("ZeroOut", vec![x], vec![OPFORGE_DT_FLOAT]);
+    k.compute(&mut c).unwrap();
+    assert_eq!(
+        c.outputs[0].as_ref().unwrap().values::<f32>(),
+        [0.0, 0.0, 7.0]
+    );
+    drop(k);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+#[test]
+fn preserve_index_is_checked_at_construction_and_compute() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    let e = Instance::create(r.kernel("ZeroOut"), &zero_out_init(-1))
+        .err()
+        .unwrap();
+    assert_eq!(e.code, OPFORGE_INVALID_ARGUMENT);
+    assert_eq!(e.message, "Need preserve_index >= 0, got -1");
+
+    let k = Instance::create(r.kernel("ZeroOut"), &zero_out_init(5)).unwrap();
+    let x = MockTensor::from(OPFORGE_DT_INT32, &[3], &[1i32, 2, 3]);
+    let mut c = MockCtx::new("ZeroOut", vec![x], vec![OPFORGE_DT_INT32]);
+    let e = k.compute(&mut c).unwrap_err();
+    assert_eq!(e.code, OPFORGE_INVALID_ARGUMENT);
+    assert_eq!(e.message, "preserve_index out of range: 5 is not in [0, 3)");
+    assert_eq!(e.flags, 0, "an error, not a panic");
+
+    // A dtype the kernel has no code for.
+    let x = MockTensor::from(OPFORGE_DT_DOUBLE, &[6], &[1f64; 6]);
+    let mut c = MockCtx::new("ZeroOut", vec![x], vec![OPFORGE_DT_DOUBLE]);
+    let e = k.compute(&mut c).unwrap_err();
+    assert_eq!(e.code, OPFORGE_UNIMPLEMENTED);
+    assert_eq!(e.message, "no code for dtype double");
+    drop(k);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+#[test]
+fn a_panicking_compute_is_internal_naming_library_op_and_location() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    let init = MockInit {
+        op: "Panicky".into(),
+        attrs: vec![],
+        inputs: vec![OPFORGE_DT_FLOAT],
+        outputs: vec![OPFORGE_DT_FLOAT],
+    };
+    let k = Instance::create(r.kernel("Panicky"), &init).unwrap();
+    let x = MockTensor::from(OPFORGE_DT_FLOAT, &[2], &[1f32, 2.0]);
+    let mut c = MockCtx::new("Panicky", vec![x.clone()], vec![OPFORGE_DT_FLOAT]);
+    let e = k.compute(&mut c).unwrap_err();
+    assert_eq!(e.code, OPFORGE_INTERNAL);
+    assert_eq!(e.flags, OPFORGE_STATUS_PANICKED);
+    assert!(
+        e.message
+            .starts_with("compute of kernel Panicky (library mock_test_lib 9.8.7) panicked at "),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("tests/mock_host.rs:"), "{}", e.message);
+    assert!(
+        e.message
+            .ends_with("index out of bounds: the len is 0 but the index is 2"),
+        "{}",
+        e.message
+    );
+    // The instance is poisoned; the process goes on.
+    let mut c = MockCtx::new("Panicky", vec![x], vec![OPFORGE_DT_FLOAT]);
+    let e = k.compute(&mut c).unwrap_err();
+    assert_eq!(e.code, OPFORGE_INTERNAL);
+    assert_eq!(
+        e.message,
+        "kernel Panicky (library mock_test_lib 9.8.7) was poisoned by an earlier panic"
+    );
+    drop(k);
+    // Other kernels keep working.
+    let z = Instance::create(r.kernel("ZeroOut"), &zero_out_init(0)).unwrap();
+    let x = MockTensor::from(OPFORGE_DT_INT32, &[2], &[4i32, 5]);
+    let mut c = MockCtx::new("ZeroOut", vec![x], vec![OPFORGE_DT_INT32]);
+    z.compute(&mut c).unwrap();
+    assert_eq!(c.outputs[0].as_ref().unwrap().values::<i32>(), [4, 0]);
+    drop(z);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+fn sharded(r: &MockRegistrar, panic_at: i64) -> std::result::Result<Vec<f32>, MockStatus> {
+    let init = MockInit {
+        op: "Sharded".into(),
+        attrs: vec![("panic_at".into(), MockAttr::Int(panic_at))],
+        inputs: vec![OPFORGE_DT_FLOAT],
+        outputs: vec![OPFORGE_DT_FLOAT],
+    };
+    let k = Instance::create(r.kernel("Sharded"), &init)?;
+    let x = MockTensor::from(OPFORGE_DT_FLOAT, &[4], &[1f32, 2.0, 3.0, 4.0]);
+    let mut c = MockCtx::new("Sharded", vec![x], vec![OPFORGE_DT_FLOAT]);
+    k.compute(&mut c)?;
+    Ok(c.outputs[0].as_ref().unwrap().values::<f32>())
+}
+
+#[test]
+fn parallel_for_runs_shards_and_catches_their_panics() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    assert_eq!(sharded(&r, -1).unwrap(), [10.0; 4]);
+    let e = sharded(&r, 3).unwrap_err();
+    assert_eq!(e.code, OPFORGE_INTERNAL);
+    assert!(
+        e.message.starts_with(
+            "a parallel_for body of compute of kernel Sharded (library mock_test_lib 9.8.7) \
+             panicked at "
+        ),
+        "{}",
+        e.message
+    );
+    assert!(e.message.ends_with(": shard 2..4 refuses"), "{}", e.message);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+#[test]
+fn a_slot_the_host_lacks_is_unimplemented() {
+    let _g = serial();
+    let r = init_with(&OLD_HOST);
+    let e = sharded(&r, -1).unwrap_err();
+    assert_eq!(e.code, OPFORGE_UNIMPLEMENTED);
+    assert_eq!(
+        e.message,
+        "the host's kernel API has no `parallel_for` (host opforge C ABI 1.0; library \
+         mock_test_lib 9.8.7 needs a newer host for this call)"
+    );
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+#[test]
+fn shape_functions_run_through_the_host() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    let out = infer(r.op("ZeroOut"), &[vec![2, 3]], 1).unwrap();
+    assert_eq!(out, [vec![2, 3]]);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+#[test]
+fn a_callback_after_fini_fails_without_crashing() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    // SAFETY: a test of the guard outside init..fini.
+    unsafe { opforge_plugin_fini_v1() };
+    let e = Instance::create(r.kernel("ZeroOut"), &zero_out_init(0))
+        .err()
+        .unwrap();
+    assert_eq!(e.code, OPFORGE_INTERNAL);
+}
