@@ -286,6 +286,44 @@ fn the_example_runs_against_the_mock_host() {
         [vec![2], vec![3, 1]]
     );
 
+    // Gradients: ZeroOut's is ZeroOut of the incoming gradient with the
+    // forward preserve_index (only that element gets a gradient).
+    let mut g = MockGradCtx::new("ZeroOut", 1, 1);
+    g.attrs = vec![("preserve_index".into(), MockAttr::Int(3))];
+    gradient(&r, &mut g).unwrap();
+    assert_eq!(
+        g.calls,
+        [(
+            "ZeroOut".to_string(),
+            vec![vec![200]],
+            vec![("preserve_index".to_string(), 3)]
+        )]
+    );
+    assert_eq!(g.input_grads, [Some(1001)]);
+    // No gradient flowing in: none flows out.
+    let mut g = MockGradCtx::new("ZeroOut", 1, 1);
+    g.output_grads = vec![None];
+    gradient(&r, &mut g).unwrap();
+    assert!(g.calls.is_empty());
+    assert_eq!(g.input_grads, [None]);
+    // ZeroOutList: one ZeroOut per list element that has a gradient.
+    let mut g = MockGradCtx::new("ZeroOutList", 2, 2);
+    g.ranges = vec![
+        ("to_zero".into(), false, 0, 2),
+        ("zeroed".into(), true, 0, 2),
+    ];
+    g.output_grads = vec![None, Some(201)];
+    gradient(&r, &mut g).unwrap();
+    assert_eq!(
+        g.calls,
+        [(
+            "ZeroOut".to_string(),
+            vec![vec![201]],
+            vec![("preserve_index".to_string(), 0)]
+        )]
+    );
+    assert_eq!(g.input_grads, [None, Some(1001)]);
+
     // SAFETY: every instance is destroyed; nothing of the library runs.
     unsafe { fini() };
 }

@@ -129,20 +129,53 @@ fn no_grad(_: &mut GradCtx<'_>) -> Result<()> {
     Ok(())
 }
 
+fn panicking_grad(_: &mut GradCtx<'_>) -> Result<()> {
+    panic!("no gradient today")
+}
+
+fn panicking_shape_fn(_: &mut ShapeCtx<'_>) -> Result<()> {
+    panic!("no shapes today")
+}
+
+const ODD: OpDefBuilder = OpDefBuilder::new("Odd")
+    .input("x: float")
+    .output("y: float")
+    .set_shape_fn(panicking_shape_fn);
+
+/// A kernel whose state panics when dropped (destroy).
+struct DropPanics;
+
+impl Drop for DropPanics {
+    fn drop(&mut self) {
+        panic!("cannot let go");
+    }
+}
+
+impl Kernel for DropPanics {
+    fn create(_: &KernelInit<'_>) -> Result<Self> {
+        Ok(DropPanics)
+    }
+    fn compute(&self, _: &mut KernelCtx<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
 opforge_plugin::export! {
     name: "mock_test_lib",
     version: "9.8.7",
-    ops: [ZERO_OUT, PANICKY, SHARDED],
+    ops: [ZERO_OUT, PANICKY, SHARDED, ODD],
     kernels: [
         KernelDefBuilder::new("ZeroOut")
             .type_constraint_list("T", &[DataType::Float, DataType::Int32, DataType::Int64])
             .build::<ZeroOut>(),
         KernelDefBuilder::new("Panicky").build::<Panicky>(),
         KernelDefBuilder::new("Sharded").not_thread_safe().build::<Sharded>(),
+        KernelDefBuilder::new("Odd").build::<DropPanics>(),
     ],
     gradients: [
         GradientDef::new("ZeroOut", no_grad),
         GradientDef::not_differentiable("Panicky"),
+        GradientDef::new("Odd", panicking_grad),
     ],
 }
 
@@ -185,7 +218,7 @@ fn init_registers_ops_kernels_and_gradients() {
     let _g = serial();
     let r = init_with(&HOST);
     let names: Vec<&str> = r.ops.iter().map(|o| o.name.as_str()).collect();
-    assert_eq!(names, ["ZeroOut", "Panicky", "Sharded"]);
+    assert_eq!(names, ["ZeroOut", "Panicky", "Sharded", "Odd"]);
     let z = r.op("ZeroOut");
     assert_eq!(
         z.attrs,
@@ -210,7 +243,8 @@ fn init_registers_ops_kernels_and_gradients() {
         r.gradients,
         [
             ("ZeroOut".to_string(), "fn"),
-            ("Panicky".to_string(), "not_differentiable")
+            ("Panicky".to_string(), "not_differentiable"),
+            ("Odd".to_string(), "fn"),
         ]
     );
     // SAFETY: nothing of the plugin runs any more.
@@ -399,4 +433,49 @@ fn a_callback_after_fini_fails_without_crashing() {
         .err()
         .unwrap();
     assert_eq!(e.code, OPFORGE_INTERNAL);
+}
+
+#[test]
+fn panics_in_shape_functions_gradients_and_destroy_do_not_escape() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    let e = infer(r.op("Odd"), &[vec![2]], 1).unwrap_err();
+    assert_eq!(e.code, OPFORGE_INTERNAL);
+    assert_eq!(e.flags, OPFORGE_STATUS_PANICKED);
+    assert!(
+        e.message
+            .starts_with("the shape function of Odd (library mock_test_lib 9.8.7) panicked at "),
+        "{}",
+        e.message
+    );
+    assert!(e.message.ends_with(": no shapes today"), "{}", e.message);
+
+    let mut g = MockGradCtx::new("Odd", 1, 1);
+    let e = gradient(&r, &mut g).unwrap_err();
+    assert_eq!(e.code, OPFORGE_INTERNAL);
+    assert!(
+        e.message
+            .starts_with("the gradient of Odd (library mock_test_lib 9.8.7) panicked at "),
+        "{}",
+        e.message
+    );
+
+    let init = MockInit {
+        op: "Odd".into(),
+        attrs: vec![],
+        inputs: vec![OPFORGE_DT_FLOAT],
+        outputs: vec![OPFORGE_DT_FLOAT],
+    };
+    LOG.with(|l| l.borrow_mut().clear());
+    drop(Instance::create(r.kernel("Odd"), &init).unwrap());
+    let log = LOG.with(|l| l.borrow().clone());
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert!(
+        log[0].starts_with("destroy of kernel Odd (library mock_test_lib 9.8.7) panicked at "),
+        "{}",
+        log[0]
+    );
+    assert!(log[0].ends_with(": cannot let go"), "{}", log[0]);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
 }

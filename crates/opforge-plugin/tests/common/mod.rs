@@ -103,6 +103,8 @@ pub struct MockRegistrar {
     pub ops: Vec<OpRec>,
     pub kernels: Vec<KernelRec>,
     pub gradients: Vec<(String, &'static str)>,
+    /// (op, fn, user) of gradient functions.
+    pub grad_fns: Vec<(String, OpforgeGradFn, *mut c_void)>,
 }
 
 impl MockRegistrar {
@@ -202,11 +204,12 @@ unsafe extern "C" fn reg_gradient_fn(
     r: *mut OpforgeRegistrar,
     op: OpforgeStr,
     f: OpforgeGradFn,
-    _user: *mut c_void,
+    user: *mut c_void,
     _status: *mut OpforgeStatus,
 ) -> OpforgeCode {
     assert!(f.is_some());
     reg(r).gradients.push((text(op), "fn"));
+    reg(r).grad_fns.push((text(op), f, user));
     OPFORGE_OK
 }
 
@@ -668,6 +671,191 @@ unsafe extern "C" fn s_rank(c: *const OpforgeShapeCtx, shape: OpforgeShape) -> i
 }
 
 // ---------------------------------------------------------------------------
+// Gradients: a recording graph builder
+// ---------------------------------------------------------------------------
+
+/// One recorded `call`: the op, its arguments' syms, its int attrs.
+pub type GradCall = (String, Vec<Vec<OpforgeSym>>, Vec<(String, i64)>);
+
+/// A gradient call's context: the forward op's values are syms 1..; each
+/// `call` records the op and makes one new sym.
+pub struct MockGradCtx {
+    pub op: String,
+    pub attrs: Vec<(String, MockAttr)>,
+    pub inputs: Vec<OpforgeSym>,
+    pub outputs: Vec<OpforgeSym>,
+    pub output_grads: Vec<Option<OpforgeSym>>,
+    /// (name, is_output, start, stop)
+    pub ranges: Vec<(String, bool, usize, usize)>,
+    /// (op, args, int attrs) per call.
+    pub calls: Vec<GradCall>,
+    pub next: OpforgeSym,
+    pub input_grads: Vec<Option<OpforgeSym>>,
+}
+
+impl MockGradCtx {
+    pub fn new(op: &str, num_inputs: usize, num_outputs: usize) -> MockGradCtx {
+        let inputs: Vec<u64> = (1..=num_inputs as u64).collect();
+        let outputs: Vec<u64> = (0..num_outputs as u64).map(|i| 100 + i).collect();
+        MockGradCtx {
+            op: op.to_string(),
+            attrs: Vec::new(),
+            output_grads: outputs.iter().map(|o| Some(o + 100)).collect(),
+            inputs,
+            outputs,
+            ranges: Vec::new(),
+            calls: Vec::new(),
+            next: 1000,
+            input_grads: vec![None; num_inputs],
+        }
+    }
+}
+
+fn gctx<'a>(c: *const OpforgeGradCtx) -> &'a mut MockGradCtx {
+    // SAFETY: the ctx this host passes to gradient functions.
+    unsafe { &mut *(c as *mut MockGradCtx) }
+}
+
+unsafe extern "C" fn g_op_name(c: *const OpforgeGradCtx) -> OpforgeStr {
+    OpforgeStr::from_text(&gctx(c).op)
+}
+unsafe extern "C" fn g_attr(
+    c: *const OpforgeGradCtx,
+    name: OpforgeStr,
+    value: *mut OpforgeAttrValue,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    fill_attr(&gctx(c).attrs, name, value, status)
+}
+unsafe extern "C" fn g_num_inputs(c: *const OpforgeGradCtx) -> usize {
+    gctx(c).inputs.len()
+}
+unsafe extern "C" fn g_input(c: *const OpforgeGradCtx, i: usize) -> OpforgeSym {
+    gctx(c).inputs.get(i).copied().unwrap_or(OPFORGE_NO_HANDLE)
+}
+unsafe extern "C" fn g_num_outputs(c: *const OpforgeGradCtx) -> usize {
+    gctx(c).outputs.len()
+}
+unsafe extern "C" fn g_output(c: *const OpforgeGradCtx, i: usize) -> OpforgeSym {
+    gctx(c).outputs.get(i).copied().unwrap_or(OPFORGE_NO_HANDLE)
+}
+unsafe extern "C" fn g_arg_range(
+    c: *const OpforgeGradCtx,
+    name: OpforgeStr,
+    is_output: u8,
+    start: *mut usize,
+    stop: *mut usize,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    let name = text(name);
+    match gctx(c)
+        .ranges
+        .iter()
+        .find(|r| r.0 == name && r.1 == (is_output != 0))
+    {
+        Some(r) => {
+            // SAFETY: the plugin's out-pointers.
+            unsafe {
+                *start = r.2;
+                *stop = r.3;
+            }
+            OPFORGE_OK
+        }
+        None => fail(
+            status,
+            OPFORGE_INVALID_ARGUMENT,
+            &format!("no argument {name}"),
+        ),
+    }
+}
+unsafe extern "C" fn g_output_grad(
+    c: *const OpforgeGradCtx,
+    i: usize,
+    grad: *mut OpforgeSym,
+) -> u8 {
+    match gctx(c).output_grads.get(i) {
+        Some(Some(g)) => {
+            // SAFETY: the plugin's out-pointer.
+            unsafe { *grad = *g };
+            1
+        }
+        _ => 0,
+    }
+}
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn g_call(
+    c: *mut OpforgeGradCtx,
+    op: OpforgeStr,
+    args: *const OpforgeSymArg,
+    num_args: usize,
+    attrs: *const OpforgeNamedAttr,
+    num_attrs: usize,
+    outs: *mut OpforgeSym,
+    cap: usize,
+    num_outs: *mut usize,
+    _status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    let ctx = gctx(c);
+    let mut arg_syms = Vec::new();
+    for i in 0..num_args {
+        // SAFETY: the plugin's arrays, valid for the call.
+        let a = unsafe { &*args.add(i) };
+        arg_syms.push(unsafe { std::slice::from_raw_parts(a.syms, a.num_syms) }.to_vec());
+    }
+    let mut int_attrs = Vec::new();
+    for i in 0..num_attrs {
+        // SAFETY: as above.
+        let a = unsafe { &*attrs.add(i) };
+        let v = unsafe { &*a.value };
+        assert_eq!(v.kind, OPFORGE_ATTR_INT);
+        int_attrs.push((text(a.name), v.i));
+    }
+    ctx.calls.push((text(op), arg_syms, int_attrs));
+    ctx.next += 1;
+    if cap > 0 {
+        // SAFETY: room for `cap` outputs.
+        unsafe { *outs = ctx.next };
+    }
+    if !num_outs.is_null() {
+        // SAFETY: the plugin's out-pointer.
+        unsafe { *num_outs = 1 };
+    }
+    OPFORGE_OK
+}
+unsafe extern "C" fn g_set_input_grad(
+    c: *mut OpforgeGradCtx,
+    i: usize,
+    grad: OpforgeSym,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    match gctx(c).input_grads.get_mut(i) {
+        Some(g) => {
+            *g = Some(grad);
+            OPFORGE_OK
+        }
+        None => fail(status, OPFORGE_INVALID_ARGUMENT, &format!("no input {i}")),
+    }
+}
+
+/// Runs the gradient function registered for `op`.
+pub fn gradient(r: &MockRegistrar, c: &mut MockGradCtx) -> Result<(), MockStatus> {
+    let g = r
+        .grad_fns
+        .iter()
+        .find(|g| g.0 == c.op)
+        .expect("a gradient function");
+    let mut s = MockStatus::default();
+    // SAFETY: the plugin's gradient function with this host's objects.
+    let code = unsafe { (g.1.unwrap())((c as *mut MockGradCtx).cast(), g.2, s.ptr()) };
+    if code == OPFORGE_OK {
+        Ok(())
+    } else {
+        s.code = code;
+        Err(s)
+    }
+}
+
+// ---------------------------------------------------------------------------
 // The tables
 // ---------------------------------------------------------------------------
 
@@ -720,7 +908,19 @@ pub static SHAPE: OpforgeShapeApi = OpforgeShapeApi {
     ..OpforgeShapeApi::new()
 };
 
-pub static GRAD: OpforgeGradApi = OpforgeGradApi::new();
+pub static GRAD: OpforgeGradApi = OpforgeGradApi {
+    op_name: Some(g_op_name),
+    attr: Some(g_attr),
+    num_inputs: Some(g_num_inputs),
+    input: Some(g_input),
+    num_outputs: Some(g_num_outputs),
+    output: Some(g_output),
+    arg_range: Some(g_arg_range),
+    output_grad: Some(g_output_grad),
+    call: Some(g_call),
+    set_input_grad: Some(g_set_input_grad),
+    ..OpforgeGradApi::new()
+};
 
 pub static HOST: OpforgeHostApi = host_with(&KERNEL);
 pub static OLD_HOST: OpforgeHostApi = host_with(&KERNEL_WITHOUT_PARALLEL_FOR);
