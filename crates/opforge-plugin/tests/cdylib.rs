@@ -327,3 +327,32 @@ fn the_example_runs_against_the_mock_host() {
     // SAFETY: every instance is destroyed; nothing of the library runs.
     unsafe { fini() };
 }
+
+#[test]
+fn a_library_built_with_panic_abort_is_refused_at_build_time() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zero_out_panic_abort");
+    let out = Command::new(env!("CARGO"))
+        .current_dir(&root)
+        .args([
+            "build",
+            "-p",
+            "zero_out",
+            "--lib",
+            "--config",
+            "profile.dev.panic=\"abort\"",
+        ])
+        .arg("--target-dir")
+        .arg(&target)
+        .output()
+        .expect("run cargo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a panic = \"abort\" build succeeded");
+    assert!(
+        stderr.contains(
+            "an opforge op library must be built with panic = \"unwind\": with panic = \
+             \"abort\" a panic in any of its code would abort the host process"
+        ),
+        "{stderr}"
+    );
+}
