@@ -15,9 +15,10 @@ use core::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use opforge_abi::{
-    OpforgeAttrValue, OpforgeCode, OpforgeKernelCtx, OpforgeKernelInit, OpforgeStatus, OpforgeStr,
-    OpforgeTensor, OPFORGE_INTERNAL, OPFORGE_NOT_FORWARDED, OPFORGE_TENSOR_CONTIGUOUS,
-    OPFORGE_TENSOR_WRITABLE,
+    OpforgeAttrValue, OpforgeCode, OpforgeForeignTensor, OpforgeKernelCtx, OpforgeKernelInit,
+    OpforgeStatus, OpforgeStr, OpforgeTensor, OPFORGE_INTERNAL, OPFORGE_NOT_FORWARDED,
+    OPFORGE_REQ_ADD, OPFORGE_REQ_INPLACE, OPFORGE_REQ_NULL, OPFORGE_REQ_WRITE,
+    OPFORGE_TENSOR_CONTIGUOUS, OPFORGE_TENSOR_WRITABLE,
 };
 
 use crate::attr::{self, FromAttrValue};
@@ -253,6 +254,32 @@ impl<'a> Tensor<'a> {
     pub fn num_elements(&self) -> usize {
         usize::try_from(self.view.num_elements).unwrap_or(0)
     }
+    /// The elements of a `DT_STRING` tensor, row-major, as bytes.
+    pub fn strings(&self) -> Result<Vec<&'a [u8]>> {
+        if self.dtype() != DataType::String {
+            return Err(Status::invalid_argument(format!(
+                "tensor of dtype {} read as strings",
+                self.dtype()
+            )));
+        }
+        let n = self.num_elements();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        if self.view.data.is_null()
+            || (self.view.data as usize) % core::mem::align_of::<OpforgeStr>() != 0
+            || (self.view.byte_len as u128)
+                < (n as u128) * core::mem::size_of::<OpforgeStr>() as u128
+        {
+            return Err(Status::internal("a string tensor view with bad data"));
+        }
+        // SAFETY: a DT_STRING view points at `num_elements` OpforgeStr
+        // (header), checked for alignment and length above, living for 'a.
+        let strs = unsafe { core::slice::from_raw_parts(self.view.data.cast::<OpforgeStr>(), n) };
+        // SAFETY: each element's bytes live as the view, for 'a (header).
+        Ok(strs.iter().map(|s| unsafe { s.as_bytes() }).collect())
+    }
+
     /// The elements, row-major, as `T` (which must be the dtype's type).
     pub fn flat<T: Element>(&self) -> Result<&'a [T]> {
         let n = check_flat::<T>(&self.view)?;
@@ -589,12 +616,142 @@ impl<'a> KernelCtx<'a> {
         }
     }
 
+    /// The host's thread pool for this compute: take it before borrowing
+    /// an output, to write the output from shards
+    /// ([`ThreadPool::parallel_chunks_mut`]).
+    pub fn thread_pool(&self) -> ThreadPool<'a> {
+        ThreadPool {
+            raw: self.raw,
+            status: self.status,
+            host: self.host,
+            what: self.what,
+        }
+    }
+
+    /// TensorFlow's `Shard` ([`ThreadPool::parallel_for`]).
+    pub fn parallel_for<F>(&self, total: usize, cost_per_unit: u64, work: F) -> Result<()>
+    where
+        F: Fn(usize, usize) + Sync,
+    {
+        self.thread_pool().parallel_for(total, cost_per_unit, work)
+    }
+
+    /// What the host asks of output `i` (always [`OutputRequest::Write`]
+    /// unless the kernel is registered with
+    /// [`output_requests`](crate::KernelDefBuilder::output_requests)).
+    pub fn output_request(&self, i: usize) -> OutputRequest {
+        match self.host.kernel.output_request {
+            // SAFETY: the compute's ctx (R7).
+            Some(f) => match unsafe { f(self.raw, i) } {
+                OPFORGE_REQ_NULL => OutputRequest::Null,
+                OPFORGE_REQ_WRITE => OutputRequest::Write,
+                OPFORGE_REQ_INPLACE => OutputRequest::InPlace,
+                OPFORGE_REQ_ADD => OutputRequest::Add,
+                other => OutputRequest::Other(other),
+            },
+            None => {
+                note_missing(&self.missing, self.host, "output_request");
+                OutputRequest::Write
+            }
+        }
+    }
+
+    /// Output `i` of `dims` wraps `data`, the plugin's own memory (no
+    /// copy); the host drops the `Vec` (through the SDK) when the last
+    /// tensor using it is gone.
+    pub fn set_output_from_vec<T: Element>(
+        &mut self,
+        i: usize,
+        dims: &[i64],
+        data: Vec<T>,
+    ) -> Result<()> {
+        let f = slot!(self.host, kernel.set_output_foreign)?;
+        let n: i64 = dims.iter().product();
+        if dims.iter().any(|&d| d < 0) || n != data.len() as i64 {
+            return Err(Status::invalid_argument(format!(
+                "set_output_from_vec: {} values for dims {:?}",
+                data.len(),
+                dims
+            )));
+        }
+        let rank = rank_of(dims)?;
+        let bytes = core::mem::size_of_val(data.as_slice()) as u64;
+        let boxed = Box::new(data);
+        let ptr = boxed.as_ptr() as *mut c_void;
+        let user = Box::into_raw(boxed);
+        let mut t = OpforgeForeignTensor::new();
+        t.dtype = T::DTYPE.0;
+        t.rank = rank;
+        t.dims = dims.as_ptr();
+        t.data = ptr;
+        t.byte_len = bytes;
+        t.release = Some(release_vec::<T>);
+        t.release_user = user.cast();
+        // SAFETY: the compute's ctx and status (R7); `t` describes the
+        // Vec's elements, which stay put (the Vec is boxed and not touched)
+        // until the release callback frees them.
+        let code = unsafe { f(self.raw, i, &t, self.status) };
+        if code != opforge_abi::OPFORGE_OK {
+            // On failure the plugin still owns the memory (header).
+            // SAFETY: `user` came from `Box::into_raw` above and the host
+            // did not take it.
+            drop(unsafe { Box::from_raw(user) });
+        }
+        self.host.check(code, self.status)
+    }
+
+    /// Sets the `DT_STRING` output `i` of `dims` to `elements` (copied).
+    pub fn set_output_strings(&mut self, i: usize, dims: &[i64], elements: &[&[u8]]) -> Result<()> {
+        let f = slot!(self.host, kernel.set_output_strings)?;
+        let rank = rank_of(dims)?;
+        let strs: Vec<OpforgeStr> = elements.iter().map(|e| OpforgeStr::from_bytes(e)).collect();
+        // SAFETY: the compute's ctx and status (R7); the arrays are read
+        // (copied) during the call.
+        let code = unsafe { f(self.raw, i, dims.as_ptr(), rank, strs.as_ptr(), self.status) };
+        self.host.check(code, self.status)
+    }
+}
+
+/// What the host asks of an output (MXNet's `OpReqType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputRequest {
+    /// Not needed: leave it unset.
+    Null,
+    /// Set and write it (the only request of 1.0 hosts).
+    Write,
+    /// Already bound to an input's memory: write the result there.
+    InPlace,
+    /// Already bound and holding values: add the result into it.
+    Add,
+    /// A request of a newer ABI minor (its integer).
+    Other(u32),
+}
+
+unsafe extern "C" fn release_vec<T: Element>(_data: *mut c_void, user: *mut c_void) {
+    // SAFETY: `user` is the `Box<Vec<T>>` of `set_output_from_vec`, released
+    // exactly once by the host (header), so we own it again.
+    let boxed = unsafe { Box::from_raw(user.cast::<Vec<T>>()) };
+    // Dropping a Vec of `Element`s cannot panic, but nothing may unwind
+    // into the host.
+    let _ = crate::panic::catch(move || drop(boxed));
+}
+
+/// The host's thread pool during one compute ([`KernelCtx::thread_pool`]).
+#[derive(Clone, Copy)]
+pub struct ThreadPool<'a> {
+    raw: *mut OpforgeKernelCtx,
+    status: *mut OpforgeStatus,
+    host: &'a Host,
+    what: &'a str,
+}
+
+impl ThreadPool<'_> {
     /// TensorFlow's `Shard`: splits `[0, total)` into shards by
     /// `cost_per_unit` (a rough count of cycles per unit) and runs
     /// `work(start, end)` on the host's pool and the calling thread,
     /// returning when every shard is done. A panic in `work` is caught per
     /// shard and becomes this call's `Internal` error. `work` cannot reach
-    /// this context (rule R9: it is not `Sync`); read views before.
+    /// the kernel context (rule R9: it is not `Sync`); read views before.
     pub fn parallel_for<F>(&self, total: usize, cost_per_unit: u64, work: F) -> Result<()>
     where
         F: Fn(usize, usize) + Sync,
@@ -620,7 +777,45 @@ impl<'a> KernelCtx<'a> {
         };
         self.host.check(code, self.status)
     }
+
+    /// [`parallel_for`](Self::parallel_for) over the elements of `data`:
+    /// `work(offset, chunk)` gets the disjoint chunk `data[offset..]` of
+    /// each shard, to write in parallel (an output's `flat_mut`).
+    pub fn parallel_chunks_mut<T, F>(
+        &self,
+        data: &mut [T],
+        cost_per_unit: u64,
+        work: F,
+    ) -> Result<()>
+    where
+        T: Send,
+        F: Fn(usize, &mut [T]) + Sync,
+    {
+        let len = data.len();
+        let base = SendPtr(data.as_mut_ptr());
+        self.parallel_for(len, cost_per_unit, move |start, end| {
+            let base = &base;
+            assert!(
+                start <= end && end <= len,
+                "parallel_for shard {start}..{end} outside 0..{len}"
+            );
+            // SAFETY: `[start, end)` lies within `data` (checked), and the
+            // host hands each unit of `[0, len)` to exactly one shard (the
+            // header's parallel_for contract), so the chunks are disjoint;
+            // `data` stays mutably borrowed until parallel_for returns,
+            // after every shard.
+            let chunk = unsafe { core::slice::from_raw_parts_mut(base.0.add(start), end - start) };
+            work(start, chunk);
+        })
+    }
 }
+
+/// A pointer shards share; the chunks they form from it are disjoint.
+struct SendPtr<T>(*mut T);
+
+// SAFETY: only used by `parallel_chunks_mut`, whose shards write disjoint
+// chunks of `T: Send` elements.
+unsafe impl<T: Send> Sync for SendPtr<T> {}
 
 fn rank_of(dims: &[i64]) -> Result<u32> {
     u32::try_from(dims.len()).map_err(|_| Status::invalid_argument("too many dims"))

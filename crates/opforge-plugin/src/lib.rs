@@ -74,10 +74,46 @@ pub mod status;
 pub use attr::{AttrValue, FromAttrValue, ShapeAttr};
 pub use dtype::{BFloat16, DataType, Element, Half};
 pub use grad::{GradCtx, Sym, SymArg};
-pub use kernel::{Kernel, KernelCtx, KernelInit, Tensor, TensorMut};
+pub use kernel::{Kernel, KernelCtx, KernelInit, OutputRequest, Tensor, TensorMut, ThreadPool};
 pub use registry::{GradientDef, GradientForm, KernelDef, KernelDefBuilder, Library, OpDefBuilder};
 pub use shape::{DimHandle, ShapeCtx, ShapeHandle};
 pub use status::{Code, Result, Status};
+
+/// Logging through the host (`host->log`, prefixed with the library's
+/// name by the host). Outside init..fini, or on a host without the slot,
+/// messages are dropped.
+pub mod log {
+    use opforge_abi::{
+        OpforgeStr, OPFORGE_LOG_DEBUG, OPFORGE_LOG_ERROR, OPFORGE_LOG_INFO, OPFORGE_LOG_WARNING,
+    };
+
+    fn log(level: u32, message: &str) {
+        if let Some(host) = crate::host::host() {
+            if let Some(f) = host.api.log {
+                // SAFETY: `raw` is the table init received, as `log` asks
+                // (R7); the message is copied (R5).
+                unsafe { f(host.raw, level, OpforgeStr::from_text(message)) };
+            }
+        }
+    }
+
+    /// Logs at DEBUG.
+    pub fn debug(message: &str) {
+        log(OPFORGE_LOG_DEBUG, message)
+    }
+    /// Logs at INFO.
+    pub fn info(message: &str) {
+        log(OPFORGE_LOG_INFO, message)
+    }
+    /// Logs at WARNING.
+    pub fn warning(message: &str) {
+        log(OPFORGE_LOG_WARNING, message)
+    }
+    /// Logs at ERROR.
+    pub fn error(message: &str) {
+        log(OPFORGE_LOG_ERROR, message)
+    }
+}
 
 /// The ABI crate, for the code [`export!`] generates.
 #[doc(hidden)]

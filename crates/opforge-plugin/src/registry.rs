@@ -372,6 +372,14 @@ impl KernelDefBuilder {
         self
     }
 
+    /// The kernel handles every output request (`KernelCtx::output_request`:
+    /// null, write, in place, add); without it the host asks only for
+    /// write.
+    pub const fn output_requests(mut self) -> KernelDefBuilder {
+        self.flags |= opforge_abi::OPFORGE_KERNEL_OUTPUT_REQUESTS;
+        self
+    }
+
     /// The kernel definition implemented by `K`.
     pub const fn build<K: Kernel>(self) -> KernelDef {
         KernelDef {

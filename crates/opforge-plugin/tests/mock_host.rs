@@ -125,6 +125,39 @@ impl Kernel for Sharded {
     }
 }
 
+const IOTA: OpDefBuilder = OpDefBuilder::new("Iota")
+    .attr("from_vec: bool = false")
+    .input("n: int64")
+    .output("y: int64");
+
+/// `Iota(n)`: `[0, 1, ..., n-1]`, written from parallel shards, or handed
+/// over as the plugin's own `Vec`.
+struct Iota {
+    from_vec: bool,
+}
+
+impl Kernel for Iota {
+    fn create(init: &KernelInit<'_>) -> Result<Self> {
+        Ok(Iota {
+            from_vec: init.get_attr("from_vec")?,
+        })
+    }
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+        let n = ctx.input(0)?.flat::<i64>()?[0];
+        opforge_plugin::log::info(&format!("iota of {n}"));
+        if self.from_vec {
+            return ctx.set_output_from_vec(0, &[n], (0..n).collect::<Vec<i64>>());
+        }
+        let pool = ctx.thread_pool();
+        let mut out = ctx.allocate_output(0, &[n])?;
+        pool.parallel_chunks_mut(out.flat_mut::<i64>()?, 1, |offset, chunk| {
+            for (k, x) in chunk.iter_mut().enumerate() {
+                *x = (offset + k) as i64;
+            }
+        })
+    }
+}
+
 fn no_grad(_: &mut GradCtx<'_>) -> Result<()> {
     Ok(())
 }
@@ -163,7 +196,7 @@ impl Kernel for DropPanics {
 opforge_plugin::export! {
     name: "mock_test_lib",
     version: "9.8.7",
-    ops: [ZERO_OUT, PANICKY, SHARDED, ODD],
+    ops: [ZERO_OUT, PANICKY, SHARDED, ODD, IOTA],
     kernels: [
         KernelDefBuilder::new("ZeroOut")
             .type_constraint_list("T", &[DataType::Float, DataType::Int32, DataType::Int64])
@@ -171,6 +204,7 @@ opforge_plugin::export! {
         KernelDefBuilder::new("Panicky").build::<Panicky>(),
         KernelDefBuilder::new("Sharded").not_thread_safe().build::<Sharded>(),
         KernelDefBuilder::new("Odd").build::<DropPanics>(),
+        KernelDefBuilder::new("Iota").host_memory("n").build::<Iota>(),
     ],
     gradients: [
         GradientDef::new("ZeroOut", no_grad),
@@ -218,7 +252,7 @@ fn init_registers_ops_kernels_and_gradients() {
     let _g = serial();
     let r = init_with(&HOST);
     let names: Vec<&str> = r.ops.iter().map(|o| o.name.as_str()).collect();
-    assert_eq!(names, ["ZeroOut", "Panicky", "Sharded", "Odd"]);
+    assert_eq!(names, ["ZeroOut", "Panicky", "Sharded", "Odd", "Iota"]);
     let z = r.op("ZeroOut");
     assert_eq!(
         z.attrs,
@@ -476,6 +510,41 @@ fn panics_in_shape_functions_gradients_and_destroy_do_not_escape() {
         log[0]
     );
     assert!(log[0].ends_with(": cannot let go"), "{}", log[0]);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+#[test]
+fn outputs_from_shards_and_from_plugin_memory() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    for from_vec in [false, true] {
+        let init = MockInit {
+            op: "Iota".into(),
+            attrs: vec![("from_vec".into(), MockAttr::Bool(from_vec))],
+            inputs: vec![OPFORGE_DT_INT64],
+            outputs: vec![OPFORGE_DT_INT64],
+        };
+        let k = Instance::create(r.kernel("Iota"), &init).unwrap();
+        let n = MockTensor::from(OPFORGE_DT_INT64, &[], &[5i64]);
+        let mut c = MockCtx::new("Iota", vec![n], vec![OPFORGE_DT_INT64]);
+        c.shards = 3;
+        LOG.with(|l| l.borrow_mut().clear());
+        k.compute(&mut c).unwrap();
+        assert_eq!(LOG.with(|l| l.borrow().clone()), ["iota of 5"]);
+        if from_vec {
+            assert!(c.outputs[0].is_none());
+            let f = &c.foreign[0];
+            assert_eq!((f.output, f.dims.as_slice()), (0, &[5][..]));
+            assert_eq!(f.values::<i64>(), [0, 1, 2, 3, 4]);
+            // Dropping the mock context releases the Vec through the SDK.
+        } else {
+            assert_eq!(
+                c.outputs[0].as_ref().unwrap().values::<i64>(),
+                [0, 1, 2, 3, 4]
+            );
+        }
+    }
     // SAFETY: nothing of the plugin runs any more.
     unsafe { opforge_plugin_fini_v1() };
 }

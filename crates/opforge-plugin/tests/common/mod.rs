@@ -230,6 +230,7 @@ unsafe extern "C" fn reg_not_differentiable(
 #[derive(Clone, Debug)]
 pub enum MockAttr {
     Int(i64),
+    Bool(bool),
     Type(OpforgeDType),
 }
 
@@ -281,6 +282,10 @@ fn fill_attr(
         MockAttr::Int(i) => {
             v.kind = OPFORGE_ATTR_INT;
             v.i = *i;
+        }
+        MockAttr::Bool(b) => {
+            v.kind = OPFORGE_ATTR_BOOL;
+            v.b = u8::from(*b);
         }
         MockAttr::Type(t) => {
             v.kind = OPFORGE_ATTR_TYPE;
@@ -389,6 +394,42 @@ pub struct MockCtx {
     pub attrs: Vec<(String, MockAttr)>,
     pub allow_forward: bool,
     pub shards: u64,
+    /// Outputs set from plugin memory: (output, dims, data, byte_len,
+    /// release, release_user).
+    pub foreign: Vec<Foreign>,
+}
+
+/// An output wrapping plugin memory (set_output_foreign).
+#[derive(Debug)]
+pub struct Foreign {
+    pub output: usize,
+    pub dims: Vec<i64>,
+    pub data: *mut c_void,
+    pub byte_len: u64,
+    pub release: OpforgeReleaseFn,
+    pub release_user: *mut c_void,
+}
+
+impl Foreign {
+    pub fn values<T: Copy>(&self) -> Vec<T> {
+        // SAFETY: the plugin's memory, alive until released.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.data.cast::<T>(),
+                self.byte_len as usize / size_of::<T>(),
+            )
+        }
+        .to_vec()
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        if let Some(r) = self.release {
+            // SAFETY: released exactly once, as the header says.
+            unsafe { r(self.data, self.release_user) };
+        }
+    }
 }
 
 impl MockCtx {
@@ -402,6 +443,7 @@ impl MockCtx {
             attrs: Vec::new(),
             allow_forward: false,
             shards: 2,
+            foreign: Vec::new(),
         }
     }
     pub fn ptr(&mut self) -> *mut OpforgeKernelCtx {
@@ -570,6 +612,28 @@ unsafe extern "C" fn k_forward(
     }
     // SAFETY: forwarding to allocate_output's contract.
     unsafe { k_allocate_output(c, i, dims, rank, view, status) }
+}
+unsafe extern "C" fn k_set_output_foreign(
+    c: *mut OpforgeKernelCtx,
+    i: usize,
+    t: *const OpforgeForeignTensor,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    let ctx = ctx_of(c);
+    // SAFETY: the plugin's struct, prefix-read (R1).
+    let t = unsafe { OpforgeForeignTensor::read_from(t) }.unwrap();
+    if ctx.output_dtypes.get(i) != Some(&t.dtype) {
+        return fail(status, OPFORGE_INVALID_ARGUMENT, "dtype mismatch");
+    }
+    ctx.foreign.push(Foreign {
+        output: i,
+        dims: dims_arg(t.dims, t.rank),
+        data: t.data,
+        byte_len: t.byte_len,
+        release: t.release,
+        release_user: t.release_user,
+    });
+    OPFORGE_OK
 }
 unsafe extern "C" fn k_attr(
     c: *const OpforgeKernelCtx,
@@ -885,6 +949,7 @@ pub static KERNEL: OpforgeKernelApi = OpforgeKernelApi {
     allocate_output: Some(k_allocate_output),
     forward_input_or_allocate_output: Some(k_forward),
     attr: Some(k_attr),
+    set_output_foreign: Some(k_set_output_foreign),
     num_threads: Some(k_num_threads),
     parallel_for: Some(k_parallel_for),
     ..OpforgeKernelApi::new()
