@@ -326,6 +326,20 @@ fn the_example_runs_against_the_mock_host() {
 
     // SAFETY: every instance is destroyed; nothing of the library runs.
     unsafe { fini() };
+
+    // Nothing of the run pinned the library (no thread-local destructor
+    // registered, ...): dlclose unmaps it.
+    if cfg!(target_os = "linux") {
+        let canonical = std::fs::canonicalize(&path).unwrap();
+        let mapped = || {
+            std::fs::read_to_string("/proc/self/maps")
+                .unwrap()
+                .contains(canonical.to_str().unwrap())
+        };
+        assert!(mapped());
+        lib.close().unwrap();
+        assert!(!mapped(), "the library stayed mapped after dlclose");
+    }
 }
 
 #[test]
