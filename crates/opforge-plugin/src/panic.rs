@@ -1,5 +1,5 @@
 //! Panics never cross the boundary (rule R10): every callback the SDK gives
-//! the host runs its body through [`guard`], which catches a panic and turns
+//! the host runs its body through a guard (`catch` below), which catches a panic and turns
 //! it into `OPFORGE_INTERNAL` with a message naming the library, the
 //! callback (kernel, shape function, ... and its op) and where the panic
 //! happened, read by a panic hook the SDK installs once.
