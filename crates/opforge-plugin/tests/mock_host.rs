@@ -548,3 +548,81 @@ fn outputs_from_shards_and_from_plugin_memory() {
     // SAFETY: nothing of the plugin runs any more.
     unsafe { opforge_plugin_fini_v1() };
 }
+
+#[test]
+fn a_refused_registration_fails_init_and_leaves_nothing_running() {
+    let _g = serial();
+    let e = init(opforge_plugin_init_v1, &REFUSING_HOST).err().unwrap();
+    assert_eq!(e.code, OPFORGE_ALREADY_EXISTS);
+    assert_eq!(
+        e.message,
+        "registering op ZeroOut: Op with name ZeroOut already registered by library other"
+    );
+    // The failed init forgot the host: a stray callback reports INTERNAL.
+    let r = init_with(&HOST);
+    // SAFETY: as fini does.
+    unsafe { opforge_plugin_fini_v1() };
+    let e = Instance::create(r.kernel("ZeroOut"), &zero_out_init(0))
+        .err()
+        .unwrap();
+    assert_eq!(e.code, OPFORGE_INTERNAL);
+}
+
+/// Sends a kernel instance's state pointer to other threads (the SDK's
+/// states are `Send + Sync`; the host calls compute from any thread).
+struct SharedState(*mut std::ffi::c_void);
+// SAFETY: the state is an SDK kernel instance, `Send + Sync`.
+unsafe impl Send for SharedState {}
+// SAFETY: as above.
+unsafe impl Sync for SharedState {}
+
+#[test]
+fn sixteen_threads_compute_on_one_instance_and_panic_independently() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    let z = Instance::create(r.kernel("ZeroOut"), &zero_out_init(1)).unwrap();
+    let zstate = SharedState(z.state);
+    let pinit = MockInit {
+        op: "Panicky".into(),
+        attrs: vec![],
+        inputs: vec![OPFORGE_DT_FLOAT],
+        outputs: vec![OPFORGE_DT_FLOAT],
+    };
+    let zk = r.kernel("ZeroOut");
+    let pk = r.kernel("Panicky");
+    std::thread::scope(|s| {
+        for t in 0..16i32 {
+            let zstate = &zstate;
+            let pinit = &pinit;
+            s.spawn(move || {
+                for round in 0..50 {
+                    let x = MockTensor::from(OPFORGE_DT_INT32, &[3], &[t, t + 1, round]);
+                    let mut c = MockCtx::new("ZeroOut", vec![x], vec![OPFORGE_DT_INT32]);
+                    let mut st = MockStatus::default();
+                    // SAFETY: the instance's compute with this host's objects.
+                    let code = unsafe { (zk.compute.unwrap())(zstate.0, c.ptr(), st.ptr()) };
+                    assert_eq!(code, OPFORGE_OK, "{st:?}");
+                    assert_eq!(
+                        c.outputs[0].as_ref().unwrap().values::<i32>(),
+                        [0, t + 1, 0]
+                    );
+                }
+                // Each thread's panic is reported with its own text.
+                let p = Instance::create(pk, pinit).unwrap();
+                let x = MockTensor::from(OPFORGE_DT_FLOAT, &[t as i64], &vec![0f32; t as usize]);
+                let mut c = MockCtx::new("Panicky", vec![x], vec![OPFORGE_DT_FLOAT]);
+                let e = p.compute(&mut c).unwrap_err();
+                assert_eq!(e.code, OPFORGE_INTERNAL);
+                assert!(
+                    e.message
+                        .ends_with(&format!("the len is 0 but the index is {t}")),
+                    "{}",
+                    e.message
+                );
+            });
+        }
+    });
+    drop(z);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}

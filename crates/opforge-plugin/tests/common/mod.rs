@@ -98,6 +98,11 @@ pub struct KernelRec {
     pub user: *mut c_void,
 }
 
+// SAFETY: a kernel record holds the plugin's function pointers and its
+// `user` pointer (an immutable `'static` kernel definition), which R9 lets
+// any thread use.
+unsafe impl Sync for KernelRec {}
+
 #[derive(Default, Debug)]
 pub struct MockRegistrar {
     pub ops: Vec<OpRec>,
@@ -932,6 +937,29 @@ pub static REGISTRATION: OpforgeRegistrationApi = OpforgeRegistrationApi {
     ..OpforgeRegistrationApi::new()
 };
 
+unsafe extern "C" fn reg_op_refused(
+    _: *mut OpforgeRegistrar,
+    def: *const OpforgeOpDef,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: the plugin's def (R1).
+    let d = unsafe { OpforgeOpDef::read_from(def) }.unwrap();
+    fail(
+        status,
+        OPFORGE_ALREADY_EXISTS,
+        &format!(
+            "Op with name {} already registered by library other",
+            text(d.name)
+        ),
+    )
+}
+
+/// A registration table that refuses every op.
+pub static REGISTRATION_REFUSING: OpforgeRegistrationApi = OpforgeRegistrationApi {
+    op: Some(reg_op_refused),
+    ..REGISTRATION
+};
+
 pub static KERNEL: OpforgeKernelApi = OpforgeKernelApi {
     init_op_name: Some(init_op_name),
     init_num_inputs: Some(init_num_inputs),
@@ -988,6 +1016,10 @@ pub static GRAD: OpforgeGradApi = OpforgeGradApi {
 };
 
 pub static HOST: OpforgeHostApi = host_with(&KERNEL);
+pub static REFUSING_HOST: OpforgeHostApi = OpforgeHostApi {
+    registration: &REGISTRATION_REFUSING,
+    ..host_with(&KERNEL)
+};
 pub static OLD_HOST: OpforgeHostApi = host_with(&KERNEL_WITHOUT_PARALLEL_FOR);
 
 const fn host_with(kernel: &'static OpforgeKernelApi) -> OpforgeHostApi {
