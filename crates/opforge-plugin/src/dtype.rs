@@ -141,7 +141,6 @@ impl fmt::Display for DataType {
 /// does no arithmetic on them (convert with a crate such as `half`).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
 #[repr(transparent)]
-#[allow(non_camel_case_types)]
 pub struct Half(pub u16);
 
 /// bfloat16 (`DT_BFLOAT16`) as its bits, as [`Half`].

@@ -342,7 +342,7 @@ pub struct KernelCtx<'a> {
     raw: *mut OpforgeKernelCtx,
     status: *mut OpforgeStatus,
     host: &'a Host,
-    what: &'a str,
+    def: &'a KernelDef,
     missing: Missing,
 }
 
@@ -624,7 +624,7 @@ impl<'a> KernelCtx<'a> {
             raw: self.raw,
             status: self.status,
             host: self.host,
-            what: self.what,
+            def: self.def,
         }
     }
 
@@ -742,7 +742,7 @@ pub struct ThreadPool<'a> {
     raw: *mut OpforgeKernelCtx,
     status: *mut OpforgeStatus,
     host: &'a Host,
-    what: &'a str,
+    def: &'a KernelDef,
 }
 
 impl ThreadPool<'_> {
@@ -757,10 +757,9 @@ impl ThreadPool<'_> {
         F: Fn(usize, usize) + Sync,
     {
         let f = slot!(self.host, kernel.parallel_for)?;
-        let what = format!("a parallel_for body of {}", self.what);
         let shard = Shard {
             work: &work,
-            what: &what,
+            def: self.def,
         };
         // SAFETY: the compute's ctx and status (R7); `shard` outlives the
         // call, which returns only when every shard is done; the
@@ -823,7 +822,7 @@ fn rank_of(dims: &[i64]) -> Result<u32> {
 
 struct Shard<'a, F> {
     work: &'a F,
-    what: &'a str,
+    def: &'a KernelDef,
 }
 
 unsafe extern "C" fn work_trampoline<F: Fn(usize, usize) + Sync>(
@@ -837,7 +836,12 @@ unsafe extern "C" fn work_trampoline<F: Fn(usize, usize) + Sync>(
     let shard = unsafe { &*(user as *const Shard<'_, F>) };
     host::guard(
         status,
-        || shard.what.to_string(),
+        || {
+            format!(
+                "a parallel_for body of {}",
+                kernel_what(shard.def, "compute")
+            )
+        },
         |_| {
             (shard.work)(begin as usize, end as usize);
             Ok(())
@@ -906,10 +910,9 @@ pub(crate) unsafe extern "C" fn compute_trampoline<K: Kernel>(
     // for this kernel (the host passes it back unchanged) and lives until
     // destroy, after the last compute; computes share it (`K: Sync`).
     let instance = unsafe { &*(state as *const Instance<K>) };
-    let what = kernel_what(instance.def, "compute");
     let (code, panicked) = host::guard_reporting_panic(
         status,
-        || what.clone(),
+        || kernel_what(instance.def, "compute"),
         |host| {
             if instance.poisoned.load(Ordering::Relaxed) {
                 return Err(Status::internal(format!(
@@ -923,7 +926,7 @@ pub(crate) unsafe extern "C" fn compute_trampoline<K: Kernel>(
                 raw: ctx,
                 status,
                 host,
-                what: &what,
+                def: instance.def,
                 missing: Cell::new(None),
             };
             let result = instance.kernel.compute(&mut c);

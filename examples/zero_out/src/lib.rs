@@ -262,3 +262,44 @@ opforge_plugin::export! {
         GradientDef::new("ZeroOutList", zero_out_list_grad),
     ],
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zeroing_keeps_one_element() {
+        let x = [1, 2, 3, 4];
+        let mut out = [9; 4];
+        zero_out_into(&x, &mut out, 2);
+        assert_eq!(out, [0, 0, 3, 0]);
+        let mut y = [1.5f32, 2.5, 3.5];
+        zero_out_in_place(&mut y, 0);
+        assert_eq!(y, [1.5, 0.0, 0.0]);
+        let mut z = [Half(0x3c00), Half(0x4000)];
+        zero_out_in_place(&mut z, 1);
+        assert_eq!(z, [Half(0), Half(0x4000)]);
+    }
+
+    #[test]
+    fn shapes_print_as_tensorflow_does() {
+        assert_eq!(fmt_shape(&[2, 3]), "[2,3]");
+        assert_eq!(fmt_shape(&[]), "[]");
+    }
+
+    #[test]
+    fn declarations() {
+        assert_eq!(
+            ZERO_OUT.attrs(),
+            ["T: realnumbertype = DT_INT32", "preserve_index: int = 0"]
+        );
+        assert!(ZERO_OUT.shape_fn().is_some());
+        assert_eq!(ZERO_OUT_INT32.inputs(), ["to_zero: int32"]);
+        assert_eq!(ZERO_OUT_LIST.inputs(), ["to_zero: N * T"]);
+        let c = ZERO_OUT_KERNEL.def.constraints();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].attr(), "T");
+        assert_eq!(c[0].types(), DataType::REAL_NUMBER_TYPES);
+        assert!(ZERO_OUT_INT32_KERNEL.def.constraints().is_empty());
+    }
+}
