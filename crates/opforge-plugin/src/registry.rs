@@ -631,6 +631,17 @@ pub unsafe fn init(
         status,
         || format!("init of library {}", library.name),
         |host| {
+            if host.api.abi_minor < library.min_host_minor {
+                return Err(Status::failed_precondition(format!(
+                    "library {} {} needs opforge C ABI {}.{}+; this host provides {}.{}",
+                    library.name,
+                    library.version,
+                    opforge_abi::OPFORGE_ABI_MAJOR,
+                    library.min_host_minor,
+                    host.api.abi_major,
+                    host.api.abi_minor
+                )));
+            }
             if library.panic_abort {
                 return Err(Status::failed_precondition(format!(
                     "library {} {} was built with panic = \"abort\": a panic in any of its \

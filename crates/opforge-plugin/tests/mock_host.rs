@@ -170,6 +170,40 @@ fn panicking_shape_fn(_: &mut ShapeCtx<'_>) -> Result<()> {
     panic!("no shapes today")
 }
 
+/// A shape function in TensorFlow's vocabulary: the transpose of a matrix.
+fn transpose2_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
+    let x = c.input(0);
+    let m = c.with_rank(x, 2)?;
+    let rows = c.dim(m, 0)?;
+    let cols = c.dim(m, -1)?;
+    ensure!(
+        c.value(rows) != 0,
+        InvalidArgument,
+        "Transpose2 needs a non-empty first dim, got {}",
+        c.debug_string(m)
+    );
+    let t = c.make_shape(&[cols, rows])?;
+    c.set_output(0, t)
+}
+
+const TRANSPOSE2: OpDefBuilder = OpDefBuilder::new("Transpose2")
+    .attr("T: type")
+    .input("x: T")
+    .output("y: T")
+    .set_shape_fn(transpose2_shape);
+
+/// Uses a query the mock host's shape table lacks (`num_elements`).
+fn counting_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
+    let x = c.input(0);
+    let _ = c.num_elements(x);
+    c.set_output(0, x)
+}
+
+const COUNTING: OpDefBuilder = OpDefBuilder::new("Counting")
+    .input("x: float")
+    .output("y: float")
+    .set_shape_fn(counting_shape);
+
 const ODD: OpDefBuilder = OpDefBuilder::new("Odd")
     .input("x: float")
     .output("y: float")
@@ -196,7 +230,7 @@ impl Kernel for DropPanics {
 opforge_plugin::export! {
     name: "mock_test_lib",
     version: "9.8.7",
-    ops: [ZERO_OUT, PANICKY, SHARDED, ODD, IOTA],
+    ops: [ZERO_OUT, PANICKY, SHARDED, ODD, IOTA, TRANSPOSE2, COUNTING],
     kernels: [
         KernelDefBuilder::new("ZeroOut")
             .type_constraint_list("T", &[DataType::Float, DataType::Int32, DataType::Int64])
@@ -252,7 +286,18 @@ fn init_registers_ops_kernels_and_gradients() {
     let _g = serial();
     let r = init_with(&HOST);
     let names: Vec<&str> = r.ops.iter().map(|o| o.name.as_str()).collect();
-    assert_eq!(names, ["ZeroOut", "Panicky", "Sharded", "Odd", "Iota"]);
+    assert_eq!(
+        names,
+        [
+            "ZeroOut",
+            "Panicky",
+            "Sharded",
+            "Odd",
+            "Iota",
+            "Transpose2",
+            "Counting"
+        ]
+    );
     let z = r.op("ZeroOut");
     assert_eq!(
         z.attrs,
@@ -451,8 +496,32 @@ fn a_slot_the_host_lacks_is_unimplemented() {
 fn shape_functions_run_through_the_host() {
     let _g = serial();
     let r = init_with(&HOST);
-    let out = infer(r.op("ZeroOut"), &[vec![2, 3]], 1).unwrap();
-    assert_eq!(out, [vec![2, 3]]);
+    let out = infer(r.op("ZeroOut"), &[Some(vec![2, 3])], 1).unwrap();
+    assert_eq!(out, ["[2,3]"]);
+    let out = infer(r.op("ZeroOut"), &[None], 1).unwrap();
+    assert_eq!(out, ["?"]);
+    // A shape function with TensorFlow's vocabulary: transpose a matrix.
+    let out = infer(r.op("Transpose2"), &[Some(vec![2, -1])], 1).unwrap();
+    assert_eq!(out, ["[?,2]"]);
+    let out = infer(r.op("Transpose2"), &[None], 1).unwrap();
+    assert_eq!(out, ["[?,?]"]);
+    let e = infer(r.op("Transpose2"), &[Some(vec![1, 2, 3])], 1).unwrap_err();
+    assert_eq!(e.code, OPFORGE_INVALID_ARGUMENT);
+    assert_eq!(e.message, "Shape must be rank 2 but is rank 3");
+    let e = infer(r.op("Transpose2"), &[Some(vec![0, 2])], 1).unwrap_err();
+    assert_eq!(
+        e.message,
+        "Transpose2 needs a non-empty first dim, got [0,2]"
+    );
+    // A query whose slot the host lacks fails the shape function.
+    let e = infer(r.op("Counting"), &[Some(vec![3])], 1).unwrap_err();
+    assert_eq!(e.code, OPFORGE_UNIMPLEMENTED);
+    assert!(
+        e.message
+            .starts_with("the host's shape API has no `num_elements`"),
+        "{}",
+        e.message
+    );
     // SAFETY: nothing of the plugin runs any more.
     unsafe { opforge_plugin_fini_v1() };
 }
@@ -473,7 +542,7 @@ fn a_callback_after_fini_fails_without_crashing() {
 fn panics_in_shape_functions_gradients_and_destroy_do_not_escape() {
     let _g = serial();
     let r = init_with(&HOST);
-    let e = infer(r.op("Odd"), &[vec![2]], 1).unwrap_err();
+    let e = infer(r.op("Odd"), &[Some(vec![2])], 1).unwrap_err();
     assert_eq!(e.code, OPFORGE_INTERNAL);
     assert_eq!(e.flags, OPFORGE_STATUS_PANICKED);
     assert!(

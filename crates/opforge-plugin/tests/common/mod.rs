@@ -690,10 +690,42 @@ unsafe extern "C" fn k_parallel_for(
 // ---------------------------------------------------------------------------
 
 pub struct MockShapeCtx {
-    /// Known shapes; handle h is shapes[h - 1].
-    pub shapes: Vec<Vec<i64>>,
+    /// Known shapes (`None`: unknown rank); handle h is shapes[h - 1].
+    pub shapes: Vec<Option<Vec<i64>>>,
+    /// Known dims (-1: unknown); handle d is dims[d - 1].
+    pub dims: Vec<i64>,
     pub num_inputs: usize,
     pub outputs: Vec<OpforgeShape>,
+}
+
+impl MockShapeCtx {
+    fn shape(&self, h: OpforgeShape) -> Option<&Option<Vec<i64>>> {
+        self.shapes.get((h as usize).wrapping_sub(1))
+    }
+    fn add_shape(&mut self, s: Option<Vec<i64>>) -> OpforgeShape {
+        self.shapes.push(s);
+        self.shapes.len() as u64
+    }
+    fn add_dim(&mut self, v: i64) -> OpforgeDim {
+        self.dims.push(v);
+        self.dims.len() as u64
+    }
+    pub fn text(&self, h: OpforgeShape) -> String {
+        match self.shape(h) {
+            Some(Some(d)) => format!(
+                "[{}]",
+                d.iter()
+                    .map(|&x| if x < 0 {
+                        "?".to_string()
+                    } else {
+                        x.to_string()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            _ => "?".to_string(),
+        }
+    }
 }
 
 fn sctx<'a>(c: *const OpforgeShapeCtx) -> &'a mut MockShapeCtx {
@@ -721,7 +753,7 @@ unsafe extern "C" fn s_set_output(
     status: *mut OpforgeStatus,
 ) -> OpforgeCode {
     let ctx = sctx(c);
-    if shape == OPFORGE_NO_HANDLE || shape as usize > ctx.shapes.len() {
+    if ctx.shape(shape).is_none() {
         return fail(status, OPFORGE_INVALID_ARGUMENT, "invalid shape handle");
     }
     match ctx.outputs.get_mut(i) {
@@ -733,10 +765,97 @@ unsafe extern "C" fn s_set_output(
     }
 }
 unsafe extern "C" fn s_rank(c: *const OpforgeShapeCtx, shape: OpforgeShape) -> i32 {
-    match sctx(c).shapes.get((shape as usize).wrapping_sub(1)) {
-        Some(s) => s.len() as i32,
-        None => OPFORGE_UNKNOWN_RANK,
+    match sctx(c).shape(shape) {
+        Some(Some(s)) => s.len() as i32,
+        _ => OPFORGE_UNKNOWN_RANK,
     }
+}
+unsafe extern "C" fn s_dim(
+    c: *mut OpforgeShapeCtx,
+    shape: OpforgeShape,
+    index: i64,
+    out: *mut OpforgeDim,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    let ctx = sctx(c);
+    let v = match ctx.shape(shape) {
+        None => return fail(status, OPFORGE_INVALID_ARGUMENT, "invalid shape handle"),
+        Some(None) => -1,
+        Some(Some(d)) => {
+            let i = if index < 0 {
+                index + d.len() as i64
+            } else {
+                index
+            };
+            match d.get(i as usize) {
+                Some(&v) if i >= 0 => v,
+                _ => return fail(status, OPFORGE_INVALID_ARGUMENT, "dim index out of range"),
+            }
+        }
+    };
+    let h = ctx.add_dim(v);
+    // SAFETY: the plugin's out-pointer.
+    unsafe { *out = h };
+    OPFORGE_OK
+}
+unsafe extern "C" fn s_value(c: *const OpforgeShapeCtx, dim: OpforgeDim) -> i64 {
+    sctx(c)
+        .dims
+        .get((dim as usize).wrapping_sub(1))
+        .copied()
+        .unwrap_or(-1)
+}
+unsafe extern "C" fn s_make_shape(
+    c: *mut OpforgeShapeCtx,
+    dims: *const OpforgeDim,
+    rank: usize,
+    out: *mut OpforgeShape,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    let ctx = sctx(c);
+    // SAFETY: `rank` handles from the plugin.
+    let hs = if rank == 0 {
+        &[][..]
+    } else {
+        unsafe { std::slice::from_raw_parts(dims, rank) }
+    };
+    let mut v = Vec::new();
+    for &h in hs {
+        match ctx.dims.get((h as usize).wrapping_sub(1)) {
+            Some(&x) => v.push(x),
+            None => return fail(status, OPFORGE_INVALID_ARGUMENT, "invalid dim handle"),
+        }
+    }
+    let h = ctx.add_shape(Some(v));
+    // SAFETY: the plugin's out-pointer.
+    unsafe { *out = h };
+    OPFORGE_OK
+}
+unsafe extern "C" fn s_with_rank(
+    c: *mut OpforgeShapeCtx,
+    shape: OpforgeShape,
+    rank: i32,
+    out: *mut OpforgeShape,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    let ctx = sctx(c);
+    let h = match ctx.shape(shape).cloned() {
+        None => return fail(status, OPFORGE_INVALID_ARGUMENT, "invalid shape handle"),
+        Some(None) => ctx.add_shape(Some(vec![-1; rank as usize])),
+        Some(Some(d)) if d.len() == rank as usize => shape,
+        Some(Some(d)) => {
+            let msg = format!("Shape must be rank {rank} but is rank {}", d.len());
+            return fail(status, OPFORGE_INVALID_ARGUMENT, &msg);
+        }
+    };
+    // SAFETY: the plugin's out-pointer.
+    unsafe { *out = h };
+    OPFORGE_OK
+}
+unsafe extern "C" fn s_shape_string(c: *const OpforgeShapeCtx, shape: OpforgeShape) -> OpforgeStr {
+    // Leaked: lives as long as any context (a test host).
+    let text: &'static str = Box::leak(sctx(c).text(shape).into_boxed_str());
+    OpforgeStr::from_text(text)
 }
 
 // ---------------------------------------------------------------------------
@@ -998,6 +1117,11 @@ pub static SHAPE: OpforgeShapeApi = OpforgeShapeApi {
     input: Some(s_input),
     set_output: Some(s_set_output),
     rank: Some(s_rank),
+    dim: Some(s_dim),
+    value: Some(s_value),
+    make_shape: Some(s_make_shape),
+    with_rank: Some(s_with_rank),
+    shape_string: Some(s_shape_string),
     ..OpforgeShapeApi::new()
 };
 
@@ -1114,14 +1238,16 @@ impl Drop for Instance<'_> {
     }
 }
 
-/// Runs `op`'s shape function on inputs of `shapes`: the output shapes.
+/// Runs `op`'s shape function on inputs of `shapes` (`None`: unknown
+/// rank): the output shapes as text.
 pub fn infer(
     op: &OpRec,
-    shapes: &[Vec<i64>],
+    shapes: &[Option<Vec<i64>>],
     num_outputs: usize,
-) -> Result<Vec<Vec<i64>>, MockStatus> {
+) -> Result<Vec<String>, MockStatus> {
     let mut c = MockShapeCtx {
         shapes: shapes.to_vec(),
+        dims: Vec::new(),
         num_inputs: shapes.len(),
         outputs: vec![OPFORGE_NO_HANDLE; num_outputs],
     };
@@ -1138,8 +1264,5 @@ pub fn infer(
         s.code = code;
         return Err(s);
     }
-    Ok(c.outputs
-        .iter()
-        .map(|&h| c.shapes[h as usize - 1].clone())
-        .collect())
+    Ok(c.outputs.iter().map(|&h| c.text(h)).collect())
 }
