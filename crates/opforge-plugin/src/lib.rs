@@ -63,6 +63,7 @@
 pub mod attr;
 pub mod dtype;
 pub mod grad;
+pub mod grad_nodes;
 mod host;
 pub mod kernel;
 pub mod manifest;
@@ -74,6 +75,7 @@ pub mod status;
 pub use attr::{AttrValue, FromAttrValue, ShapeAttr};
 pub use dtype::{BFloat16, DataType, Element, Half};
 pub use grad::{GradCtx, Sym, SymArg};
+pub use grad_nodes::{ArgRef, GradArg, GradNode, GradSource, GradientFunction, NodeAttr};
 pub use kernel::{Kernel, KernelCtx, KernelInit, OutputRequest, Tensor, TensorMut, ThreadPool};
 pub use registry::{GradientDef, GradientForm, KernelDef, KernelDefBuilder, Library, OpDefBuilder};
 pub use shape::{DimHandle, ShapeCtx, ShapeHandle};
@@ -123,9 +125,9 @@ pub use opforge_abi as abi;
 pub mod prelude {
     pub use crate::shape;
     pub use crate::{
-        dispatch, ensure, export, AttrValue, DataType, Element, GradCtx, GradientDef, Kernel,
-        KernelCtx, KernelDefBuilder, KernelInit, OpDefBuilder, Result, ShapeCtx, ShapeHandle,
-        Status, Sym, SymArg,
+        dispatch, ensure, export, ArgRef, AttrValue, DataType, Element, GradArg, GradCtx,
+        GradSource, GradientDef, GradientFunction, Kernel, KernelCtx, KernelDefBuilder, KernelInit,
+        NodeAttr, OpDefBuilder, Result, ShapeCtx, ShapeHandle, Status, Sym, SymArg,
     };
 }
 

@@ -357,6 +357,7 @@ const fn gradient_record(w: &mut W<'_>, g: &GradientDef) {
         w,
         match g.form {
             GradientForm::Fn(_) => "fn",
+            GradientForm::Nodes(_) => "nodes",
             GradientForm::NotDifferentiable => "not_differentiable",
         },
     );

@@ -436,6 +436,9 @@ pub struct KernelDef {
 pub enum GradientForm {
     /// A function over the host's graph builder ([`GradCtx`]).
     Fn(GradFn),
+    /// A list of nodes over registered ops, made at init by the function
+    /// (evaluated by the host with no plugin code at autodiff time).
+    Nodes(fn() -> crate::grad_nodes::GradientFunction),
     /// No gradient flows through the op.
     NotDifferentiable,
 }
@@ -456,6 +459,18 @@ impl GradientDef {
         GradientDef {
             op,
             form: GradientForm::Fn(f),
+        }
+    }
+
+    /// The gradient of `op` is the node list `f` makes (a declarative
+    /// gradient).
+    pub const fn nodes(
+        op: &'static str,
+        f: fn() -> crate::grad_nodes::GradientFunction,
+    ) -> GradientDef {
+        GradientDef {
+            op,
+            form: GradientForm::Nodes(f),
         }
     }
 
@@ -594,6 +609,15 @@ fn register_gradient(
                     status,
                 )
             }
+        }
+        GradientForm::Nodes(f) => {
+            let register = slot!(host, registration.gradient_function)?;
+            let g = f();
+            crate::grad_nodes::with_abi(gradient.op, &g, |def| {
+                // SAFETY: as in `register_op`; `def` and every array it
+                // points to live across the call (the host copies them).
+                unsafe { register(registrar, def, status) }
+            })
         }
         GradientForm::NotDifferentiable => {
             let register = slot!(host, registration.not_differentiable)?;

@@ -204,6 +204,27 @@ const COUNTING: OpDefBuilder = OpDefBuilder::new("Counting")
     .output("y: float")
     .set_shape_fn(counting_shape);
 
+const TWICE: OpDefBuilder = OpDefBuilder::new("Twice")
+    .attr("T: {float, double}")
+    .input("x: T")
+    .output("y: T");
+
+/// d(2x) = dy + dy, as data: `AddN([dy, dy], T=$T)`.
+fn twice_grad() -> GradientFunction {
+    let mut g = GradientFunction::new();
+    let dy = GradSource::OutputGrad(ArgRef::arg("y"));
+    let sum = g.node(
+        "AddN",
+        vec![GradArg::list(vec![dy.clone(), dy])],
+        vec![("T", NodeAttr::Placeholder("T".into()))],
+    );
+    g.input_grads(vec![GradArg::one(GradSource::Node(
+        sum,
+        ArgRef::arg("sum"),
+    ))]);
+    g
+}
+
 const ODD: OpDefBuilder = OpDefBuilder::new("Odd")
     .input("x: float")
     .output("y: float")
@@ -230,7 +251,7 @@ impl Kernel for DropPanics {
 opforge_plugin::export! {
     name: "mock_test_lib",
     version: "9.8.7",
-    ops: [ZERO_OUT, PANICKY, SHARDED, ODD, IOTA, TRANSPOSE2, COUNTING],
+    ops: [ZERO_OUT, PANICKY, SHARDED, ODD, IOTA, TRANSPOSE2, COUNTING, TWICE],
     kernels: [
         KernelDefBuilder::new("ZeroOut")
             .type_constraint_list("T", &[DataType::Float, DataType::Int32, DataType::Int64])
@@ -244,6 +265,7 @@ opforge_plugin::export! {
         GradientDef::new("ZeroOut", no_grad),
         GradientDef::not_differentiable("Panicky"),
         GradientDef::new("Odd", panicking_grad),
+        GradientDef::nodes("Twice", twice_grad),
     ],
 }
 
@@ -295,7 +317,8 @@ fn init_registers_ops_kernels_and_gradients() {
             "Odd",
             "Iota",
             "Transpose2",
-            "Counting"
+            "Counting",
+            "Twice",
         ]
     );
     let z = r.op("ZeroOut");
@@ -324,7 +347,18 @@ fn init_registers_ops_kernels_and_gradients() {
             ("ZeroOut".to_string(), "fn"),
             ("Panicky".to_string(), "not_differentiable"),
             ("Odd".to_string(), "fn"),
+            ("Twice".to_string(), "nodes"),
         ]
+    );
+    assert_eq!(
+        r.grad_nodes,
+        [(
+            "Twice".to_string(),
+            vec![
+                "AddN([output_grad:y:-1, output_grad:y:-1]) {T=$T}".to_string(),
+                "grad 0 = node0:sum:-1".to_string(),
+            ]
+        )]
     );
     // SAFETY: nothing of the plugin runs any more.
     unsafe { opforge_plugin_fini_v1() };

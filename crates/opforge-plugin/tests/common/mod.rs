@@ -108,6 +108,8 @@ pub struct MockRegistrar {
     pub ops: Vec<OpRec>,
     pub kernels: Vec<KernelRec>,
     pub gradients: Vec<(String, &'static str)>,
+    /// (op, decoded nodes) of declarative gradients.
+    pub grad_nodes: Vec<(String, Vec<String>)>,
     /// (op, fn, user) of gradient functions.
     pub grad_fns: Vec<(String, OpforgeGradFn, *mut c_void)>,
 }
@@ -215,6 +217,77 @@ unsafe extern "C" fn reg_gradient_fn(
     assert!(f.is_some());
     reg(r).gradients.push((text(op), "fn"));
     reg(r).grad_fns.push((text(op), f, user));
+    OPFORGE_OK
+}
+
+fn source_text(s: &OpforgeGradSource) -> String {
+    let kind = match s.kind {
+        OPFORGE_GRAD_SRC_NONE => return "none".to_string(),
+        OPFORGE_GRAD_SRC_INPUT => "input".to_string(),
+        OPFORGE_GRAD_SRC_OUTPUT => "output".to_string(),
+        OPFORGE_GRAD_SRC_OUTPUT_GRAD => "output_grad".to_string(),
+        OPFORGE_GRAD_SRC_NODE => format!("node{}", s.node),
+        k => format!("kind{k}"),
+    };
+    format!("{kind}:{}:{}", text(s.arg), s.index)
+}
+
+fn grad_arg_text(a: &OpforgeGradArg) -> String {
+    let sources: Vec<String> = (0..a.num_sources)
+        // SAFETY: `num_sources` sources of one struct_size (R1).
+        .map(|i| source_text(unsafe { &*a.sources.add(i) }))
+        .collect();
+    if a.is_list != 0 {
+        format!("[{}]", sources.join(", "))
+    } else {
+        sources.join(", ")
+    }
+}
+
+unsafe extern "C" fn reg_gradient_function(
+    r: *mut OpforgeRegistrar,
+    def: *const OpforgeGradientFunction,
+    _status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: the plugin's def, prefix-read (R1); its arrays live for the call.
+    let d = unsafe { OpforgeGradientFunction::read_from(def) }.unwrap();
+    let mut lines = Vec::new();
+    for i in 0..d.num_nodes {
+        // SAFETY: as above.
+        let n = unsafe { &*d.nodes.add(i) };
+        let args: Vec<String> = (0..n.num_inputs)
+            // SAFETY: as above.
+            .map(|j| grad_arg_text(unsafe { &*n.inputs.add(j) }))
+            .collect();
+        let attrs: Vec<String> = (0..n.num_attrs)
+            .map(|j| {
+                // SAFETY: as above.
+                let a = unsafe { &*n.attrs.add(j) };
+                // SAFETY: as above.
+                let v = unsafe { &*a.value };
+                match v.kind {
+                    OPFORGE_ATTR_PLACEHOLDER => format!("{}=${}", text(a.name), text(v.s)),
+                    OPFORGE_ATTR_INT => format!("{}={}", text(a.name), v.i),
+                    k => format!("{}=kind{k}", text(a.name)),
+                }
+            })
+            .collect();
+        lines.push(format!(
+            "{}({}) {{{}}}",
+            text(n.op),
+            args.join("; "),
+            attrs.join(", ")
+        ));
+    }
+    for i in 0..d.num_input_grads {
+        // SAFETY: as above.
+        lines.push(format!(
+            "grad {i} = {}",
+            grad_arg_text(unsafe { &*d.input_grads.add(i) })
+        ));
+    }
+    reg(r).gradients.push((text(d.op), "nodes"));
+    reg(r).grad_nodes.push((text(d.op), lines));
     OPFORGE_OK
 }
 
@@ -1051,7 +1124,7 @@ pub static REGISTRATION: OpforgeRegistrationApi = OpforgeRegistrationApi {
     op: Some(reg_op),
     kernel: Some(reg_kernel),
     gradient_fn: Some(reg_gradient_fn),
-    gradient_function: None,
+    gradient_function: Some(reg_gradient_function),
     not_differentiable: Some(reg_not_differentiable),
     ..OpforgeRegistrationApi::new()
 };
