@@ -4,9 +4,10 @@
 use core::ffi::c_void;
 
 use opforge_abi::{
-    OpforgeAttrValue, OpforgeShapeValue, OpforgeStr, OPFORGE_ATTR_BOOL, OPFORGE_ATTR_FLOAT,
-    OPFORGE_ATTR_INT, OPFORGE_ATTR_KIND_MASK, OPFORGE_ATTR_LIST, OPFORGE_ATTR_SHAPE,
-    OPFORGE_ATTR_STRING, OPFORGE_ATTR_TYPE,
+    OpforgeAttrValue, OpforgeFuncValue, OpforgeNamedAttr, OpforgeShapeValue, OpforgeStr,
+    OpforgeTensor, OPFORGE_ATTR_BOOL, OPFORGE_ATTR_FLOAT, OPFORGE_ATTR_FUNC, OPFORGE_ATTR_INT,
+    OPFORGE_ATTR_KIND_MASK, OPFORGE_ATTR_LIST, OPFORGE_ATTR_SHAPE, OPFORGE_ATTR_STRING,
+    OPFORGE_ATTR_TENSOR, OPFORGE_ATTR_TYPE, OPFORGE_TENSOR_CONTIGUOUS,
 };
 
 use crate::dtype::DataType;
@@ -138,22 +139,151 @@ pub struct ShapeAttr(pub Option<Vec<i64>>);
 impl FromAttrValue for ShapeAttr {
     const KIND: u32 = OPFORGE_ATTR_SHAPE;
     unsafe fn from_attr_value(v: &OpforgeAttrValue) -> Result<Self> {
-        if v.shape.is_null() {
-            return Err(Status::invalid_argument("a shape attr without a shape"));
+        // SAFETY: a host-filled value's shape (caller).
+        unsafe { shape_value(v.shape) }
+    }
+}
+
+/// Reads a shape value the host filled.
+///
+/// # Safety
+///
+/// `p` must be a host-filled shape value (R7).
+unsafe fn shape_value(p: *const OpforgeShapeValue) -> Result<ShapeAttr> {
+    if p.is_null() {
+        return Err(Status::invalid_argument("a shape attr without a shape"));
+    }
+    // SAFETY: the caller's guarantee; a prefix read (R1).
+    let s = unsafe { <OpforgeShapeValue as opforge_abi::Versioned>::read_from(p) }
+        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+    if s.rank < 0 {
+        return Ok(ShapeAttr(None));
+    }
+    let dims = if s.rank == 0 || s.dims.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: `rank` dims (header).
+        unsafe { core::slice::from_raw_parts(s.dims, s.rank as usize) }.to_vec()
+    };
+    Ok(ShapeAttr(Some(dims)))
+}
+
+impl FromAttrValue for Vec<ShapeAttr> {
+    const KIND: u32 = OPFORGE_ATTR_SHAPE | OPFORGE_ATTR_LIST;
+    unsafe fn from_attr_value(v: &OpforgeAttrValue) -> Result<Self> {
+        if v.list_len == 0 || v.list.is_null() {
+            return Ok(Vec::new());
         }
-        // SAFETY: a host-filled shape value (R7), prefix-read (R1).
-        let s = unsafe { <OpforgeShapeValue as opforge_abi::Versioned>::read_from(v.shape) }
+        // SAFETY: a host-filled list of shape values, stepped by the first
+        // element's struct_size (R1, OPFORGE_ARRAY_AT).
+        let stride = unsafe { *(v.list as *const usize) };
+        (0..v.list_len)
+            .map(|i| {
+                let p = (v.list as *const u8).wrapping_add(i * stride) as *const OpforgeShapeValue;
+                // SAFETY: element `i` of the host's array (R1, R7).
+                unsafe { shape_value(p) }
+            })
+            .collect()
+    }
+}
+
+/// A `tensor` attr, copied: dtype, dims, and the elements' bytes
+/// (row-major; for `DT_STRING`, `strings` instead).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorAttr {
+    /// The dtype.
+    pub dtype: DataType,
+    /// The dims.
+    pub dims: Vec<i64>,
+    /// The elements' bytes (not `DT_STRING`).
+    pub bytes: Vec<u8>,
+    /// The elements (`DT_STRING`).
+    pub strings: Vec<Vec<u8>>,
+}
+
+impl FromAttrValue for TensorAttr {
+    const KIND: u32 = OPFORGE_ATTR_TENSOR;
+    unsafe fn from_attr_value(v: &OpforgeAttrValue) -> Result<Self> {
+        if v.tensor.is_null() {
+            return Err(Status::invalid_argument("a tensor attr without a tensor"));
+        }
+        // SAFETY: a host-filled tensor view (R7), prefix-read (R1).
+        let t = unsafe { <OpforgeTensor as opforge_abi::Versioned>::read_from(v.tensor) }
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        if s.rank < 0 {
-            return Ok(ShapeAttr(None));
-        }
-        let dims = if s.rank == 0 || s.dims.is_null() {
+        let dims = if t.rank == 0 || t.dims.is_null() {
             Vec::new()
         } else {
             // SAFETY: `rank` dims (header).
-            unsafe { core::slice::from_raw_parts(s.dims, s.rank as usize) }.to_vec()
+            unsafe { core::slice::from_raw_parts(t.dims, t.rank as usize) }.to_vec()
         };
-        Ok(ShapeAttr(Some(dims)))
+        if t.flags & OPFORGE_TENSOR_CONTIGUOUS == 0 {
+            return Err(Status::unimplemented("a non-contiguous tensor attr"));
+        }
+        let dtype = DataType(t.dtype);
+        let n = usize::try_from(t.num_elements).unwrap_or(0);
+        let mut out = TensorAttr {
+            dtype,
+            dims,
+            bytes: Vec::new(),
+            strings: Vec::new(),
+        };
+        if n == 0 || t.data.is_null() {
+            return Ok(out);
+        }
+        if dtype == DataType::String {
+            // SAFETY: a DT_STRING view holds `num_elements` OpforgeStr
+            // (header), each living as the view.
+            let strs = unsafe { core::slice::from_raw_parts(t.data as *const OpforgeStr, n) };
+            // SAFETY: as above.
+            out.strings = strs
+                .iter()
+                .map(|s| unsafe { s.as_bytes() }.to_vec())
+                .collect();
+        } else {
+            // SAFETY: `byte_len` bytes of the view's data (header).
+            out.bytes =
+                unsafe { core::slice::from_raw_parts(t.data as *const u8, t.byte_len as usize) }
+                    .to_vec();
+        }
+        Ok(out)
+    }
+}
+
+/// A `func` attr (TensorFlow's `NameAttrList`): the function's name and the
+/// names of the attrs bound to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FuncAttr {
+    /// The function's name.
+    pub name: String,
+    /// The names of its bound attrs.
+    pub attr_names: Vec<String>,
+}
+
+impl FromAttrValue for FuncAttr {
+    const KIND: u32 = OPFORGE_ATTR_FUNC;
+    unsafe fn from_attr_value(v: &OpforgeAttrValue) -> Result<Self> {
+        if v.func.is_null() {
+            return Err(Status::invalid_argument("a func attr without a function"));
+        }
+        // SAFETY: a host-filled func value (R7), prefix-read (R1).
+        let f = unsafe { <OpforgeFuncValue as opforge_abi::Versioned>::read_from(v.func) }
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let mut attr_names = Vec::new();
+        if f.num_attrs > 0 && !f.attrs.is_null() {
+            // SAFETY: the first element carries the stride (R1).
+            let stride = unsafe { (*f.attrs).struct_size };
+            for i in 0..f.num_attrs {
+                let p = (f.attrs as *const u8).wrapping_add(i * stride) as *const OpforgeNamedAttr;
+                // SAFETY: element `i` of the host's array (R1, R7).
+                let a = unsafe { <OpforgeNamedAttr as opforge_abi::Versioned>::read_from(p) }
+                    .map_err(|e| Status::invalid_argument(e.to_string()))?;
+                attr_names.push(bytes_to_string(a.name));
+            }
+        }
+        Ok(FuncAttr {
+            name: bytes_to_string(f.name),
+            attr_names,
+        })
     }
 }
 
@@ -263,5 +393,62 @@ mod tests {
             kind_name(OPFORGE_ATTR_LIST | OPFORGE_ATTR_TYPE),
             "list(type)"
         );
+    }
+
+    #[test]
+    fn shapes_tensors_and_funcs() {
+        let dims = [2i64, -1];
+        let mut sv = OpforgeShapeValue::new();
+        sv.rank = 2;
+        sv.dims = dims.as_ptr();
+        let unknown = OpforgeShapeValue {
+            rank: -1,
+            ..OpforgeShapeValue::new()
+        };
+        let list = [sv, unknown];
+        let mut v = OpforgeAttrValue::new();
+        v.kind = OPFORGE_ATTR_SHAPE | OPFORGE_ATTR_LIST;
+        v.list = list.as_ptr().cast();
+        v.list_len = 2;
+        // SAFETY: `v` points at live values.
+        let shapes = unsafe { convert::<Vec<ShapeAttr>>("s", &v) }.unwrap();
+        assert_eq!(shapes, [ShapeAttr(Some(vec![2, -1])), ShapeAttr(None)]);
+
+        let data = [1i32, 2, 3];
+        let tdims = [3i64];
+        let mut t = OpforgeTensor::new();
+        t.dtype = DataType::Int32.0;
+        t.rank = 1;
+        t.dims = tdims.as_ptr();
+        t.data = data.as_ptr() as *mut c_void;
+        t.byte_len = 12;
+        t.num_elements = 3;
+        t.flags = OPFORGE_TENSOR_CONTIGUOUS;
+        let mut v = OpforgeAttrValue::new();
+        v.kind = OPFORGE_ATTR_TENSOR;
+        v.tensor = &t;
+        // SAFETY: `v` points at live values.
+        let ta = unsafe { convert::<TensorAttr>("t", &v) }.unwrap();
+        assert_eq!(
+            (ta.dtype, ta.dims.as_slice()),
+            (DataType::Int32, &[3i64][..])
+        );
+        assert_eq!(ta.bytes, [1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]);
+
+        let inner = AttrValue::Int(1).to_abi();
+        let mut na = OpforgeNamedAttr::new();
+        na.name = OpforgeStr::from_text("k");
+        na.value = &inner;
+        let mut f = OpforgeFuncValue::new();
+        f.name = OpforgeStr::from_text("MyFn");
+        f.attrs = &na;
+        f.num_attrs = 1;
+        let mut v = OpforgeAttrValue::new();
+        v.kind = OPFORGE_ATTR_FUNC;
+        v.func = &f;
+        // SAFETY: `v` points at live values.
+        let fa = unsafe { convert::<FuncAttr>("f", &v) }.unwrap();
+        assert_eq!(fa.name, "MyFn");
+        assert_eq!(fa.attr_names, ["k"]);
     }
 }

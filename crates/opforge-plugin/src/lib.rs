@@ -72,7 +72,7 @@ pub mod registry;
 pub mod shape;
 pub mod status;
 
-pub use attr::{AttrValue, FromAttrValue, ShapeAttr};
+pub use attr::{AttrValue, FromAttrValue, FuncAttr, ShapeAttr, TensorAttr};
 pub use dtype::{BFloat16, DataType, Element, Half};
 pub use grad::{GradCtx, Sym, SymArg};
 pub use grad_nodes::{ArgRef, GradArg, GradNode, GradSource, GradientFunction, NodeAttr};

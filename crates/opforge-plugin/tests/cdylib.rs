@@ -120,6 +120,14 @@ fn check_file(path: &Path) {
         json!({"major": 1, "minor": 0, "min_host_minor": 0, "layout_hash": OPFORGE_LAYOUT_HASH_STR})
     );
     assert_eq!(lib["sdk"]["lang"], "rust");
+    // What a host reads before loading: this host accepts it.
+    let abi = LibraryAbi {
+        major: lib["abi"]["major"].as_u64().unwrap() as u32,
+        minor: lib["abi"]["minor"].as_u64().unwrap() as u32,
+        min_host_minor: lib["abi"]["min_host_minor"].as_u64().unwrap() as u32,
+        layout_hash: u64::from_str_radix(lib["abi"]["layout_hash"].as_str().unwrap(), 16).unwrap(),
+    };
+    assert_eq!(negotiate(&abi), Ok(()));
     assert_eq!(lib["panic"], "unwind");
     let ops: Vec<&str> = r[1..4]
         .iter()
