@@ -294,3 +294,19 @@ fn int64_literals_past_the_bounds_are_refused_not_clamped() {
         out[0]
     );
 }
+
+#[test]
+fn complex_tanh_of_large_arguments_is_finite() {
+    // The textbook formula overflows to NaN; TensorFlow issue class found by
+    // a hostile-input run: Tanh(1e30+1e30i) must be 1+0i (as numpy gives).
+    for dtype in ["DT_COMPLEX64", "DT_COMPLEX128"] {
+        let line = format!(
+            r#"{{"op": "Tanh", "inputs": [{{"dtype": "{dtype}", "shape": [2], "values": [[1e30, 1e30], [-1e30, 5]]}}]}}"#
+        );
+        let out = lines(&opforge_stdin(&["exec", "--jsonl", "-"], line.as_bytes()));
+        let v = &out[0]["outputs"][0]["values"];
+        assert_eq!(v[0][0], 1.0, "{dtype}: {}", out[0]);
+        assert_eq!(v[0][1].as_f64(), Some(0.0), "{dtype}: {}", out[0]);
+        assert_eq!(v[1][0], -1.0, "{dtype}: {}", out[0]);
+    }
+}

@@ -61,7 +61,9 @@ impl OpKernel for UnaryKernel {
             Exp => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::exp), bad(ctx)),
             Log => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::ln), bad(ctx)),
             Log1p => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::ln_1p), bad(ctx)),
-            Tanh => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::tanh), bad(ctx)),
+            Tanh => {
+                float_complex_types!(dt, T => unary_same::<T>(ctx, T15, <T as Float>::tanh), bad(ctx))
+            }
             Sigmoid => {
                 float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::sigmoid), bad(ctx))
             }

@@ -65,8 +65,8 @@ macro_rules! complex_impls {
                     im.atan2(1.0 + re),
                 )
             }
-            #[inline(always)]
-            fn tanh(self) -> Self { Complex::tanh(self) }
+            #[inline]
+            fn tanh(self) -> Self { careful_tanh!(self, $f) }
             #[inline(always)]
             fn sigmoid(self) -> Self { Self::ONE / (Self::ONE + Complex::exp(-self)) }
             #[inline(always)]
@@ -81,4 +81,74 @@ macro_rules! complex_impls {
         }
     )*};
 }
+/// Complex `tanh` computed without overflow (Kahan's formulation, as C99's
+/// `ctanh` and numpy compute it): the textbook `(sinh 2x + i sin 2y) /
+/// (cosh 2x + cos 2y)` gives inf/inf = NaN once `x` passes ~355 (f64) or ~44
+/// (f32), where the answer is `±1 + 0i`.
+macro_rules! careful_tanh {
+    ($z:expr, $f:ty) => {{
+        let (x, y): ($f, $f) = ($z.re, $z.im);
+        // Past this |x|, tanh(x) rounds to ±1 and the imaginary part to a
+        // tiny multiple of exp(-2|x|).
+        let big: $f = if std::mem::size_of::<$f>() == 4 {
+            9.0
+        } else {
+            22.0
+        };
+        if x.is_nan() {
+            Complex::new(x, if y == 0.0 { y } else { x * y })
+        } else if x.is_infinite() {
+            let im = if y.is_infinite() {
+                y
+            } else {
+                y.sin() * y.cos()
+            };
+            Complex::new((1.0 as $f).copysign(x), (0.0 as $f).copysign(im))
+        } else if !y.is_finite() {
+            Complex::new(y - y, y - y)
+        } else if x.abs() >= big {
+            let e = (-x.abs()).exp();
+            Complex::new((1.0 as $f).copysign(x), 4.0 * y.sin() * y.cos() * e * e)
+        } else {
+            let t = y.tan();
+            let beta = 1.0 + t * t;
+            let s = x.sinh();
+            let rho = (1.0 + s * s).sqrt();
+            let denom = 1.0 + beta * s * s;
+            Complex::new(beta * rho * s / denom, t / denom)
+        }
+    }};
+}
+
 complex_impls!(f32, f64);
+
+#[cfg(test)]
+mod careful_tanh_tests {
+    use super::*;
+
+    /// The limits: ±1 + 0i past the overflow point (what numpy's `np.tanh`
+    /// gives for 1e30+1e30i), C99 `ctanh`'s special values, and the textbook
+    /// formula where it does not overflow.
+    #[test]
+    fn large_and_special_arguments() {
+        let t = |re: f64, im: f64| Float::tanh(Complex::new(re, im));
+        assert_eq!(t(1e30, 1e30), Complex::new(1.0, 0.0));
+        assert_eq!(t(-1e30, 1e30).re, -1.0);
+        assert_eq!(t(400.0, 1.0), Complex::new(1.0, 0.0));
+        let z = t(f64::INFINITY, 2.0);
+        assert_eq!((z.re, z.im), (1.0, -0.0));
+        assert!(t(1.0, f64::INFINITY).re.is_nan());
+        assert!(t(f64::NAN, 1.0).re.is_nan());
+        assert_eq!(t(f64::NAN, 0.0).im, 0.0);
+        let z32 = Float::tanh(Complex::new(100.0f32, 3.0));
+        assert_eq!(z32.re, 1.0);
+        assert!(z32.im.abs() < 1e-30);
+        // Ordinary arguments agree with the textbook formula.
+        for (re, im) in [(0.5, 0.25), (-1.5, 2.0), (3.0, -0.7), (0.0, 1.0)] {
+            let z = Complex::new(re, im);
+            let want = (z.exp() - (-z).exp()) / (z.exp() + (-z).exp());
+            let got = t(re, im);
+            assert!((got - want).norm() < 1e-15, "{z}: {got} vs {want}");
+        }
+    }
+}
