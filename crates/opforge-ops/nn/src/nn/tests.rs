@@ -603,7 +603,10 @@ fn bias_add_grad_small_values() {
     // NCHW at ranks 3 and 5: the channel is dimension 1 (as the shape
     // function says), summed over every other dimension.
     let g = bias_grad(t(&[2, 3, 2], (0..12).collect::<Vec<i32>>()), "NCHW").unwrap();
-    assert_eq!(g.flat::<i32>().unwrap(), &[1 + 6 + 7, 2 + 3 + 8 + 9, 4 + 5 + 10 + 11]);
+    assert_eq!(
+        g.flat::<i32>().unwrap(),
+        &[1 + 6 + 7, 2 + 3 + 8 + 9, 4 + 5 + 10 + 11]
+    );
     let g = bias_grad(t(&[1, 2, 1, 1, 2], (0..4).collect::<Vec<i32>>()), "NCHW").unwrap();
     assert_eq!(g.flat::<i32>().unwrap(), &[1, 5]);
     let h = t(&[2, 1], vec![f16::from_f32(0.5), f16::from_f32(0.25)]);
