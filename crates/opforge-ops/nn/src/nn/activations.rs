@@ -36,7 +36,7 @@ fn unary_def(name: &str, doc: &'static str) -> OpDefBuilder {
 fn grad_def(name: &str, second: &str, doc: &'static str) -> OpDefBuilder {
     OpDefBuilder::new(name)
         .input("gradients: T")
-        .input(&format!("{second}: T"))
+        .input(format!("{second}: T"))
         .output("backprops: T")
         .attr("T: {half, bfloat16, float, double}")
         .set_shape_fn(merge_both_inputs_shape)
