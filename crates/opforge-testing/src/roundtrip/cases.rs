@@ -62,9 +62,20 @@ pub fn cases() -> Vec<Case> {
         &[(f32s(&[2, 3]), f32b(&[2, 3])), (fin64(&[4]), f64b(&[4]))],
     ));
     c.extend(binary(
-        &["ReluGrad"],
+        &["ReluGrad", "Relu6Grad"],
         &[(f32b(&[2, 3]), f32s(&[2, 3])), (i32s(&[5]), i32nz(&[5])), (fin64(&[3]), f64s(&[3]))],
     ));
+    // Activations of the float types, and their gradient ops.
+    c.extend(unary(
+        &["Elu", "Selu", "Softplus", "Softsign", "LeakyRelu"],
+        &[f32s(&[2, 6]), f64s(&[3, 1]), f16s(&[4]), bf16s(&[2, 3])],
+    ));
+    c.push(op("LeakyRelu").i(f32s(&[2, 3])).a("alpha", 0.5f32));
+    c.extend(binary(
+        &["EluGrad", "SeluGrad", "SoftplusGrad", "SoftsignGrad", "LeakyReluGrad"],
+        &[(f32b(&[2, 3]), f32s(&[2, 3])), (fin64(&[3]), f64s(&[3])), (fin16(&[4]), f16s(&[4]))],
+    ));
+    c.push(op("LeakyReluGrad").i(f32b(&[4])).i(f32s(&[4])).a("alpha", 0.1f32));
     // Element-wise binary math with broadcasting and several dtypes.
     let arith = [
         "Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "FloorDiv", "FloorMod", "Maximum", "Minimum",

@@ -40,6 +40,21 @@ pub fn relu6() -> OpDefBuilder {
         .doc("Computes rectified linear 6: `min(max(features, 0), 6)`.")
 }
 
+/// `Relu6Grad`.
+pub fn relu6_grad() -> OpDefBuilder {
+    OpDefBuilder::new("Relu6Grad")
+        .input("gradients: T")
+        .input("features: T")
+        .output("backprops: T")
+        .attr("T: realnumbertype")
+        .set_shape_fn(merge_both_inputs_shape)
+        .doc(
+            "Computes rectified linear 6 gradients for a Relu6 operation.\n\n\
+             `backprops = gradients * (features > 0) * (features < 6)`; `features` are\n\
+             the inputs or the outputs of the Relu6, of the shape of `gradients`.",
+        )
+}
+
 /// `Softmax`.
 pub fn softmax() -> OpDefBuilder {
     OpDefBuilder::new("Softmax")
@@ -259,6 +274,7 @@ pub(super) fn bias_add_grad_shape(c: &mut InferenceContext) -> Result<()> {
 register_op!(relu());
 register_op!(relu_grad());
 register_op!(relu6());
+register_op!(relu6_grad());
 register_op!(softmax());
 register_op!(log_softmax());
 register_op!(softmax_cross_entropy_with_logits());

@@ -1,5 +1,7 @@
 //! Neural-network ops with TensorFlow 2.21's OpDefs and CPU kernel
-//! semantics: `Relu`, `ReluGrad`, `Relu6`, `Softmax`, `LogSoftmax`,
+//! semantics: `Relu`, `ReluGrad`, `Relu6`, `Relu6Grad`, the activations
+//! of `activations.rs` (`Elu`, `Selu`, `Softplus`, `Softsign`, `LeakyRelu`
+//! and their `*Grad` ops), `Softmax`, `LogSoftmax`,
 //! `SoftmaxCrossEntropyWithLogits`, `SparseSoftmaxCrossEntropyWithLogits`,
 //! `BiasAdd` and `BiasAddGrad`.
 //!
@@ -32,6 +34,17 @@ const OPS: &[&str] = &[
     "Relu",
     "ReluGrad",
     "Relu6",
+    "Relu6Grad",
+    "Elu",
+    "EluGrad",
+    "Selu",
+    "SeluGrad",
+    "Softplus",
+    "SoftplusGrad",
+    "Softsign",
+    "SoftsignGrad",
+    "LeakyRelu",
+    "LeakyReluGrad",
     "Softmax",
     "LogSoftmax",
     "SoftmaxCrossEntropyWithLogits",
@@ -44,6 +57,8 @@ const OPS: &[&str] = &[
 mod defs;
 
 mod relu_family;
+
+mod activations;
 
 mod softmax_family;
 
@@ -77,21 +92,23 @@ fn relu_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Gr
     Ok(vec![Some(gg), Some(o.zeros_like(x)?)])
 }
 
-/// TensorFlow's `_Relu6Grad` is `Relu6Grad(grad, relu6(x))`; that op does
-/// not exist here, so its formula is composed: the gradient where
-/// `0 < relu6(x) < 6`, else 0 (`SelectV2` on `Greater`/`Less`).
+/// TensorFlow's `_Relu6Grad`: `Relu6Grad(grad, relu6(x))`.
 fn relu6_grad_fn(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
     let Some(g) = grads[0] else {
         return Ok(vec![None]);
     };
-    let y = op.outputs[0];
-    let dtype = o.dtype(y);
-    let (zero, six) = (o.scalar(dtype, 0.0)?, o.scalar(dtype, 6.0)?);
-    let above = o.op1("Greater", &[y, zero], &[])?;
-    let below = o.op1("Less", &[y, six], &[])?;
-    let inside = o.op1("LogicalAnd", &[above, below], &[])?;
-    let zeros = o.zeros_like(g)?;
-    Ok(vec![Some(o.op1("SelectV2", &[inside, g, zeros], &[])?)])
+    Ok(vec![Some(o.op1("Relu6Grad", &[g, op.outputs[0]], &[])?)])
+}
+
+/// TensorFlow's `_Relu6GradGrad`: `Relu6Grad(grad, features)` for the
+/// gradients, zeros for the features.
+fn relu6_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let x = op.inputs[1];
+    let gg = o.op1("Relu6Grad", &[g, x], &[])?;
+    Ok(vec![Some(gg), Some(o.zeros_like(x)?)])
 }
 
 /// `Sum(x, -1, keep_dims=True)`.
@@ -261,6 +278,7 @@ fn bias_add_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -
 register_gradient!("Relu", relu_grad_fn);
 register_gradient!("ReluGrad", relu_grad_grad);
 register_gradient!("Relu6", relu6_grad_fn);
+register_gradient!("Relu6Grad", relu6_grad_grad);
 register_gradient!("Softmax", softmax_grad);
 register_gradient!("LogSoftmax", log_softmax_grad);
 register_gradient!("SoftmaxCrossEntropyWithLogits", softmax_cross_entropy_grad);
@@ -273,3 +291,6 @@ register_gradient!("BiasAddGrad", bias_add_grad_grad);
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod activation_tests;

@@ -32,6 +32,8 @@ pub(super) enum ReluOp {
     Relu,
     Relu6,
     Grad,
+    /// `Relu6Grad`: the gradient where `0 < features < 6`, else 0.
+    Relu6Grad,
 }
 
 pub(super) struct ReluKernel(ReluOp);
@@ -51,13 +53,7 @@ pub(super) fn relu_compute<T: Num + Ordered>(
             unary_same::<T>(ctx, CHEAP_COST, move |x| relu6_of(x, six))
         }
         ReluOp::Grad => {
-            ensure!(
-                ctx.input(0).shape() == ctx.input(1).shape(),
-                InvalidArgument,
-                "g and a must be the same size: gradients {} vs. features {}",
-                ctx.input(0).shape(),
-                ctx.input(1).shape()
-            );
+            same_size(ctx, "features")?;
             binary_same::<T>(ctx, CHEAP_COST, |g, f| {
                 if f > T::ZERO {
                     g
@@ -66,7 +62,33 @@ pub(super) fn relu_compute<T: Num + Ordered>(
                 }
             })
         }
+        ReluOp::Relu6Grad => {
+            same_size(ctx, "features")?;
+            let six = T::narrow(Wide::Int(6));
+            // TensorFlow: `gradients * ((features > 0) * (features < 6))`, so a
+            // NaN gradient stays NaN where it is blocked.
+            binary_same::<T>(ctx, CHEAP_COST, move |g, f| {
+                if f > T::ZERO && f < six {
+                    g
+                } else {
+                    g.mul(T::ZERO)
+                }
+            })
+        }
     }
+}
+
+/// TensorFlow's `ReluHelpers::ValidateSameSize` for the `*Grad` ops, naming
+/// the second input (`features` or `outputs`).
+pub(super) fn same_size(ctx: &OpKernelContext<'_>, second: &str) -> Result<()> {
+    ensure!(
+        ctx.input(0).shape() == ctx.input(1).shape(),
+        InvalidArgument,
+        "g and a must be the same size: gradients {} vs. {second} {}",
+        ctx.input(0).shape(),
+        ctx.input(1).shape()
+    );
+    Ok(())
 }
 
 impl OpKernel for ReluKernel {
@@ -89,6 +111,10 @@ register_kernel!(
 register_kernel!(
     KernelDefBuilder::new("ReluGrad").type_constraint_list("T", REAL_KERNEL_TYPES),
     fn = |_| relu_kernel(ReluOp::Grad)
+);
+register_kernel!(
+    KernelDefBuilder::new("Relu6Grad").type_constraint_list("T", REAL_KERNEL_TYPES),
+    fn = |_| relu_kernel(ReluOp::Relu6Grad)
 );
 
 // ---------------------------------------------------------------------------
