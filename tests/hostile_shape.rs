@@ -116,3 +116,39 @@ fn a_missing_input_is_invalid_argument_naming_it() {
         "{e}"
     );
 }
+
+#[test]
+fn a_shape_attr_whose_element_count_overflows_is_too_large() {
+    use opforge_core::proto::tensor_shape_proto::Dim;
+    use opforge_core::proto::TensorShapeProto;
+    opforge::opforge_ops::link();
+    let shape = |dims: &[i64]| AttrValue {
+        value: Some(Value::Shape(TensorShapeProto {
+            dim: dims
+                .iter()
+                .map(|&size| Dim {
+                    size,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })),
+    };
+    let mut op = ShapeTestOp::new("ImmutableConst")
+        .attr("dtype", DataType::Float)
+        .attr("memory_region_name", "x");
+    op.attrs.insert("shape".into(), shape(&[1 << 62, 1 << 62]));
+    let e = run_shape_fn(&op, "").unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(
+        e.message()
+            .contains("is too large (more than 2**63 - 1 entries)"),
+        "{e}"
+    );
+    // An unknown dim stops the count (as TensorFlow's IsValidShape).
+    op.attrs
+        .insert("shape".into(), shape(&[-1, 1 << 62, 1 << 62]));
+    assert!(run_shape_fn(&op, "").is_ok());
+    op.attrs.insert("shape".into(), shape(&[1 << 31, 1 << 31]));
+    assert!(run_shape_fn(&op, "").is_ok());
+}

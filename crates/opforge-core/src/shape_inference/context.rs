@@ -352,12 +352,31 @@ impl InferenceContext {
             }
             return Ok(self.unknown_shape());
         }
+        if p.dim.len() > MAX_RANK {
+            return Err(Status::invalid_argument(format!(
+                "Shape {} has too many dimensions",
+                proto_shape_string(p)
+            )));
+        }
+        // As TensorFlow's PartialTensorShape::IsValidShape: the element
+        // count of the dims before the first unknown one must fit int64.
+        let mut count: Option<i64> = Some(1);
         for d in &p.dim {
             if d.size < -1 {
                 return Err(Status::invalid_argument(format!(
                     "Shape {} has dimensions with values below -1 (where -1 means unknown)",
                     proto_shape_string(p)
                 )));
+            }
+            if d.size == -1 {
+                count = None;
+            } else if let Some(c) = count {
+                count = Some(c.checked_mul(d.size).ok_or_else(|| {
+                    Status::invalid_argument(format!(
+                        "Shape {} is too large (more than 2**63 - 1 entries)",
+                        proto_shape_string(p)
+                    ))
+                })?);
             }
         }
         let dims: Vec<i64> = p.dim.iter().map(|d| d.size).collect();

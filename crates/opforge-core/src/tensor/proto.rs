@@ -21,7 +21,11 @@ fn expand<T: Clone + Default>(
     dtype: DataType,
     per_element: usize,
 ) -> Result<Vec<T>> {
-    let want = n * per_element;
+    let want = n.checked_mul(per_element).ok_or_else(|| {
+        Status::invalid_argument(format!(
+            "TensorProto of dtype {dtype} has too many elements"
+        ))
+    })?;
     if vals.len() > want {
         return Err(Status::invalid_argument(format!(
             "TensorProto of dtype {dtype} has {} values, more than its {n} elements",
@@ -33,7 +37,17 @@ fn expand<T: Clone + Default>(
             "TensorProto of dtype {dtype} has an odd number of real/imaginary parts"
         )));
     }
-    let mut out = Vec::with_capacity(want);
+    // The shape, not the values, sizes the result: check it against the
+    // allocation limit and reserve without aborting.
+    super::limit::check(want.saturating_mul(std::mem::size_of::<T>()), || {
+        format!("the {n} elements of a {dtype} TensorProto")
+    })?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(want).map_err(|_| {
+        Status::resource_exhausted(format!(
+            "OOM when allocating the {n} elements of a {dtype} TensorProto"
+        ))
+    })?;
     out.extend_from_slice(vals);
     if vals.is_empty() {
         out.resize(want, T::default());
@@ -84,6 +98,14 @@ impl Tensor {
                 return Tensor::from_strings(shape.dims(), vals);
             }
             DataType::Resource => {
+                // A default handle names no resource: TensorFlow refuses a
+                // resource tensor that has elements but no handles.
+                if n > 0 && p.resource_handle_val.is_empty() {
+                    return Err(Status::invalid_argument(format!(
+                        "A DT_RESOURCE TensorProto of shape {shape} has no resource handles; \
+                         give one resource_handle_val per element"
+                    )));
+                }
                 let handles: Vec<ResourceHandle> = p
                     .resource_handle_val
                     .iter()
@@ -238,6 +260,21 @@ mod tests {
 
     fn parse(text: &str) -> Result<Tensor> {
         Tensor::from_proto(&proto::from_text::<TensorProto>(text).unwrap())
+    }
+
+    #[test]
+    fn hostile_protos_are_errors() {
+        // A resource tensor with elements but no handles.
+        let e = parse("dtype: DT_RESOURCE tensor_shape { dim { size: 3 } }").unwrap_err();
+        assert_eq!(e.code(), crate::Code::InvalidArgument);
+        assert!(e.message().contains("has no resource handles"), "{e}");
+        assert!(parse("dtype: DT_RESOURCE tensor_shape { dim { size: 0 } }").is_ok());
+        // A string tensor whose shape asks for more than memory: one value
+        // repeated 2^40 times.
+        let e =
+            parse("dtype: DT_STRING tensor_shape { dim { size: 1099511627776 } } string_val: 'a'")
+                .unwrap_err();
+        assert_eq!(e.code(), crate::Code::ResourceExhausted, "{e}");
     }
 
     #[test]
