@@ -43,15 +43,15 @@ fn plausible_attrs(op: &OpDef) -> Vec<(String, AttrValue)> {
                         .unwrap_or_default(),
                 ),
                 "shape" => Value::Shape(Default::default()),
-                "list(type)" => Value::List(ListValue {
+                "list(type)" => Value::List(Box::new(ListValue {
                     r#type: vec![allowed_type; (a.minimum.max(2)) as usize],
                     ..Default::default()
-                }),
-                "list(int)" => Value::List(ListValue {
+                })),
+                "list(int)" => Value::List(Box::new(ListValue {
                     i: vec![1; (a.minimum.max(4)) as usize],
                     ..Default::default()
-                }),
-                _ => Value::List(ListValue::default()),
+                })),
+                _ => Value::List(Box::default()),
             };
             (a.name.clone(), AttrValue { value: Some(value) })
         })

@@ -32,6 +32,12 @@ fn main() {
     let mut config = prost_build::Config::new();
     config.enable_type_names();
     config.btree_map(["."]);
+    // An AttrValue is stored per attr of every node (three maps per node in
+    // a graph import and run): inline, its `tensor` (a whole TensorProto)
+    // and `list` variants made every value ~400 bytes and every map leaf
+    // ~4.7 KB. Boxed, the value is the size of its small variants.
+    config.boxed(".tensorflow.AttrValue.value.tensor");
+    config.boxed(".tensorflow.AttrValue.value.list");
     config
         .compile_fds(fds)
         .unwrap_or_else(|e| panic!("prost-build: {e}"));

@@ -136,10 +136,10 @@ pub fn resolve_call(op: &OpDef, inputs: &[ArgTypes], given: &AttrMap) -> Result<
             }
         } else if !arg.type_list_attr.is_empty() {
             let list = AttrValue {
-                value: Some(Value::List(ListValue {
+                value: Some(Value::List(Box::new(ListValue {
                     r#type: dtypes.iter().map(|&d| d as i32).collect(),
                     ..Default::default()
-                })),
+                }))),
             };
             set_or_check(op, &mut attrs, &arg.type_list_attr, list, arg, "has types")?;
         } else {
@@ -414,16 +414,16 @@ into_attr!(&str, v => Value::S(v.as_bytes().to_vec()));
 into_attr!(String, v => Value::S(v.into_bytes()));
 into_attr!(DataType, v => Value::Type(v as i32));
 into_attr!(TensorShapeProto, v => Value::Shape(v));
-into_attr!(Vec<i64>, v => Value::List(ListValue { i: v, ..Default::default() }));
-into_attr!(Vec<i32>, v => Value::List(ListValue { i: v.into_iter().map(i64::from).collect(), ..Default::default() }));
-into_attr!(Vec<f32>, v => Value::List(ListValue { f: v, ..Default::default() }));
-into_attr!(Vec<DataType>, v => Value::List(ListValue { r#type: v.into_iter().map(|d| d as i32).collect(), ..Default::default() }));
-into_attr!(Vec<&str>, v => Value::List(ListValue { s: v.into_iter().map(|s| s.as_bytes().to_vec()).collect(), ..Default::default() }));
+into_attr!(Vec<i64>, v => Value::List(Box::new(ListValue { i: v, ..Default::default() })));
+into_attr!(Vec<i32>, v => Value::List(Box::new(ListValue { i: v.into_iter().map(i64::from).collect(), ..Default::default() })));
+into_attr!(Vec<f32>, v => Value::List(Box::new(ListValue { f: v, ..Default::default() })));
+into_attr!(Vec<DataType>, v => Value::List(Box::new(ListValue { r#type: v.into_iter().map(|d| d as i32).collect(), ..Default::default() })));
+into_attr!(Vec<&str>, v => Value::List(Box::new(ListValue { s: v.into_iter().map(|s| s.as_bytes().to_vec()).collect(), ..Default::default() })));
 
 impl IntoAttrValue for &Tensor {
     fn into_attr_value(self) -> AttrValue {
         AttrValue {
-            value: self.to_proto().ok().map(Value::Tensor),
+            value: self.to_proto().ok().map(|t| Value::Tensor(Box::new(t))),
         }
     }
 }

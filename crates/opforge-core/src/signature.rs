@@ -275,7 +275,7 @@ pub fn python_literal(value: &AttrValue) -> String {
         Some(Value::B(b)) => python_bool(*b).to_string(),
         Some(Value::Type(t)) => python_dtype(*t),
         Some(Value::Shape(shape)) => python_shape(shape),
-        Some(Value::Tensor(t)) => format!("\"\"\"{}\"\"\"", crate::proto::to_short_text(t)),
+        Some(Value::Tensor(t)) => format!("\"\"\"{}\"\"\"", crate::proto::to_short_text(&**t)),
         Some(Value::List(list)) => python_list(list),
         Some(Value::Func(f)) => python_str(f.name.as_bytes()),
     }

@@ -357,7 +357,7 @@ pub(super) fn find_attr<'a>(op: &'a OpDef, name: &str) -> Option<&'a AttrDef> {
 
 fn allowed_list(attr: &AttrDef) -> Option<ListValue> {
     attr.allowed_values.as_ref().map(|v| match &v.value {
-        Some(Value::List(l)) => l.clone(),
+        Some(Value::List(l)) => (**l).clone(),
         _ => ListValue::default(),
     })
 }

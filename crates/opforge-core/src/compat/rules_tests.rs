@@ -453,7 +453,7 @@ fn tensor_defaults_compare_by_content() {
     })
     .unwrap();
     b.attr[0].default_value = Some(AttrValue {
-        value: Some(Value::Tensor(t.to_proto().unwrap())),
+        value: Some(Value::Tensor(Box::new(t.to_proto().unwrap()))),
     });
     assert_ne!(a, b);
     assert!(attr_defaults_unchanged(&a, &b).is_ok());

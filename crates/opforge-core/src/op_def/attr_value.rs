@@ -70,7 +70,7 @@ pub fn parse_attr_value(attr_type: &str, text: &str) -> Result<AttrValue> {
         }
         if trimmed[1..trimmed.len() - 1].trim().is_empty() {
             return Ok(AttrValue {
-                value: Some(Value::List(ListValue::default())),
+                value: Some(Value::List(Box::default())),
             });
         }
         format!("list {{ {field}: {trimmed} }}")

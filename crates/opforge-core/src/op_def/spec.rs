@@ -260,7 +260,7 @@ fn attr_type(c: &mut Cursor) -> SpecResult<(String, Option<AttrValue>)> {
             return Ok((
                 "string".into(),
                 Some(AttrValue {
-                    value: Some(Value::List(list)),
+                    value: Some(Value::List(Box::new(list))),
                 }),
             ));
         }
@@ -289,7 +289,7 @@ fn attr_type(c: &mut Cursor) -> SpecResult<(String, Option<AttrValue>)> {
         return Ok((
             "type".into(),
             Some(AttrValue {
-                value: Some(Value::List(list)),
+                value: Some(Value::List(Box::new(list))),
             }),
         ));
     }
@@ -314,7 +314,7 @@ fn attr_type(c: &mut Cursor) -> SpecResult<(String, Option<AttrValue>)> {
                 return Ok((
                     "type".into(),
                     Some(AttrValue {
-                        value: Some(Value::List(list)),
+                        value: Some(Value::List(Box::new(list))),
                     }),
                 ));
             }

@@ -314,7 +314,7 @@ fn tf_style(def: &GraphDef) -> GraphDef {
         };
         n.attr.retain(|k, v| default(k).as_ref() != Some(v));
         if let Some(Value::Tensor(t)) = n.attr.get_mut("value").and_then(|v| v.value.as_mut()) {
-            *t = Tensor::from_proto(t).unwrap().to_proto_field().unwrap();
+            **t = Tensor::from_proto(t).unwrap().to_proto_field().unwrap();
         }
     }
     def
@@ -334,7 +334,7 @@ fn canonical(def: &GraphDef, prefix: &str) -> GraphDef {
         }
         for v in n.attr.values_mut() {
             if let Some(Value::Tensor(t)) = &mut v.value {
-                *t = Tensor::from_proto(t).unwrap().to_proto().unwrap();
+                **t = Tensor::from_proto(t).unwrap().to_proto().unwrap();
             }
         }
     }

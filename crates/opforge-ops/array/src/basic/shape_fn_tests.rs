@@ -30,7 +30,7 @@ fn const_shape_fn() {
         ShapeTestOp::new("Const").attr("value", &Tensor::zeros(DataType::Int64, &[0, 4]).unwrap());
     infer_ok!(op, "", "[0,4]");
     let proto = |dims: &[i64]| AttrValue {
-        value: Some(Value::Tensor(TensorProto {
+        value: Some(Value::Tensor(Box::new(TensorProto {
             tensor_shape: Some(TensorShapeProto {
                 dim: dims
                     .iter()
@@ -42,7 +42,7 @@ fn const_shape_fn() {
                 unknown_rank: false,
             }),
             ..Default::default()
-        })),
+        }))),
     };
     let op = ShapeTestOp::new("Const").attr("value", proto(&[1, -1]));
     infer_error!(op, "", "Shape [1,?] is not fully defined");
