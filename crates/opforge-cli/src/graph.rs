@@ -100,7 +100,11 @@ pub fn run(
         })?;
         let request: Value = serde_json::from_str(&text)
             .map_err(|e| Status::invalid_argument(format!("the request is not valid JSON: {e}")))?;
-        run_request(Graph::from_graph_def(&def)?, &request)
+        let graph = Graph::from_graph_def(&def)?;
+        // The graph holds everything it needs: the GraphDef (an attr map
+        // per node) would only add to the run's peak memory.
+        drop(def);
+        run_request(graph, &request)
     })();
     let line = result.unwrap_or_else(|e| error_json(&e));
     writeln!(out, "{line}")?;
