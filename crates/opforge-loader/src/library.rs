@@ -30,6 +30,9 @@ pub(crate) struct LibInner {
     fini: OpforgePluginFiniFn,
     /// Live kernel instances.
     instances: AtomicUsize,
+    /// What `OpforgeRegistrar*` points to: staging during init, inactive
+    /// (FAILED_PRECONDITION) afterwards, alive as long as the library.
+    registrar: Mutex<Staging>,
     /// Dropped last: unmaps the library.
     _lib: Option<libloading::Library>,
 }
@@ -190,9 +193,12 @@ unsafe extern "C" fn extension(_name: OpforgeStr, _min_version: u32) -> *const c
 // ---- registration ----------------------------------------------------------------
 
 /// What init registered, not yet visible: committed only if init succeeds.
+/// Holds no strong reference to the library or the registry once init is
+/// over (no cycles).
+#[derive(Default)]
 pub(crate) struct Staging {
-    lib: Arc<LibInner>,
-    registry: Arc<Registry>,
+    lib: Weak<LibInner>,
+    registry: Option<Arc<Registry>>,
     active: bool,
     ops: Vec<(String, OpDefBuilder, bool)>,
     kernels: Vec<(KernelDefBuilder, Arc<PluginKernelDef>)>,
@@ -200,8 +206,21 @@ pub(crate) struct Staging {
 }
 
 impl Staging {
+    fn lib(&self) -> Result<Arc<LibInner>> {
+        self.lib
+            .upgrade()
+            .ok_or_else(|| Status::internal("the library being initialised is gone"))
+    }
+
+    fn registry(&self) -> Result<&Arc<Registry>> {
+        self.registry
+            .as_ref()
+            .ok_or_else(|| Status::failed_precondition("the registrar is valid during init only"))
+    }
+
     fn has_op(&self, op: &str) -> bool {
-        self.ops.iter().any(|(n, ..)| n == op) || self.registry.lookup(op).is_ok()
+        self.ops.iter().any(|(n, ..)| n == op)
+            || self.registry.as_ref().is_some_and(|r| r.lookup(op).is_ok())
     }
 
     fn require_op(&self, op: &str, what: &str) -> Result<()> {
@@ -297,7 +316,7 @@ unsafe extern "C" fn reg_op(
             let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
             let has_shape_fn = d.shape_fn.is_some();
             if let Some(f) = d.shape_fn {
-                let lib = st.lib.clone();
+                let lib = st.lib()?;
                 let user = SendPtr(d.shape_fn_user);
                 let op = name.clone();
                 b = b.set_shape_fn(move |ic| run_shape_fn(&lib, &op, f, user, ic));
@@ -308,17 +327,17 @@ unsafe extern "C" fn reg_op(
             if st.ops.iter().any(|(n, ..)| *n == name) {
                 return Err(Status::already_exists(format!(
                     "op '{name}' is registered twice by library {}",
-                    st.lib.label()
+                    st.lib()?.label()
                 )));
             }
-            if let Ok(existing) = st.registry.lookup(&name) {
+            if let Ok(existing) = st.registry()?.lookup(&name) {
                 if existing.op_def != op_def {
                     return Err(Status::already_exists(format!(
                         "Op with name '{name}' is already registered with a different \
                          definition by {}; library {} registers another one. Rename the op in \
                          one of the libraries, or unload the other first",
                         existing.state().describe_origins(),
-                        st.lib.label()
+                        st.lib()?.label()
                     )));
                 }
             }
@@ -389,7 +408,7 @@ unsafe extern "C" fn reg_kernel(
             let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
             st.require_op(&op, "a kernel")?;
             let pk = Arc::new(PluginKernelDef {
-                lib: st.lib.clone(),
+                lib: st.lib()?,
                 op,
                 create: d.create,
                 compute,
@@ -825,41 +844,46 @@ impl Loader {
             unsafe { lib.get::<unsafe extern "C" fn()>(OPFORGE_PLUGIN_FINI_SYMBOL.as_bytes()) }
                 .ok()
                 .map(|f| *f);
-        let inner = Arc::new(LibInner {
+        let inner = Arc::new_cyclic(|weak| LibInner {
             name: lib_name.clone(),
             version: version.clone(),
             path: path.to_path_buf(),
             host: Box::new(host_table()),
             fini,
             instances: AtomicUsize::new(0),
+            registrar: Mutex::new(Staging {
+                lib: weak.clone(),
+                registry: Some(self.registry.clone()),
+                active: true,
+                ..Staging::default()
+            }),
             _lib: Some(lib),
         });
         hosts()
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(inner.host_ptr() as usize, lib_name.clone());
-        let staging = Box::new(Mutex::new(Staging {
-            lib: inner.clone(),
-            registry: self.registry.clone(),
-            active: true,
-            ops: Vec::new(),
-            kernels: Vec::new(),
-            gradients: Vec::new(),
-        }));
         let mut status = HostStatus::default();
         let init = init.ok_or_else(|| Status::internal("init symbol resolved to NULL"))?;
         // SAFETY: the plugin's init with the header's signature: the host
-        // table lives as `inner`, the registrar (`staging`) and the status
+        // table lives as `inner`, the registrar (`inner.registrar`) and the status
         // across the call.
         let code = unsafe {
             init(
                 inner.host_ptr(),
-                (&*staging as *const Mutex<Staging>).cast_mut().cast(),
+                (&inner.registrar as *const Mutex<Staging>)
+                    .cast_mut()
+                    .cast(),
                 status.as_ptr(),
             )
         };
-        let mut st = staging.into_inner().unwrap_or_else(PoisonError::into_inner);
-        st.active = false;
+        // The registrar turns inactive; what init staged moves out of it.
+        let st = std::mem::take(
+            &mut *inner
+                .registrar
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         if code != OPFORGE_OK {
             let e = callback_error(
                 &inner.label(),
