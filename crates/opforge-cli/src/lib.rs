@@ -3,8 +3,9 @@
 //! (`src/main.rs`) calls.
 //!
 //! ```text
-//! opforge ops list                                  every registered op, sorted
-//! opforge ops show NAME [--format text|pbtxt|json]  one op
+//! opforge ops list [--library FILE]...              every registered op, sorted
+//! opforge ops show NAME [--format text|pbtxt|json] [--library FILE]...  one op
+//! opforge lib inspect FILE [--format json|text]     an op library's manifest, without loading it
 //! opforge ops export [--format pbtxt|binary|json]   the whole OpList
 //! opforge opdef build --jsonl FILE                  builder calls -> OpDefs, one JSON line each
 //! opforge opdef check FILE.pbtxt                    validate a text-format OpList
@@ -30,10 +31,12 @@ use opforge::{Code, Status};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 pub mod compat;
 pub mod exec;
 pub mod graph;
+pub mod lib_cmd;
 pub mod opdef;
 pub mod ops;
 pub mod shape;
@@ -95,6 +98,36 @@ pub enum Command {
         #[command(subcommand)]
         command: GraphCommand,
     },
+    /// Op libraries (shared libraries built against include/opforge/opforge.h).
+    Lib {
+        /// What to do.
+        #[command(subcommand)]
+        command: LibCommand,
+    },
+}
+
+/// `opforge lib ...`.
+#[derive(Debug, Subcommand)]
+pub enum LibCommand {
+    /// Print a library's manifest (name, version, ABI, ops, kernels, shape
+    /// functions, gradients) without loading it: no code of the file runs.
+    /// Exit 1 if the file has no manifest or a corrupt one.
+    Inspect {
+        /// The shared library.
+        file: PathBuf,
+        /// How to print it.
+        #[arg(long, value_enum, default_value_t = InspectFormat::Json)]
+        format: InspectFormat,
+    },
+}
+
+/// The formats of `opforge lib inspect`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum InspectFormat {
+    /// One JSON object (the header's form).
+    Json,
+    /// The JSON object, then a readable summary.
+    Text,
 }
 
 /// `opforge shape ...`.
@@ -202,7 +235,11 @@ pub enum GraphCommand {
 #[derive(Debug, Subcommand)]
 pub enum OpsCommand {
     /// Print the name of every registered op, one per line, sorted.
-    List,
+    List {
+        /// Load this op library first (repeatable).
+        #[arg(long = "library", value_name = "FILE")]
+        libraries: Vec<PathBuf>,
+    },
     /// Print one op: its signature and documentation, or its OpDef.
     Show {
         /// The op's name, e.g. ZeroOut.
@@ -210,6 +247,9 @@ pub enum OpsCommand {
         /// How to print it.
         #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
         format: ShowFormat,
+        /// Load this op library first (repeatable).
+        #[arg(long = "library", value_name = "FILE")]
+        libraries: Vec<PathBuf>,
     },
     /// Print every registered OpDef as one OpList, sorted by name.
     Export {
@@ -283,11 +323,21 @@ impl From<io::Error> for CliError {
 }
 
 /// Runs one parsed command against `registry`, writing its output to `out`.
-pub fn run(cli: &Cli, registry: &Registry, out: &mut dyn Write) -> Result<(), CliError> {
+pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(), CliError> {
     match &cli.command {
         Command::Ops { command } => match command {
-            OpsCommand::List => ops::list(registry, out),
-            OpsCommand::Show { name, format } => ops::show(registry, name, *format, out),
+            OpsCommand::List { libraries } => {
+                let _loader = lib_cmd::load_all(registry, libraries)?;
+                ops::list(registry, out)
+            }
+            OpsCommand::Show {
+                name,
+                format,
+                libraries,
+            } => {
+                let _loader = lib_cmd::load_all(registry, libraries)?;
+                ops::show(registry, name, *format, out)
+            }
             OpsCommand::Export { format } => ops::export(registry, *format, out),
         },
         Command::Opdef { command } => match command {
@@ -329,6 +379,9 @@ pub fn run(cli: &Cli, registry: &Registry, out: &mut dyn Write) -> Result<(), Cl
                 out: path,
             } => graph::add_gradients(graph, ys, xs, path, out),
         },
+        Command::Lib {
+            command: LibCommand::Inspect { file, format },
+        } => lib_cmd::inspect(file, *format, out),
         Command::Exec { jsonl } => {
             // Kernels come from the global registries (those of the linked op libraries).
             Registry::global().verify()?;
