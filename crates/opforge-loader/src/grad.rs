@@ -274,7 +274,7 @@ unsafe extern "C" fn shape(
 ///
 /// # Safety
 /// `v` is a plugin OpforgeAttrValue whose pointers are valid (R5, R7).
-unsafe fn attr_from_c(v: &OpforgeAttrValue) -> Result<AttrValue> {
+pub(crate) unsafe fn attr_from_c(v: &OpforgeAttrValue) -> Result<AttrValue> {
     let kind = v.kind & OPFORGE_ATTR_KIND_MASK;
     let shape_of = |s: &OpforgeShapeValue| -> Result<TensorShapeProto> {
         if s.rank < 0 {

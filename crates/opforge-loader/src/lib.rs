@@ -9,7 +9,8 @@
 //!   (`opforge_abi::negotiate`) before `dlopen`, runs the library's
 //!   `opforge_plugin_init_v1` with a per-library host table, and commits what
 //!   init registered (ops from spec strings, kernels, shape functions,
-//!   gradient callbacks, non-differentiable markers) into the registry under a new owner, all or
+//!   gradient callbacks, declarative gradients, non-differentiable markers)
+//!   into the registry under a new owner, all or
 //!   nothing. Loading the same file again (same path, a symlink, or a copy
 //!   with the same content) returns the same [`LibraryHandle`].
 //! - Plugin kernels run as core `OpKernel`s through the header's kernel API,
@@ -21,11 +22,12 @@
 //!   holds it any more, and says when it could not.
 //!
 //! Not implemented yet (each answers UNIMPLEMENTED with a message, never a
-//! crash): declarative gradients (`gradient_function`), tensor and func
-//! attr values, host extensions.
+//! crash): tensor and func attr values (reading them in kernels, shape and
+//! gradient functions, and giving them to gradient calls), host extensions.
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod decl;
 mod grad;
 mod host;
 mod kernel;

@@ -2,6 +2,7 @@
 //! registrar, staging of what init registers, and the commit into the
 //! registry under the library's owner.
 
+use crate::decl::DeclGradient;
 use crate::grad::{run_grad_fn, GRAD_API};
 use crate::host::*;
 use crate::kernel::{PluginKernelDef, KERNEL_API};
@@ -466,13 +467,36 @@ unsafe extern "C" fn reg_gradient_function(
     // SAFETY: plugin pointers (R7).
     unsafe {
         guard_status(status, || {
-            staging(r)?;
+            let m = staging(r)?;
             let d = read_struct(def)?;
-            let op = text(d.op, "op")?;
-            Err(Status::unimplemented(format!(
-                "declarative gradients (registration.gradient_function, op '{op}') are not \
-                 implemented by this opforge host yet; register the op without a gradient for now"
-            )))
+            let decl = DeclGradient::read(&d)?;
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            let op = decl.op().to_string();
+            st.require_op(&op, "a gradient")?;
+            if st.gradients.iter().any(|(o, ..)| *o == op) {
+                return Err(Status::already_exists(format!(
+                    "the gradient of op '{op}' is registered twice by this library"
+                )));
+            }
+            {
+                let staged = &st.ops;
+                let registry = st.registry.clone();
+                let find = |name: &str| {
+                    staged
+                        .iter()
+                        .find(|(n, ..)| n == name)
+                        .and_then(|(_, b, _)| b.finalize().ok())
+                        .or_else(|| registry.as_ref().and_then(|r| r.op_def(name).ok()))
+                };
+                decl.validate(&find)?;
+            }
+            let label = st.lib()?.label();
+            let g = GradientFn::from_fn(move |ops, fwd, grads| {
+                decl.eval(ops, fwd, grads)
+                    .map_err(|e| e.append(format!(" [library {label}]")))
+            });
+            st.gradients.push((op, "nodes", g));
+            Ok(())
         })
     }
 }

@@ -36,7 +36,9 @@ fn build(name: &str) -> PathBuf {
 
 fn setup(name: &str) -> (PathBuf, Arc<Registry>, Loader, LibraryHandle, EagerContext) {
     let lib = build(name);
-    let r = Registry::new();
+    // The standard ops: ProbeSquare's declarative gradient calls AddV2 and Mul.
+    opforge_ops::link();
+    let r = Registry::with_builtins();
     r.register_op(
         OpDefBuilder::new("TFeed")
             .attr("dtype: type")
@@ -293,7 +295,7 @@ fn unload_runs_fini_once_nothing_holds_the_library() {
     // SAFETY: the library is loaded already; this adds a reference.
     let pin = unsafe { libloading::Library::new(&lib).unwrap() };
     let report = loader.unload(&h).unwrap();
-    assert_eq!(report.ops.len(), 8);
+    assert_eq!(report.ops.len(), 9);
     // The foreign output still holds the library.
     assert!(!report.unmapped, "{report:?}");
     assert_eq!(counter(&lib, "probe_fini_calls"), 0);
@@ -355,4 +357,69 @@ fn gradient_callbacks_build_gradients_from_registered_ops() {
         )
         .unwrap();
     assert_eq!(out[0].flat::<f32>().unwrap(), &[3., 3.]);
+}
+
+#[test]
+fn declarative_gradients_run_without_plugin_code() {
+    use opforge_core::autodiff::{
+        compute_gradient, compute_gradient_error, gradients, GradientTape, Ops, SymArg,
+    };
+    opforge_ops::link();
+    let lib = build("probe_decl");
+    let r = Arc::new(Registry::with_builtins());
+    let loader = Loader::new(r.clone());
+    loader.load(&lib).unwrap();
+    let ctx = EagerContext::with_registry(Arc::new(CpuDevice::new(2).unwrap()), r.clone());
+    // d(x^2)/dx = 2x, built from AddV2 and Mul.
+    let mut tape = GradientTape::new(&ctx, false);
+    let x = tape.watch(Tensor::from_vec(&[3], vec![1f32, -2., 0.5]).unwrap());
+    let y = tape
+        .call("ProbeSquare", &[SymArg::One(x)], &AttrMap::new())
+        .unwrap()[0];
+    let g = tape.gradient_tensors(y, &[x]).unwrap();
+    assert_eq!(
+        g[0].as_ref().unwrap().flat::<f32>().unwrap(),
+        &[2., -4., 1.]
+    );
+    let jac = compute_gradient(
+        &ctx,
+        &|ops: &mut dyn Ops, xs: &[opforge_core::autodiff::Sym]| {
+            Ok(ops.call("ProbeSquare", &[SymArg::One(xs[0])], &AttrMap::new())?[0])
+        },
+        &[Tensor::from_vec(&[2], vec![0.5f32, 3.]).unwrap()],
+    )
+    .unwrap();
+    assert!(
+        compute_gradient_error(&jac) < 1e-2,
+        "{}",
+        compute_gradient_error(&jac)
+    );
+    // Higher order: the gradient of the gradient is 2 (AddV2 and Mul are differentiable).
+    let mut g = Graph::with_registry(r.clone());
+    let x = Output::new(
+        g.add(NodeSpec::new("Placeholder", "x").attr("dtype", DataType::Float))
+            .unwrap(),
+        0,
+    );
+    let y = Output::new(
+        g.add(NodeSpec::new("ProbeSquare", "y").input(x)).unwrap(),
+        0,
+    );
+    let dx = gradients(&mut g, &[y], &[x], None).unwrap()[0].unwrap();
+    let ddx = gradients(&mut g, &[dx], &[x], None).unwrap()[0].unwrap();
+    let s = Session::new(g).unwrap();
+    let out = s
+        .run(
+            vec![(x, Tensor::from_vec(&[2], vec![4f32, 5.]).unwrap())],
+            &[dx, ddx],
+            &[],
+        )
+        .unwrap();
+    assert_eq!(out[0].flat::<f32>().unwrap(), &[8., 10.]);
+    assert_eq!(out[1].flat::<f32>().unwrap(), &[2., 2.]);
+    // Unloading removes the op and its gradient.
+    drop(s);
+    drop(ctx);
+    loader.unload(&loader.libraries()[0]).unwrap();
+    assert!(r.attr::<Gradient>("ProbeSquare").is_none());
 }

@@ -342,6 +342,101 @@ static OpforgeCode scale_grad(OpforgeGradCtx* g, void* user, OpforgeStatus* st) 
   return gr->set_input_grad(g, 0, dx, st);
 }
 
+/* ProbeSquare(x: T) -> y: T, y = x * x, with the declarative gradient
+ *   0: s  = AddV2(x, x)          (T = $T)
+ *   1: dx = Mul(dy, s)
+ *   input_grads = [node 1 "z"] */
+static OpforgeCode square_compute(void* s, OpforgeKernelCtx* ctx, OpforgeStatus* st) {
+  OpforgeTensor in, out;
+  int64_t i;
+  OpforgeCode c;
+  (void)s;
+  INIT_VIEW(in);
+  INIT_VIEW(out);
+  c = host->kernel->input(ctx, 0, &in, st);
+  if (c) return c;
+  c = host->kernel->allocate_output(ctx, 0, in.dims, in.rank, &out, st);
+  if (c) return c;
+  for (i = 0; i < in.num_elements; ++i) {
+    float v = ((const float*)in.data)[i];
+    ((float*)out.data)[i] = v * v;
+  }
+  return OPFORGE_OK;
+}
+
+static OpforgeGradSource src(uint32_t kind, uint32_t node, const char* arg, int64_t index) {
+  OpforgeGradSource s;
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  s.kind = kind;
+  s.node = node;
+  s.arg = opforge_str(arg);
+  s.index = index;
+  return s;
+}
+
+static OpforgeGradArg one(const OpforgeGradSource* s) {
+  OpforgeGradArg a;
+  memset(&a, 0, sizeof a);
+  a.struct_size = sizeof a;
+  a.sources = s;
+  a.num_sources = 1;
+  return a;
+}
+
+static OpforgeCode register_square_gradient(OpforgeRegistrar* r, OpforgeStatus* st) {
+  OpforgeGradSource x = src(OPFORGE_GRAD_SRC_INPUT, 0, "x", OPFORGE_GRAD_WHOLE_ARG);
+  OpforgeGradSource dy = src(OPFORGE_GRAD_SRC_OUTPUT_GRAD, 0, "y", 0);
+  OpforgeGradSource n0 = src(OPFORGE_GRAD_SRC_NODE, 0, "z", OPFORGE_GRAD_WHOLE_ARG);
+  OpforgeGradSource n1 = src(OPFORGE_GRAD_SRC_NODE, 1, "z", OPFORGE_GRAD_WHOLE_ARG);
+  OpforgeGradSource late = src(OPFORGE_GRAD_SRC_NODE, 1, "z", OPFORGE_GRAD_WHOLE_ARG);
+  OpforgeGradArg add_in[2], mul_in[2], grads[1], bad_in[2];
+  OpforgeAttrValue t;
+  OpforgeNamedAttr attr;
+  OpforgeGradNode nodes[2];
+  OpforgeGradientFunction f;
+  add_in[0] = one(&x);
+  add_in[1] = one(&x);
+  mul_in[0] = one(&dy);
+  mul_in[1] = one(&n0);
+  grads[0] = one(&n1);
+  memset(&t, 0, sizeof t);
+  t.struct_size = sizeof t;
+  t.kind = OPFORGE_ATTR_PLACEHOLDER;
+  t.s = opforge_str("T");
+  memset(&attr, 0, sizeof attr);
+  attr.struct_size = sizeof attr;
+  attr.name = opforge_str("T");
+  attr.value = &t;
+  memset(nodes, 0, sizeof nodes);
+  nodes[0].struct_size = sizeof nodes[0];
+  nodes[0].name = opforge_str("twice_x");
+  nodes[0].op = opforge_str("AddV2");
+  nodes[0].inputs = add_in;
+  nodes[0].num_inputs = 2;
+  nodes[0].attrs = &attr;
+  nodes[0].num_attrs = 1;
+  nodes[1].struct_size = sizeof nodes[1];
+  nodes[1].op = opforge_str("Mul");
+  nodes[1].inputs = mul_in;
+  nodes[1].num_inputs = 2;
+  memset(&f, 0, sizeof f);
+  f.struct_size = sizeof f;
+  f.op = opforge_str("ProbeSquare");
+  f.nodes = nodes;
+  f.num_nodes = 2;
+  f.input_grads = grads;
+  f.num_input_grads = 1;
+  /* A node that reads a later node is refused at registration. */
+  bad_in[0] = one(&late);
+  bad_in[1] = one(&x);
+  nodes[0].inputs = bad_in;
+  if (host->registration->gradient_function(r, &f, st) != OPFORGE_INVALID_ARGUMENT)
+    return fail(st, OPFORGE_INTERNAL, "a node reading a later node was accepted");
+  nodes[0].inputs = add_in;
+  return host->registration->gradient_function(r, &f, st);
+}
+
 static OpforgeCode reg_op(OpforgeRegistrar* r, const char* name, const char* in, const char* out,
                           const OpforgeStr* attrs, size_t num_attrs, OpforgeShapeFn shape_fn,
                           OpforgeStatus* st) {
@@ -424,6 +519,27 @@ OPFORGE_EXPORT OpforgeCode opforge_plugin_init_v1(const OpforgeHostApi* h, Opfor
   TRY(reg_op(r, "ProbeScale", "x: float", "y: float", NULL, 0, NULL, st));
   TRY(reg_kernel(r, "ProbeScale", NULL, scale_compute, NULL, 0, st));
   TRY(host->registration->gradient_fn(r, opforge_str("ProbeScale"), scale_grad, NULL, st));
+  {
+    static const OpforgeStr square_attrs[] = {OPFORGE_STR_LIT("T: {float, double}")};
+    OpforgeTypeConstraint c;
+    OpforgeKernelDef k;
+    static const OpforgeDType f32[] = {OPFORGE_DT_FLOAT};
+    TRY(reg_op(r, "ProbeSquare", "x: T", "y: T", square_attrs, 1, NULL, st));
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.attr = opforge_str("T");
+    c.types = f32;
+    c.num_types = 1;
+    memset(&k, 0, sizeof k);
+    k.struct_size = sizeof k;
+    k.op = opforge_str("ProbeSquare");
+    k.device_type = opforge_str("CPU");
+    k.constraints = &c;
+    k.num_constraints = 1;
+    k.compute = square_compute;
+    TRY(host->registration->kernel(r, &k, st));
+    TRY(register_square_gradient(r, st));
+  }
   TRY(host->registration->not_differentiable(r, opforge_str("ProbeShape"), st));
   host->set_status(st, OPFORGE_OK, opforge_str(""));
   return OPFORGE_OK;
