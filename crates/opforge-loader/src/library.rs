@@ -336,10 +336,11 @@ unsafe extern "C" fn reg_op(
                 if existing.op_def != op_def {
                     return Err(Status::already_exists(format!(
                         "Op with name '{name}' is already registered with a different \
-                         definition by {}; library {} registers another one. Rename the op in \
-                         one of the libraries, or unload the other first",
+                         definition by {}; library {} registers another one ({}). Rename the \
+                         op in one of the libraries, or unload the other first",
                         existing.state().describe_origins(),
-                        st.lib()?.label()
+                        st.lib()?.label(),
+                        opforge_core::registry::describe_difference(&existing.op_def, &op_def)
                     )));
                 }
             }

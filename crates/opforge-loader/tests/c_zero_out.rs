@@ -344,6 +344,11 @@ fn a_failing_init_leaves_nothing_registered_and_conflicts_name_both_libraries() 
         msg.contains("other_zero_out") && msg.contains("libzo_other.so"),
         "{msg}"
     );
+    // ... and the difference.
+    assert!(
+        msg.contains("DT_INT32") && msg.contains("DT_INT64"),
+        "{msg}"
+    );
     // The first library's op is untouched.
     assert_eq!(
         r.op_def("ZeroOut").unwrap().input_arg[0].r#type,
