@@ -737,10 +737,12 @@ unsafe extern "C" fn set_output_foreign(
                         // SAFETY: the plugin's release, exactly once (FnOnce),
                         // while the library is still mapped (`lib` is held).
                         guard((), || release(data.get(), user.get()));
+                        lib.foreign_released();
                     }
                     drop(lib);
                 });
             let t = Tensor::from_buffer(dtype, dims, buffer)?;
+            k.def.lib.foreign_created();
             armed.store(true, Ordering::Release);
             k.ctx().set_output(i, t)
         })

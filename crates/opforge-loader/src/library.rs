@@ -32,6 +32,8 @@ pub(crate) struct LibInner {
     fini: OpforgePluginFiniFn,
     /// Live kernel instances.
     instances: AtomicUsize,
+    /// Live outputs backed by the library's memory (set_output_foreign).
+    foreign: AtomicUsize,
     /// What `OpforgeRegistrar*` points to: staging during init, inactive
     /// (FAILED_PRECONDITION) afterwards, alive as long as the library.
     registrar: Mutex<Staging>,
@@ -51,6 +53,23 @@ impl LibInner {
 
     pub(crate) fn instance_destroyed(&self) {
         self.instances.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn foreign_created(&self) {
+        self.foreign.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn foreign_released(&self) {
+        self.foreign.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// "N kernel instances and M outputs", for messages.
+    fn holders(&self) -> String {
+        format!(
+            "{} kernel instances and {} outputs backed by its memory",
+            self.instances.load(Ordering::Acquire),
+            self.foreign.load(Ordering::Acquire)
+        )
     }
 }
 
@@ -782,6 +801,7 @@ impl Loader {
             host: Box::new(host_table()),
             fini,
             instances: AtomicUsize::new(0),
+            foreign: AtomicUsize::new(0),
             registrar: Mutex::new(Staging {
                 lib: weak.clone(),
                 registry: Some(self.registry.clone()),
@@ -845,18 +865,42 @@ impl Loader {
         ))
     }
 
+    /// [`unload`](Self::unload), but only if no kernel instance of the
+    /// library and no output backed by its memory is alive at the call:
+    /// otherwise nothing changes and the error (`FailedPrecondition`) says
+    /// how many there are. Kernel instances live in sessions and eager
+    /// contexts; drop those (and the tensors) to release them.
+    pub fn unload_if_unused(&self, handle: &LibraryHandle) -> Result<UnloadReport> {
+        {
+            let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+            let l = loaded
+                .iter()
+                .find(|l| l.handle == *handle)
+                .ok_or_else(|| not_loaded(handle))?;
+            let inner = &l.strong;
+            if inner.instances.load(Ordering::Acquire) > 0
+                || inner.foreign.load(Ordering::Acquire) > 0
+            {
+                return Err(Status::failed_precondition(format!(
+                    "op library {} {} is in use: {} are alive (sessions, eager contexts and \
+                     tensors that used it hold them); drop them and retry, or call unload, \
+                     which removes the library's ops now and closes it when they are gone",
+                    handle.name,
+                    handle.version,
+                    inner.holders()
+                )));
+            }
+        }
+        self.unload(handle)
+    }
+
     /// Unloads a library: removes everything it registered (sessions and
     /// eager caches that used it fail cleanly from now on), then finalises
     /// and unmaps it if nothing holds it any more (see [`UnloadReport`]).
     pub fn unload(&self, handle: &LibraryHandle) -> Result<UnloadReport> {
         let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(i) = loaded.iter().position(|l| l.handle == *handle) else {
-            return Err(Status::not_found(format!(
-                "op library {} {} ({}) is not loaded by this loader (already unloaded?)",
-                handle.name,
-                handle.version,
-                handle.path.display()
-            )));
+            return Err(not_loaded(handle));
         };
         let l = loaded.remove(i);
         drop(loaded);
@@ -865,7 +909,7 @@ impl Loader {
         drop(l.strong);
         let (unmapped, note) = match weak.upgrade() {
             Some(inner) => {
-                let n = inner.instances.load(Ordering::Acquire);
+                let n = inner.holders();
                 drop(inner);
                 self.lingering
                     .lock()
@@ -874,8 +918,8 @@ impl Loader {
                 (
                     false,
                     Some(format!(
-                        "op library {} {} is still held ({n} kernel instances; or shape \
-                         functions, kernel factories or tensors of it): its entries are gone, \
+                        "op library {} {} is still held ({n} are alive, or shape \
+                         functions or kernel factories of it are held): its entries are gone, \
                          and it is finalised and unmapped when the sessions, eager contexts and \
                          tensors that used it are dropped",
                         handle.name, handle.version
@@ -902,6 +946,15 @@ impl Loader {
             note,
         })
     }
+}
+
+fn not_loaded(handle: &LibraryHandle) -> Status {
+    Status::not_found(format!(
+        "op library {} {} ({}) is not loaded by this loader (already unloaded?)",
+        handle.name,
+        handle.version,
+        handle.path.display()
+    ))
 }
 
 /// Whether the file at `path` is still mapped into the process.

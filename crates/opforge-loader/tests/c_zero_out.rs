@@ -380,6 +380,11 @@ fn unload_removes_the_op_and_sessions_fail_cleanly() {
     let ctx = eager(&r);
     zero_out(&ctx, Tensor::scalar(1i32)).unwrap();
 
+    // The caller may choose to fail while the library is in use.
+    let e = loader.unload_if_unused(&h).unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert!(e.message().contains("2 kernel instances"), "{e}");
+    assert!(r.op_def("ZeroOut").is_ok());
     let report = loader.unload(&h).unwrap();
     assert_eq!(report.ops, ["ZeroOut"]);
     assert_eq!(report.kernels, 1);
@@ -428,7 +433,11 @@ fn load_run_unload_cycles() {
             let y = zero_out(&ctx, Tensor::from_vec(&[2], vec![i, i]).unwrap()).unwrap();
             assert_eq!(y.flat::<i32>().unwrap(), &[i, 0]);
         }
-        let report = loader.unload(&h).unwrap();
+        let report = if i % 2 == 0 {
+            loader.unload(&h).unwrap()
+        } else {
+            loader.unload_if_unused(&h).unwrap()
+        };
         assert!(report.unmapped, "cycle {i}: {report:?}");
         assert!(r.op_def("ZeroOut").is_err());
     }

@@ -294,6 +294,15 @@ fn unload_runs_fini_once_nothing_holds_the_library() {
     // Keep our own reference to the mapping to read the counters after.
     // SAFETY: the library is loaded already; this adds a reference.
     let pin = unsafe { libloading::Library::new(&lib).unwrap() };
+    // Unloading only if unused is refused while the foreign output lives.
+    let e = loader.unload_if_unused(&h).unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert!(
+        e.message()
+            .contains("0 kernel instances and 1 outputs backed by its memory"),
+        "{e}"
+    );
+    assert!(r.op_def("ProbeForward").is_ok());
     let report = loader.unload(&h).unwrap();
     assert_eq!(report.ops.len(), 9);
     // The foreign output still holds the library.
