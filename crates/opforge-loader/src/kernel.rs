@@ -208,6 +208,17 @@ impl KernelCtx<'_> {
         Ok(())
     }
 
+    /// Keeps output `i`'s current tensor (if any) alive until compute
+    /// returns, before the output is set again: views of it stay valid (R7).
+    fn retire_output(&self, i: usize) {
+        if let Some(old) = self.ctx().output(i).cloned() {
+            self.temps
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(old);
+        }
+    }
+
     fn moved(&self, i: usize) -> bool {
         self.moved
             .lock()
@@ -579,6 +590,7 @@ unsafe extern "C" fn allocate_output(
                 )));
             }
             let shape = shape_of(dims, rank)?;
+            k.retire_output(i);
             let t = k.ctx().allocate_output(i, shape)?;
             let v = view(t, true, &k.arena)?;
             write_struct(&v, out)
@@ -618,6 +630,7 @@ unsafe extern "C" fn forward_input_or_allocate_output(
                 }
             }
             let shape = shape_of(dims, rank)?;
+            k.retire_output(i);
             let f = k
                 .ctx()
                 .forward_input_or_allocate_output(&usable, i, &shape)?;
@@ -665,6 +678,7 @@ unsafe extern "C" fn set_output_from_input(
                 )));
             }
             let t = k.ctx().inputs()[i].clone();
+            k.retire_output(o);
             k.ctx().set_output(o, t)
         })
     }
@@ -744,6 +758,7 @@ unsafe extern "C" fn set_output_foreign(
             let t = Tensor::from_buffer(dtype, dims, buffer)?;
             k.def.lib.foreign_created();
             armed.store(true, Ordering::Release);
+            k.retire_output(i);
             k.ctx().set_output(i, t)
         })
     }
@@ -775,6 +790,7 @@ unsafe extern "C" fn set_output_strings(
                 v.push(bytes(*e, "string element")?.to_vec());
             }
             let t = Tensor::from_strings(shape.dims(), v)?;
+            k.retire_output(i);
             k.ctx().set_output(i, t)
         })
     }

@@ -226,6 +226,18 @@ static OpforgeCode temp_compute(void* s, OpforgeKernelCtx* ctx, OpforgeStatus* s
   if (c) return c;
   c = host->kernel->allocate_temp(ctx, OPFORGE_DT_FLOAT, in.dims, in.rank, &tmp, st);
   if (c) return c;
+  {
+    /* Setting an output twice keeps the first one's memory valid until
+     * compute returns (R7): writing through the old view is harmless. */
+    OpforgeTensor first;
+    INIT_VIEW(first);
+    c = host->kernel->allocate_output(ctx, 0, in.dims, in.rank, &first, st);
+    if (c) return c;
+    c = host->kernel->allocate_output(ctx, 0, NULL, 0, &out, st);
+    if (c) return c;
+    if (first.num_elements > 0) ((float*)first.data)[0] = 1.0f;
+    INIT_VIEW(out);
+  }
   job.x = (const float*)in.data;
   job.partial = (float*)tmp.data;
   if (in.num_elements > 0) {
