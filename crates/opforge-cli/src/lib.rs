@@ -3,8 +3,8 @@
 //! (`src/main.rs`) calls.
 //!
 //! ```text
-//! opforge ops list [--library FILE]...              every registered op, sorted
-//! opforge ops show NAME [--format text|pbtxt|json] [--library FILE]...  one op
+//! opforge ops list                                  every registered op, sorted
+//! opforge ops show NAME [--format text|pbtxt|json]  one op
 //! opforge lib inspect FILE [--format json|text]     an op library's manifest, without loading it
 //! opforge ops export [--format pbtxt|binary|json]   the whole OpList
 //! opforge opdef build --jsonl FILE                  builder calls -> OpDefs, one JSON line each
@@ -18,6 +18,9 @@
 //! opforge compat check-pair OLD NEW                 two text-format OpDefs -> {"compatible": ...}
 //! opforge compat check-jsonl FILE                   batch of compatibility cases -> verdicts
 //! ```
+//!
+//! Every command but `lib` takes `--library FILE` (repeatable): op
+//! libraries loaded before the command runs.
 //!
 //! Output goes to stdout; errors go to stderr as `error: CODE: message`
 //! with exit code 1. The commands are library functions taking their output
@@ -45,6 +48,11 @@ pub mod shape;
 #[derive(Debug, Parser)]
 #[command(name = "opforge", version, about, long_about = None)]
 pub struct Cli {
+    /// Load this op library (a shared library built against
+    /// include/opforge/opforge.h) before running the command; repeatable.
+    /// Every command but `lib` takes it.
+    #[arg(long = "library", value_name = "FILE", global = true)]
+    pub libraries: Vec<PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -235,11 +243,7 @@ pub enum GraphCommand {
 #[derive(Debug, Subcommand)]
 pub enum OpsCommand {
     /// Print the name of every registered op, one per line, sorted.
-    List {
-        /// Load this op library first (repeatable).
-        #[arg(long = "library", value_name = "FILE")]
-        libraries: Vec<PathBuf>,
-    },
+    List,
     /// Print one op: its signature and documentation, or its OpDef.
     Show {
         /// The op's name, e.g. ZeroOut.
@@ -247,9 +251,6 @@ pub enum OpsCommand {
         /// How to print it.
         #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
         format: ShowFormat,
-        /// Load this op library first (repeatable).
-        #[arg(long = "library", value_name = "FILE")]
-        libraries: Vec<PathBuf>,
     },
     /// Print every registered OpDef as one OpList, sorted by name.
     Export {
@@ -324,20 +325,22 @@ impl From<io::Error> for CliError {
 
 /// Runs one parsed command against `registry`, writing its output to `out`.
 pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(), CliError> {
+    // The libraries stay loaded while the command runs (and until exit).
+    let _loader = match &cli.command {
+        Command::Lib { .. } if !cli.libraries.is_empty() => {
+            return Err(Status::invalid_argument(
+                "--library is not used by `opforge lib` commands, which never load a library: \
+                 pass the file as their argument",
+            )
+            .into());
+        }
+        Command::Lib { .. } => None,
+        _ => Some(lib_cmd::load_all(registry, &cli.libraries)?),
+    };
     match &cli.command {
         Command::Ops { command } => match command {
-            OpsCommand::List { libraries } => {
-                let _loader = lib_cmd::load_all(registry, libraries)?;
-                ops::list(registry, out)
-            }
-            OpsCommand::Show {
-                name,
-                format,
-                libraries,
-            } => {
-                let _loader = lib_cmd::load_all(registry, libraries)?;
-                ops::show(registry, name, *format, out)
-            }
+            OpsCommand::List => ops::list(registry, out),
+            OpsCommand::Show { name, format } => ops::show(registry, name, *format, out),
             OpsCommand::Export { format } => ops::export(registry, *format, out),
         },
         Command::Opdef { command } => match command {

@@ -151,3 +151,61 @@ fn ops_list_and_show_load_libraries() {
     assert!(err.starts_with("error: ALREADY_EXISTS: "), "{err}");
     assert!(err.contains("zero_out_c"), "{err}");
 }
+
+#[test]
+fn exec_and_shape_infer_take_libraries_too() {
+    let probe = cc(
+        &repo().join("crates/opforge-loader/tests/c/probe.c"),
+        "probe_cli_exec",
+        &[],
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli_lib");
+    let calls = dir.join("calls.jsonl");
+    std::fs::write(
+        &calls,
+        r#"{"op": "ProbeForward", "inputs": [{"dtype": "DT_FLOAT", "shape": [2], "values": [1, 2]}]}"#,
+    )
+    .unwrap();
+    let o = opforge(&[
+        "exec",
+        "--jsonl",
+        calls.to_str().unwrap(),
+        "--library",
+        probe.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        v["outputs"][0]["values"],
+        serde_json::json!([2.0, 4.0]),
+        "{v}"
+    );
+    let cases = dir.join("shapes.jsonl");
+    std::fs::write(&cases, r#"{"op": "ProbeShape", "ins": "[5]"}"#).unwrap();
+    let o = opforge(&[
+        "--library",
+        probe.to_str().unwrap(),
+        "shape",
+        "infer",
+        "--jsonl",
+        cases.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("[d0_0,7]"), "{out}");
+    // `lib` commands never load a library.
+    let o = opforge(&[
+        "lib",
+        "inspect",
+        probe.to_str().unwrap(),
+        "--library",
+        probe.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains("--library is not used"),
+        "{}",
+        text(&o).1
+    );
+}
