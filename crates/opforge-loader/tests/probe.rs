@@ -251,6 +251,9 @@ fn shape_functions_refuse_forged_handles_and_report_errors() {
         .unwrap()
         .is_not_differentiable());
     assert!(r.op_def("NoSuchOp").is_err());
+    // A struct from a newer header registered; a too short one did not.
+    assert_eq!(r.op_def("ProbeNewer").unwrap().output_arg[0].name, "y");
+    assert!(r.op_def("ProbeTooShort").is_err());
 }
 
 #[test]
@@ -304,7 +307,7 @@ fn unload_runs_fini_once_nothing_holds_the_library() {
     );
     assert!(r.op_def("ProbeForward").is_ok());
     let report = loader.unload(&h).unwrap();
-    assert_eq!(report.ops.len(), 9);
+    assert_eq!(report.ops.len(), 10);
     // The foreign output still holds the library.
     assert!(!report.unmapped, "{report:?}");
     assert_eq!(counter(&lib, "probe_fini_calls"), 0);

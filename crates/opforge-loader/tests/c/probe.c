@@ -553,6 +553,27 @@ OPFORGE_EXPORT OpforgeCode opforge_plugin_init_v1(const OpforgeHostApi* h, Opfor
     TRY(register_square_gradient(r, st));
   }
   TRY(host->registration->not_differentiable(r, opforge_str("ProbeShape"), st));
+  {
+    /* R1: a struct from a newer header (longer, trailing fields unknown to
+     * this host) is read up to the host's size; one below the first
+     * released size is INVALID_ARGUMENT. */
+    struct {
+      OpforgeOpDef d;
+      uint64_t future[2];
+    } newer;
+    OpforgeStr o = opforge_str("y: float");
+    memset(&newer, 0, sizeof newer);
+    newer.d.struct_size = sizeof newer;
+    newer.d.name = opforge_str("ProbeNewer");
+    newer.d.outputs = &o;
+    newer.d.num_outputs = 1;
+    newer.future[0] = 0xdeadbeef;
+    TRY(host->registration->op(r, &newer.d, st));
+    newer.d.struct_size = 8;
+    newer.d.name = opforge_str("ProbeTooShort");
+    if (host->registration->op(r, &newer.d, st) != OPFORGE_INVALID_ARGUMENT)
+      return fail(st, OPFORGE_INTERNAL, "a struct_size of 8 was accepted");
+  }
   host->set_status(st, OPFORGE_OK, opforge_str(""));
   return OPFORGE_OK;
 }
