@@ -517,6 +517,9 @@ unsafe extern "C" fn input_tensor(
         let Ok(s) = (unsafe { sctx(p) }) else {
             return 0;
         };
+        if i >= s.ic().num_inputs() {
+            return 0;
+        }
         let Some(t) = s.ic().input_tensor(i).cloned() else {
             return 0;
         };
