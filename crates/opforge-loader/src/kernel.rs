@@ -11,7 +11,7 @@ use opforge_core::{DataType, Result, Status, Tensor, TensorShape};
 use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// A registered plugin kernel: its callbacks and the library that holds them.
 pub(crate) struct PluginKernelDef {
@@ -26,11 +26,9 @@ pub(crate) struct PluginKernelDef {
 }
 
 impl PluginKernelDef {
-    /// Builds an instance for one node (the kernel factory).
-    pub(crate) fn instantiate(
-        self: &Arc<Self>,
-        c: &OpKernelConstruction<'_>,
-    ) -> Result<Box<dyn OpKernel>> {
+    /// Runs the plugin's create for `c`: the state and the arena its attr
+    /// values live in (until destroy).
+    fn create_state(&self, c: &OpKernelConstruction<'_>) -> Result<(SendPtr, Arena)> {
         let arena = Arena::default();
         let init = KernelInit {
             c: (c as *const OpKernelConstruction<'_>).cast(),
@@ -63,24 +61,105 @@ impl PluginKernelDef {
                 ));
             }
         }
+        Ok((SendPtr(state), arena))
+    }
+
+    fn destroy_state(&self, state: SendPtr) {
+        if let Some(destroy) = self.destroy {
+            // SAFETY: the plugin's destroy, called once per state, after the
+            // state's last compute (the caller holds it exclusively).
+            unsafe { destroy(state.0, self.user.0) };
+        }
+    }
+
+    /// Builds an instance for one node (the kernel factory).
+    pub(crate) fn instantiate(
+        self: &Arc<Self>,
+        c: &OpKernelConstruction<'_>,
+    ) -> Result<Box<dyn OpKernel>> {
+        let (state, arena) = self.create_state(c)?;
         self.lib.instance_created();
         Ok(Box::new(PluginKernel {
             def: self.clone(),
-            state: SendPtr(state),
-            _attrs: arena,
+            state: RwLock::new(Instance {
+                state,
+                _attrs: arena,
+                broken: None,
+            }),
+            rebuild: Rebuild {
+                op_def: c.op_def().clone(),
+                node_name: c.node_name().to_string(),
+                attrs: c.attrs().clone(),
+                input_types: c.input_types().to_vec(),
+                output_types: c.output_types().to_vec(),
+            },
             lock: (self.flags & OPFORGE_KERNEL_NOT_THREAD_SAFE != 0).then(|| Mutex::new(())),
         }))
     }
 }
 
-/// One kernel instance (a node's, or an eager call signature's).
-struct PluginKernel {
-    def: Arc<PluginKernelDef>,
+/// A kernel instance's plugin state.
+struct Instance {
     state: SendPtr,
     /// The attr values create read: they live until destroy (R7).
     _attrs: Arena,
+    /// Why the state could not be rebuilt after a panic (the instance then
+    /// fails every compute).
+    broken: Option<Status>,
+}
+
+/// What create needs again to rebuild the state after a panic.
+struct Rebuild {
+    op_def: opforge_core::proto::OpDef,
+    node_name: String,
+    attrs: opforge_core::attrs::AttrMap,
+    input_types: Vec<DataType>,
+    output_types: Vec<DataType>,
+}
+
+/// One kernel instance (a node's, or an eager call signature's).
+struct PluginKernel {
+    def: Arc<PluginKernelDef>,
+    /// Read-locked by computes; write-locked to replace a state a panic
+    /// left inconsistent (OPFORGE_STATUS_PANICKED: the host evicts it).
+    state: RwLock<Instance>,
+    rebuild: Rebuild,
     /// Serialises computes of a kernel registered NOT_THREAD_SAFE.
     lock: Option<Mutex<()>>,
+}
+
+impl PluginKernel {
+    /// Destroys the state `old` a panic left inconsistent and creates a new
+    /// one, unless another thread did already.
+    fn evict(&self, old: *mut c_void, device: &dyn opforge_core::device::Device) {
+        let mut inst = self
+            .state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if inst.state.0 != old || inst.broken.is_some() {
+            return;
+        }
+        let r = &self.rebuild;
+        let c = OpKernelConstruction::new(
+            &r.op_def,
+            &r.node_name,
+            &r.attrs,
+            device,
+            &r.input_types,
+            &r.output_types,
+        );
+        self.def.destroy_state(inst.state);
+        match self.def.create_state(&c) {
+            Ok((state, arena)) => {
+                inst.state = state;
+                inst._attrs = arena;
+            }
+            Err(e) => {
+                inst.state = SendPtr(std::ptr::null_mut());
+                inst.broken = Some(e);
+            }
+        }
+    }
 }
 
 impl OpKernel for PluginKernel {
@@ -98,17 +177,33 @@ impl OpKernel for PluginKernel {
             moved: Mutex::new(vec![false; n_in]),
         };
         let mut status = HostStatus::default();
+        let inst = self
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(e) = &inst.broken {
+            return Err(Status::failed_precondition(format!(
+                "the kernel instance of op '{}' (node '{}') could not be rebuilt after a panic \
+                 ({}); rebuild the session or eager context",
+                self.def.op,
+                ctx.node_name(),
+                e.message()
+            )));
+        }
+        let state = inst.state;
         // SAFETY: `compute` is the plugin's callback; the state is the one
-        // its create made; `k` and `status` live across the call.
+        // its create made, kept from destroy by the read lock; `k` and
+        // `status` live across the call.
         let code = unsafe {
             (self.def.compute)(
-                self.state.0,
+                state.0,
                 (&k as *const KernelCtx).cast_mut().cast(),
                 status.as_ptr(),
             )
         };
+        drop(inst);
         if code != OPFORGE_OK {
-            return Err(callback_error(
+            let e = callback_error(
                 &self.def.lib.label(),
                 &format!(
                     "the kernel of op '{}' (node '{}')",
@@ -117,7 +212,13 @@ impl OpKernel for PluginKernel {
                 ),
                 code,
                 &status,
-            ));
+            );
+            if status.flags & OPFORGE_STATUS_PANICKED != 0 {
+                drop(k);
+                self.evict(state.0, ctx.device());
+                return Err(e.append("; the kernel instance was rebuilt"));
+            }
+            return Err(e);
         }
         Ok(())
     }
@@ -125,10 +226,12 @@ impl OpKernel for PluginKernel {
 
 impl Drop for PluginKernel {
     fn drop(&mut self) {
-        if let Some(destroy) = self.def.destroy {
-            // SAFETY: the plugin's destroy, called once, after the last
-            // compute (we are being dropped), with its state and user.
-            unsafe { destroy(self.state.0, self.def.user.0) };
+        let inst = self
+            .state
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if inst.broken.is_none() {
+            self.def.destroy_state(inst.state);
         }
         self.def.lib.instance_destroyed();
     }

@@ -17,6 +17,10 @@
 //!   plugin shape functions as core shape functions through its shape API,
 //!   plugin gradient callbacks as core gradients through its gradient API
 //!   (over autodiff's `Ops`: the tape eagerly, `GraphOps` in graphs).
+//!   A callback error is a `Status` with the callback's canonical code,
+//!   naming the op and the library; a kernel failure marked
+//!   `OPFORGE_STATUS_PANICKED` (a caught panic or C++ exception) also
+//!   destroys the instance's state and creates a new one.
 //! - [`Loader::unload`] removes the library's entries (`Registry::unload`),
 //!   then finalises (`opforge_plugin_fini_v1`) and unmaps it when nothing
 //!   holds it any more, and says when it could not.

@@ -307,7 +307,7 @@ fn unload_runs_fini_once_nothing_holds_the_library() {
     );
     assert!(r.op_def("ProbeForward").is_ok());
     let report = loader.unload(&h).unwrap();
-    assert_eq!(report.ops.len(), 10);
+    assert_eq!(report.ops.len(), 11);
     // The foreign output still holds the library.
     assert!(!report.unmapped, "{report:?}");
     assert_eq!(counter(&lib, "probe_fini_calls"), 0);
@@ -434,4 +434,27 @@ fn declarative_gradients_run_without_plugin_code() {
     drop(ctx);
     loader.unload(&loader.libraries()[0]).unwrap();
     assert!(r.attr::<Gradient>("ProbeSquare").is_none());
+}
+
+#[test]
+fn a_panicked_kernel_state_is_destroyed_and_rebuilt() {
+    let (lib, _r, _loader, _h, ctx) = setup("probe_panic");
+    let run = |v: f32| {
+        ctx.op("ProbePanic")
+            .input(Tensor::from_vec(&[1], vec![v]).unwrap())
+            .run1()
+    };
+    let first = run(1.).unwrap().scalar_value::<f32>().unwrap();
+    assert_eq!(run(2.).unwrap().scalar_value::<f32>().unwrap(), first);
+    let destroyed = counter(&lib, "probe_destroyed");
+    let e = run(-1.).unwrap_err();
+    assert_eq!(e.code(), Code::Internal);
+    assert!(e.message().contains("panicked: state poisoned"), "{e}");
+    assert!(
+        e.message().contains("the kernel instance was rebuilt"),
+        "{e}"
+    );
+    // The poisoned state was destroyed and a new one serves the next calls.
+    assert_eq!(counter(&lib, "probe_destroyed"), destroyed + 1);
+    assert_eq!(run(3.).unwrap().scalar_value::<f32>().unwrap(), first + 1.);
 }

@@ -449,6 +449,47 @@ static OpforgeCode register_square_gradient(OpforgeRegistrar* r, OpforgeStatus* 
   return host->registration->gradient_function(r, &f, st);
 }
 
+/* ProbePanic(x: float) -> y: float (scalar): y is the serial number of the
+ * kernel state (1, 2, ... in creation order); a negative x[0] reports a
+ * caught "panic" (INTERNAL + OPFORGE_STATUS_PANICKED), after which the host
+ * must destroy the state and create a new one. */
+static int panic_states;
+
+static OpforgeCode panic_create(const OpforgeKernelInit* init, void* user, void** state,
+                                OpforgeStatus* st) {
+  int* serial = (int*)malloc(sizeof(int));
+  (void)init;
+  (void)user;
+  (void)st;
+  *serial = ++panic_states;
+  *state = serial;
+  return OPFORGE_OK;
+}
+
+static void panic_destroy(void* s, void* user) {
+  (void)user;
+  free(s);
+  destroyed++;
+}
+
+static OpforgeCode panic_compute(void* s, OpforgeKernelCtx* ctx, OpforgeStatus* st) {
+  OpforgeTensor in, out;
+  OpforgeCode c;
+  INIT_VIEW(in);
+  INIT_VIEW(out);
+  c = host->kernel->input(ctx, 0, &in, st);
+  if (c) return c;
+  if (((const float*)in.data)[0] < 0) {
+    host->set_status(st, OPFORGE_INTERNAL, opforge_str("panicked: state poisoned"));
+    host->set_status_flags(st, OPFORGE_STATUS_PANICKED);
+    return OPFORGE_INTERNAL;
+  }
+  c = host->kernel->allocate_output(ctx, 0, NULL, 0, &out, st);
+  if (c) return c;
+  *(float*)out.data = (float)*(const int*)s;
+  return OPFORGE_OK;
+}
+
 static OpforgeCode reg_op(OpforgeRegistrar* r, const char* name, const char* in, const char* out,
                           const OpforgeStr* attrs, size_t num_attrs, OpforgeShapeFn shape_fn,
                           OpforgeStatus* st) {
@@ -508,6 +549,8 @@ OPFORGE_EXPORT OpforgeCode opforge_plugin_init_v1(const OpforgeHostApi* h, Opfor
   TRY(reg_kernel(r, "ProbeAttrs", attrs_create, attrs_compute, attrs_destroy, 0, st));
   TRY(reg_op(r, "ProbeError", "x: float", "y: float", error_attrs, 1, NULL, st));
   TRY(reg_kernel(r, "ProbeError", NULL, error_compute, NULL, 0, st));
+  TRY(reg_op(r, "ProbePanic", "x: float", "y: float", NULL, 0, NULL, st));
+  TRY(reg_kernel(r, "ProbePanic", panic_create, panic_compute, panic_destroy, 0, st));
   TRY(reg_op(r, "ProbeTemp", "x: float", "y: float", NULL, 0, NULL, st));
   TRY(reg_kernel(r, "ProbeTemp", NULL, temp_compute, NULL, OPFORGE_KERNEL_PARALLEL_ISOLATED, st));
   TRY(reg_op(r, "ProbeShape", "x: float", "y: float", NULL, 0, probe_shape, st));
