@@ -5,6 +5,7 @@
 //! ```text
 //! opforge ops list                                  every registered op, sorted
 //! opforge ops show NAME [--format text|pbtxt|json]  one op
+//! opforge lib inspect FILE [--format json|text]     an op library's manifest, without loading it
 //! opforge ops export [--format pbtxt|binary|json]   the whole OpList
 //! opforge opdef build --jsonl FILE                  builder calls -> OpDefs, one JSON line each
 //! opforge opdef check FILE.pbtxt                    validate a text-format OpList
@@ -18,6 +19,9 @@
 //! opforge compat check-jsonl FILE                   batch of compatibility cases -> verdicts
 //! ```
 //!
+//! Every command but `lib` takes `--library FILE` (repeatable): op
+//! libraries loaded before the command runs.
+//!
 //! Output goes to stdout; errors go to stderr as `error: CODE: message`
 //! with exit code 1. The commands are library functions taking their output
 //! stream, so they can be tested without a process.
@@ -30,10 +34,12 @@ use opforge::{Code, Status};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 pub mod compat;
 pub mod exec;
 pub mod graph;
+pub mod lib_cmd;
 pub mod opdef;
 pub mod ops;
 pub mod shape;
@@ -42,6 +48,11 @@ pub mod shape;
 #[derive(Debug, Parser)]
 #[command(name = "opforge", version, about, long_about = None)]
 pub struct Cli {
+    /// Load this op library (a shared library built against
+    /// include/opforge/opforge.h) before running the command; repeatable.
+    /// Every command but `lib` takes it.
+    #[arg(long = "library", value_name = "FILE", global = true)]
+    pub libraries: Vec<PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -95,6 +106,36 @@ pub enum Command {
         #[command(subcommand)]
         command: GraphCommand,
     },
+    /// Op libraries (shared libraries built against include/opforge/opforge.h).
+    Lib {
+        /// What to do.
+        #[command(subcommand)]
+        command: LibCommand,
+    },
+}
+
+/// `opforge lib ...`.
+#[derive(Debug, Subcommand)]
+pub enum LibCommand {
+    /// Print a library's manifest (name, version, ABI, ops, kernels, shape
+    /// functions, gradients) without loading it: no code of the file runs.
+    /// Exit 1 if the file has no manifest or a corrupt one.
+    Inspect {
+        /// The shared library.
+        file: PathBuf,
+        /// How to print it.
+        #[arg(long, value_enum, default_value_t = InspectFormat::Json)]
+        format: InspectFormat,
+    },
+}
+
+/// The formats of `opforge lib inspect`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum InspectFormat {
+    /// One JSON object (the header's form).
+    Json,
+    /// The JSON object, then a readable summary.
+    Text,
 }
 
 /// `opforge shape ...`.
@@ -283,7 +324,19 @@ impl From<io::Error> for CliError {
 }
 
 /// Runs one parsed command against `registry`, writing its output to `out`.
-pub fn run(cli: &Cli, registry: &Registry, out: &mut dyn Write) -> Result<(), CliError> {
+pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(), CliError> {
+    // The libraries stay loaded while the command runs (and until exit).
+    let _loader = match &cli.command {
+        Command::Lib { .. } if !cli.libraries.is_empty() => {
+            return Err(Status::invalid_argument(
+                "--library is not used by `opforge lib` commands, which never load a library: \
+                 pass the file as their argument",
+            )
+            .into());
+        }
+        Command::Lib { .. } => None,
+        _ => Some(lib_cmd::load_all(registry, &cli.libraries)?),
+    };
     match &cli.command {
         Command::Ops { command } => match command {
             OpsCommand::List => ops::list(registry, out),
@@ -329,6 +382,9 @@ pub fn run(cli: &Cli, registry: &Registry, out: &mut dyn Write) -> Result<(), Cl
                 out: path,
             } => graph::add_gradients(graph, ys, xs, path, out),
         },
+        Command::Lib {
+            command: LibCommand::Inspect { file, format },
+        } => lib_cmd::inspect(file, *format, out),
         Command::Exec { jsonl } => {
             // Kernels come from the global registries (those of the linked op libraries).
             Registry::global().verify()?;

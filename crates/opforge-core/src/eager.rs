@@ -129,6 +129,26 @@ pub struct EagerContext {
     id: u64,
 }
 
+impl Drop for EagerContext {
+    /// Forgets this context's kernels in the dropping thread's recent list,
+    /// so that a context dropped on the thread that used it holds no kernel
+    /// (and no op library) afterwards. Other threads' lists still hold theirs
+    /// until newer kernels push them out or the thread exits.
+    fn drop(&mut self) {
+        let id = self.id;
+        let removed = RECENT.try_with(|r| match r.try_borrow_mut() {
+            Ok(mut r) => {
+                let (mine, others): (Vec<_>, Vec<_>) = r.drain(..).partition(|(i, _)| *i == id);
+                *r = others;
+                mine
+            }
+            Err(_) => Vec::new(),
+        });
+        // The kernels are dropped after the borrow ends.
+        drop(removed);
+    }
+}
+
 impl EagerContext {
     /// A context on a new CPU device with `intra_op_threads` threads (0 =
     /// one per core), using the global registry.
@@ -581,6 +601,50 @@ mod tests {
             );
             Ok(Scale(f))
         }
+    }
+
+    #[test]
+    fn dropping_a_context_drops_its_kernels_on_this_thread() {
+        use std::sync::atomic::AtomicUsize;
+        static ALIVE: AtomicUsize = AtomicUsize::new(0);
+        struct Counted;
+        impl OpKernel for Counted {
+            fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+                let t = ctx.take_input(0);
+                ctx.set_output(0, t)
+            }
+        }
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                ALIVE.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let r = Registry::new();
+        r.register_op(
+            OpDefBuilder::new("TCounted")
+                .input("x: float")
+                .output("y: float"),
+        )
+        .unwrap();
+        r.register_kernel(KernelRegistration::with_factory(
+            KernelDefBuilder::new("TCounted"),
+            |_| {
+                ALIVE.fetch_add(1, Ordering::SeqCst);
+                Ok(Box::new(Counted) as Box<dyn OpKernel>)
+            },
+        ))
+        .unwrap();
+        let ctx = EagerContext::with_registry(
+            Arc::new(crate::device::CpuDevice::new(1).unwrap()),
+            Arc::new(r),
+        );
+        ctx.op("TCounted")
+            .input(Tensor::scalar(1f32))
+            .run1()
+            .unwrap();
+        assert_eq!(ALIVE.load(Ordering::SeqCst), 1);
+        drop(ctx);
+        assert_eq!(ALIVE.load(Ordering::SeqCst), 0);
     }
 
     struct Boom;

@@ -16,7 +16,7 @@ pub(crate) fn name_op(e: Status, name: &str) -> Status {
 
 /// A short description of how two OpDefs differ: the path of the first
 /// differing field (in the JSON mapping) and both values.
-pub(crate) fn describe_difference(registered: &OpDef, new: &OpDef) -> String {
+pub fn describe_difference(registered: &OpDef, new: &OpDef) -> String {
     let a = proto::to_json(registered);
     let b = proto::to_json(new);
     match first_difference(&a, &b, String::new()) {

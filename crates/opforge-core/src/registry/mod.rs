@@ -54,6 +54,7 @@ mod verify;
 mod tests;
 
 pub use kernels::BuiltKernel;
+pub use messages::describe_difference;
 pub use origin::{EntryState, Origin, OwnerId, BUILTIN_NAME};
 pub use statics::{StaticKind, StaticRegistration};
 
@@ -63,7 +64,7 @@ use crate::op_def::{validate_op_def, OpDefBuilder};
 use crate::proto::{OpDef, OpList};
 use crate::{Result, Status};
 use attr_tables::AttrTable;
-use messages::{describe_difference, did_you_mean, name_op};
+use messages::{did_you_mean, name_op};
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -21,6 +21,33 @@ pub struct ShapeHandle(usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DimensionHandle(usize);
 
+impl ShapeHandle {
+    /// The handle's position in its context's arena (for bridges that pass
+    /// handles across an FFI boundary as integers).
+    pub fn index(self) -> usize {
+        self.0
+    }
+
+    /// A handle from [`index`](Self::index). It may not name a shape of any
+    /// context: check it with [`InferenceContext::checked_shape`] before use.
+    pub fn from_index(index: usize) -> ShapeHandle {
+        ShapeHandle(index)
+    }
+}
+
+impl DimensionHandle {
+    /// The handle's position in its context's arena (see [`ShapeHandle::index`]).
+    pub fn index(self) -> usize {
+        self.0
+    }
+
+    /// A handle from [`index`](Self::index); check it with
+    /// [`InferenceContext::checked_dim`] before use.
+    pub fn from_index(index: usize) -> DimensionHandle {
+        DimensionHandle(index)
+    }
+}
+
 /// A dimension or a constant size, for the dim arithmetic helpers
 /// (`ctx.add(d, 1)`, `ctx.multiply(d, other_dim)`); `-1` is unknown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -423,6 +450,38 @@ impl InferenceContext {
     }
 
     // ---- reading shapes and dims ----
+
+    /// `s` if it names a shape of this context, else `InvalidArgument`
+    /// (a handle made by [`ShapeHandle::from_index`] from an untrusted
+    /// integer).
+    pub fn checked_shape(&self, s: ShapeHandle) -> Result<ShapeHandle> {
+        if s.0 < self.shapes.len() {
+            Ok(s)
+        } else {
+            Err(Status::invalid_argument(format!(
+                "{}: shape handle {} is not a shape of this inference context (it holds {}); \
+                 pass only handles this context returned during this call",
+                self.node_name,
+                s.0,
+                self.shapes.len()
+            )))
+        }
+    }
+
+    /// `d` if it names a dimension of this context, else `InvalidArgument`.
+    pub fn checked_dim(&self, d: DimensionHandle) -> Result<DimensionHandle> {
+        if d.0 < self.dims.len() {
+            Ok(d)
+        } else {
+            Err(Status::invalid_argument(format!(
+                "{}: dimension handle {} is not a dimension of this inference context (it \
+                 holds {}); pass only handles this context returned during this call",
+                self.node_name,
+                d.0,
+                self.dims.len()
+            )))
+        }
+    }
 
     /// The rank, if known.
     pub fn rank(&self, s: ShapeHandle) -> Option<usize> {

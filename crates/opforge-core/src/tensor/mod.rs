@@ -429,6 +429,38 @@ impl Tensor {
         }
     }
 
+    /// The raw bytes of a dense host tensor, mutably. Fails
+    /// (`FailedPrecondition`) when the storage is shared with another tensor
+    /// or is not host memory, and (`InvalidArgument`) for string and
+    /// resource tensors, which have no raw bytes.
+    pub fn bytes_mut(&mut self) -> Result<&mut [u8]> {
+        let len = self.num_elements() * self.dtype.size();
+        match &mut *self.storage {
+            Storage::Dense { buf, offset } => {
+                if buf.location() != Location::Host {
+                    return Err(Status::failed_precondition(
+                        "Tensor data is not on the host",
+                    ));
+                }
+                let offset = *offset;
+                let buf = Arc::get_mut(buf).ok_or_else(|| {
+                    Status::failed_precondition(
+                        "Cannot write to a tensor whose buffer is shared with another tensor",
+                    )
+                })?;
+                Ok(&mut buf.as_mut_slice()[offset..offset + len])
+            }
+            Storage::Device(_) => Err(Status::failed_precondition(
+                "Tensor data is not on the host",
+            )),
+            Storage::Taken => Ok(&mut []),
+            _ => Err(Status::invalid_argument(format!(
+                "A {} tensor has no raw bytes",
+                self.dtype
+            ))),
+        }
+    }
+
     /// The elements, flattened in row-major order.
     #[inline]
     pub fn flat<T: Element>(&self) -> Result<&[T]> {
@@ -714,6 +746,25 @@ impl PartialEq for Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_mut_writes_unshared_host_tensors_only() {
+        let mut t = Tensor::from_vec(&[2], vec![1i32, 2]).unwrap();
+        t.bytes_mut().unwrap()[..4].copy_from_slice(&7i32.to_ne_bytes());
+        assert_eq!(t.flat::<i32>().unwrap(), &[7, 2]);
+        let shared = t.clone();
+        assert_eq!(
+            t.bytes_mut().unwrap_err().code(),
+            crate::Code::FailedPrecondition
+        );
+        drop(shared);
+        assert_eq!(t.bytes_mut().unwrap().len(), 8);
+        let mut s = Tensor::from_strings(&[1], vec![b"a".to_vec()]).unwrap();
+        assert_eq!(
+            s.bytes_mut().unwrap_err().code(),
+            crate::Code::InvalidArgument
+        );
+    }
 
     #[test]
     fn construct_and_view() {

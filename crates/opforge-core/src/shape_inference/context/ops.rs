@@ -485,6 +485,25 @@ mod tests {
     }
 
     #[test]
+    fn handle_indices_and_checked_lookups() {
+        let c = ctx(&[Some(vec![1, 2])]);
+        let s = c.input(0);
+        assert_eq!(ShapeHandle::from_index(s.index()), s);
+        assert_eq!(c.checked_shape(s).unwrap(), s);
+        let forged = ShapeHandle::from_index(1 << 40);
+        let e = c.checked_shape(forged).unwrap_err();
+        assert_eq!(e.code(), crate::Code::InvalidArgument);
+        assert!(e
+            .message()
+            .contains("not a shape of this inference context"));
+        let d = c.dims(s).unwrap()[1];
+        assert_eq!(DimensionHandle::from_index(d.index()), d);
+        assert_eq!(c.checked_dim(d).unwrap(), d);
+        let e = c.checked_dim(DimensionHandle::from_index(999)).unwrap_err();
+        assert_eq!(e.code(), crate::Code::InvalidArgument);
+    }
+
+    #[test]
     fn rank_checks_and_messages() {
         let mut c = ctx(&[Some(vec![1, 2]), None]);
         let (a, u) = (c.input(0), c.input(1));

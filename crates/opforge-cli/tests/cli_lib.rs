@@ -1,0 +1,211 @@
+//! `opforge lib inspect` and `--library FILE` on `ops list` / `ops show`,
+//! with the C example and the loader's C probe library built by the system
+//! C compiler.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn cc(src: &Path, name: &str, defines: &[&str]) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli_lib");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("lib{name}.so"));
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-std=c99", "-shared", "-fPIC", "-I"])
+        .arg(repo().join("include"))
+        .args(defines)
+        .arg("-o")
+        .arg(&out)
+        .arg(src)
+        .status()
+        .expect("the tests need a C compiler: install one (apt-get install gcc) or set CC");
+    assert!(status.success());
+    out
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn lib_inspect_prints_the_manifest_without_running_the_library() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli_lib");
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("zero_out_inspect.loaded");
+    let _ = std::fs::remove_file(&marker);
+    let def = format!("-DZERO_OUT_MARKER=\"{}\"", marker.display());
+    let lib = cc(
+        &repo().join("examples/c_zero_out/zero_out.c"),
+        "zo_cli",
+        &[&def],
+    );
+    let o = opforge(&["lib", "inspect", lib.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["name"], "zero_out_c");
+    assert_eq!(j["version"], "0.1.0");
+    assert_eq!(
+        j["abi"],
+        serde_json::json!({"major": 1, "minor": 0, "min_host_minor": 0})
+    );
+    assert_eq!(j["ops"][0]["name"], "ZeroOut");
+    assert_eq!(j["ops"][0]["output_arg"][0]["type"], "DT_INT32");
+    assert_eq!(j["kernels"][0]["op"], "ZeroOut");
+    assert_eq!(j["kernels"][0]["device"], "CPU");
+    assert!(!marker.exists(), "lib inspect ran the library's code");
+
+    let o = opforge(&["lib", "inspect", lib.to_str().unwrap(), "--format", "text"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("zero_out_c 0.1.0 (opforge C ABI 1.0"), "{out}");
+    assert!(
+        out.contains("op ZeroOut(to_zero: int32) -> (zeroed: int32), shape function"),
+        "{out}"
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn lib_inspect_fails_cleanly_on_files_without_a_manifest() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli_lib");
+    std::fs::create_dir_all(&dir).unwrap();
+    let junk = dir.join("junk.so");
+    std::fs::write(&junk, b"junk").unwrap();
+    let o = opforge(&["lib", "inspect", junk.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.starts_with("error: INVALID_ARGUMENT: "), "{err}");
+    let o = opforge(&["lib", "inspect", dir.join("missing.so").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.starts_with("error: NOT_FOUND: "),
+        "{}",
+        text(&o).1
+    );
+    // The opforge binary itself is a shared object without a manifest.
+    let o = opforge(&["lib", "inspect", env!("CARGO_BIN_EXE_opforge")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains("has no opforge manifest"),
+        "{}",
+        text(&o).1
+    );
+}
+
+#[test]
+fn ops_list_and_show_load_libraries() {
+    let probe = cc(
+        &repo().join("crates/opforge-loader/tests/c/probe.c"),
+        "probe_cli",
+        &[],
+    );
+    let p = probe.to_str().unwrap();
+    let o = opforge(&["ops", "list", "--library", p]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let names: Vec<&str> = out.lines().collect();
+    for n in ["ProbeAttrs", "ProbeForward", "ZeroOut", "MatMul"] {
+        assert!(names.contains(&n), "{n} not in the list");
+    }
+    let o = opforge(&[
+        "ops",
+        "show",
+        "ProbeAttrs",
+        "--library",
+        p,
+        "--format",
+        "json",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["name"], "ProbeAttrs");
+    assert_eq!(j["attr"][0]["name"], "scale");
+    let o = opforge(&["ops", "show", "ProbeAttrs", "--library", p]);
+    assert!(
+        text(&o)
+            .0
+            .contains("probe_attrs(x, scale=2.0, offsets=[1, 2], mode='abc', name=None)"),
+        "{}",
+        text(&o).0
+    );
+    // The C ZeroOut conflicts with the standard library's tutorial ZeroOut.
+    let zo = cc(
+        &repo().join("examples/c_zero_out/zero_out.c"),
+        "zo_cli_conflict",
+        &[],
+    );
+    let o = opforge(&["ops", "list", "--library", zo.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.starts_with("error: ALREADY_EXISTS: "), "{err}");
+    assert!(err.contains("zero_out_c"), "{err}");
+}
+
+#[test]
+fn exec_and_shape_infer_take_libraries_too() {
+    let probe = cc(
+        &repo().join("crates/opforge-loader/tests/c/probe.c"),
+        "probe_cli_exec",
+        &[],
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli_lib");
+    let calls = dir.join("calls.jsonl");
+    std::fs::write(
+        &calls,
+        r#"{"op": "ProbeForward", "inputs": [{"dtype": "DT_FLOAT", "shape": [2], "values": [1, 2]}]}"#,
+    )
+    .unwrap();
+    let o = opforge(&[
+        "exec",
+        "--jsonl",
+        calls.to_str().unwrap(),
+        "--library",
+        probe.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        v["outputs"][0]["values"],
+        serde_json::json!([2.0, 4.0]),
+        "{v}"
+    );
+    let cases = dir.join("shapes.jsonl");
+    std::fs::write(&cases, r#"{"op": "ProbeShape", "ins": "[5]"}"#).unwrap();
+    let o = opforge(&[
+        "--library",
+        probe.to_str().unwrap(),
+        "shape",
+        "infer",
+        "--jsonl",
+        cases.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("[d0_0,7]"), "{out}");
+    // `lib` commands never load a library.
+    let o = opforge(&[
+        "lib",
+        "inspect",
+        probe.to_str().unwrap(),
+        "--library",
+        probe.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains("--library is not used"),
+        "{}",
+        text(&o).1
+    );
+}

@@ -1,0 +1,1076 @@
+//! The kernel bridge: a core [`OpKernel`] that runs a plugin kernel, and the
+//! header's kernel API (`OpforgeKernelApi`) over core's
+//! `OpKernelConstruction` / `OpKernelContext`.
+
+use crate::host::*;
+use crate::library::LibInner;
+use opforge_abi::*;
+use opforge_core::kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
+use opforge_core::tensor::{Buffer, Location};
+use opforge_core::{DataType, Result, Status, Tensor, TensorShape};
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// A registered plugin kernel: its callbacks and the library that holds them.
+pub(crate) struct PluginKernelDef {
+    pub(crate) lib: Arc<LibInner>,
+    pub(crate) op: String,
+    pub(crate) create: OpforgeKernelCreateFn,
+    pub(crate) compute:
+        unsafe extern "C" fn(*mut c_void, *mut OpforgeKernelCtx, *mut OpforgeStatus) -> OpforgeCode,
+    pub(crate) destroy: OpforgeKernelDestroyFn,
+    pub(crate) user: SendPtr,
+    pub(crate) flags: u32,
+}
+
+impl PluginKernelDef {
+    /// Runs the plugin's create for `c`: the state and the arena its attr
+    /// values live in (until destroy).
+    fn create_state(&self, c: &OpKernelConstruction<'_>) -> Result<(SendPtr, Arena)> {
+        let arena = Arena::default();
+        let init = KernelInit {
+            c: (c as *const OpKernelConstruction<'_>).cast(),
+            arena: &arena,
+        };
+        let mut state: *mut c_void = self.user.0;
+        if let Some(create) = self.create {
+            let mut status = HostStatus::default();
+            // SAFETY: `create` is the plugin's callback with the header's
+            // signature; `init` and `status` live across the call; `state`
+            // is a valid out-pointer.
+            let code = unsafe {
+                create(
+                    (&init as *const KernelInit).cast(),
+                    self.user.0,
+                    &mut state,
+                    status.as_ptr(),
+                )
+            };
+            if code != OPFORGE_OK {
+                return Err(callback_error(
+                    &self.lib.label(),
+                    &format!(
+                        "the kernel creation of op '{}' (node '{}')",
+                        self.op,
+                        c.node_name()
+                    ),
+                    code,
+                    &status,
+                ));
+            }
+        }
+        Ok((SendPtr(state), arena))
+    }
+
+    fn destroy_state(&self, state: SendPtr) {
+        if let Some(destroy) = self.destroy {
+            // SAFETY: the plugin's destroy, called once per state, after the
+            // state's last compute (the caller holds it exclusively).
+            unsafe { destroy(state.0, self.user.0) };
+        }
+    }
+
+    /// Builds an instance for one node (the kernel factory).
+    pub(crate) fn instantiate(
+        self: &Arc<Self>,
+        c: &OpKernelConstruction<'_>,
+    ) -> Result<Box<dyn OpKernel>> {
+        let (state, arena) = self.create_state(c)?;
+        self.lib.instance_created();
+        Ok(Box::new(PluginKernel {
+            def: self.clone(),
+            state: RwLock::new(Instance {
+                state,
+                _attrs: arena,
+                broken: None,
+            }),
+            rebuild: Rebuild {
+                op_def: c.op_def().clone(),
+                node_name: c.node_name().to_string(),
+                attrs: c.attrs().clone(),
+                input_types: c.input_types().to_vec(),
+                output_types: c.output_types().to_vec(),
+            },
+            lock: (self.flags & OPFORGE_KERNEL_NOT_THREAD_SAFE != 0).then(|| Mutex::new(())),
+        }))
+    }
+}
+
+/// A kernel instance's plugin state.
+struct Instance {
+    state: SendPtr,
+    /// The attr values create read: they live until destroy (R7).
+    _attrs: Arena,
+    /// Why the state could not be rebuilt after a panic (the instance then
+    /// fails every compute).
+    broken: Option<Status>,
+}
+
+/// What create needs again to rebuild the state after a panic.
+struct Rebuild {
+    op_def: opforge_core::proto::OpDef,
+    node_name: String,
+    attrs: opforge_core::attrs::AttrMap,
+    input_types: Vec<DataType>,
+    output_types: Vec<DataType>,
+}
+
+/// One kernel instance (a node's, or an eager call signature's).
+struct PluginKernel {
+    def: Arc<PluginKernelDef>,
+    /// Read-locked by computes; write-locked to replace a state a panic
+    /// left inconsistent (OPFORGE_STATUS_PANICKED: the host evicts it).
+    state: RwLock<Instance>,
+    rebuild: Rebuild,
+    /// Serialises computes of a kernel registered NOT_THREAD_SAFE.
+    lock: Option<Mutex<()>>,
+}
+
+impl PluginKernel {
+    /// Destroys the state `old` a panic left inconsistent and creates a new
+    /// one, unless another thread did already.
+    fn evict(&self, old: *mut c_void, device: &dyn opforge_core::device::Device) {
+        let mut inst = self
+            .state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if inst.state.0 != old || inst.broken.is_some() {
+            return;
+        }
+        let r = &self.rebuild;
+        let c = OpKernelConstruction::new(
+            &r.op_def,
+            &r.node_name,
+            &r.attrs,
+            device,
+            &r.input_types,
+            &r.output_types,
+        );
+        self.def.destroy_state(inst.state);
+        match self.def.create_state(&c) {
+            Ok((state, arena)) => {
+                inst.state = state;
+                inst._attrs = arena;
+            }
+            Err(e) => {
+                inst.state = SendPtr(std::ptr::null_mut());
+                inst.broken = Some(e);
+            }
+        }
+    }
+}
+
+impl OpKernel for PluginKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let _serial = self
+            .lock
+            .as_ref()
+            .map(|l| l.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let n_in = ctx.num_inputs();
+        let k = KernelCtx {
+            ctx: (ctx as *mut OpKernelContext<'_>).cast(),
+            def: &self.def,
+            arena: Arena::default(),
+            temps: Mutex::new(Vec::new()),
+            moved: Mutex::new(vec![false; n_in]),
+        };
+        let mut status = HostStatus::default();
+        let inst = self
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(e) = &inst.broken {
+            return Err(Status::failed_precondition(format!(
+                "the kernel instance of op '{}' (node '{}') could not be rebuilt after a panic \
+                 ({}); rebuild the session or eager context",
+                self.def.op,
+                ctx.node_name(),
+                e.message()
+            )));
+        }
+        let state = inst.state;
+        // SAFETY: `compute` is the plugin's callback; the state is the one
+        // its create made, kept from destroy by the read lock; `k` and
+        // `status` live across the call.
+        let code = unsafe {
+            (self.def.compute)(
+                state.0,
+                (&k as *const KernelCtx).cast_mut().cast(),
+                status.as_ptr(),
+            )
+        };
+        drop(inst);
+        if code != OPFORGE_OK {
+            let e = callback_error(
+                &self.def.lib.label(),
+                &format!(
+                    "the kernel of op '{}' (node '{}')",
+                    self.def.op,
+                    ctx.node_name()
+                ),
+                code,
+                &status,
+            );
+            if status.flags & OPFORGE_STATUS_PANICKED != 0 {
+                drop(k);
+                self.evict(state.0, ctx.device());
+                return Err(e.append("; the kernel instance was rebuilt"));
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PluginKernel {
+    fn drop(&mut self) {
+        let inst = self
+            .state
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if inst.broken.is_none() {
+            self.def.destroy_state(inst.state);
+        }
+        self.def.lib.instance_destroyed();
+    }
+}
+
+/// What `OpforgeKernelInit*` points to.
+struct KernelInit {
+    c: *const OpKernelConstruction<'static>,
+    arena: *const Arena,
+}
+
+/// What `OpforgeKernelCtx*` points to.
+struct KernelCtx<'a> {
+    ctx: *mut OpKernelContext<'static>,
+    def: &'a PluginKernelDef,
+    arena: Arena,
+    /// Temporaries: freed when compute returns.
+    temps: Mutex<Vec<Tensor>>,
+    /// Inputs forwarded or moved to an output (their views are dead).
+    moved: Mutex<Vec<bool>>,
+}
+
+/// # Safety
+/// `p` is the `OpforgeKernelInit*` the host passed to create (R7).
+unsafe fn init<'a>(
+    p: *const OpforgeKernelInit,
+) -> Result<(&'a OpKernelConstruction<'a>, &'a Arena)> {
+    if p.is_null() {
+        return Err(Status::invalid_argument("a NULL OpforgeKernelInit"));
+    }
+    // SAFETY: a non-null init is the KernelInit the host made for this
+    // create call, alive during it (R7).
+    let i = unsafe { &*p.cast::<KernelInit>() };
+    // SAFETY: both point to values that live across the create call.
+    Ok(unsafe { (&*i.c.cast(), &*i.arena) })
+}
+
+/// # Safety
+/// `p` is the `OpforgeKernelCtx*` the host passed to compute (R7).
+unsafe fn kctx<'a>(p: *const OpforgeKernelCtx) -> Result<&'a KernelCtx<'a>> {
+    if p.is_null() {
+        return Err(Status::invalid_argument("a NULL OpforgeKernelCtx"));
+    }
+    // SAFETY: a non-null ctx is the KernelCtx the host made for this compute.
+    Ok(unsafe { &*p.cast::<KernelCtx>() })
+}
+
+impl KernelCtx<'_> {
+    #[allow(clippy::mut_from_ref)]
+    fn ctx(&self) -> &mut OpKernelContext<'static> {
+        // SAFETY: the OpKernelContext outlives the compute call this
+        // KernelCtx exists for, and the plugin calls context functions only
+        // from the compute's thread (R9), one at a time, so no two
+        // references are used at once.
+        unsafe { &mut *self.ctx }
+    }
+
+    fn check_input(&self, i: usize) -> Result<()> {
+        let n = self.ctx().num_inputs();
+        if i >= n {
+            return Err(Status::invalid_argument(format!(
+                "{}: input index {i} is out of range (the node has {n} inputs)",
+                self.def.op
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_output(&self, i: usize) -> Result<()> {
+        let n = self.ctx().num_outputs();
+        if i >= n {
+            return Err(Status::invalid_argument(format!(
+                "{}: output index {i} is out of range (the node has {n} outputs)",
+                self.def.op
+            )));
+        }
+        Ok(())
+    }
+
+    /// Keeps output `i`'s current tensor (if any) alive until compute
+    /// returns, before the output is set again: views of it stay valid (R7).
+    fn retire_output(&self, i: usize) {
+        if let Some(old) = self.ctx().output(i).cloned() {
+            self.temps
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(old);
+        }
+    }
+
+    fn moved(&self, i: usize) -> bool {
+        self.moved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)[i]
+    }
+
+    fn set_moved(&self, i: usize) {
+        self.moved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)[i] = true;
+    }
+}
+
+/// A view of `t` lent to the plugin.
+fn view(t: &mut Tensor, writable: bool, arena: &Arena) -> Result<OpforgeTensor> {
+    let mut v = OpforgeTensor::new();
+    v.dtype = t.dtype() as i32;
+    v.rank = u32::try_from(t.rank()).unwrap_or(u32::MAX);
+    v.dims = arena.i64s(t.dims());
+    v.strides = arena.i64s(&row_major_strides(t.dims()));
+    v.num_elements = t.num_elements() as i64;
+    v.flags = OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY;
+    match t.dtype() {
+        DataType::String => {
+            let strs: Vec<OpforgeStr> = t.strings()?.iter().map(|s| arena.str(s)).collect();
+            v.byte_len = (strs.len() * size_of::<OpforgeStr>()) as u64;
+            v.data = arena.strs(strs).cast_mut().cast();
+        }
+        DataType::Resource | DataType::Variant => {
+            return Err(Status::unimplemented(format!(
+                "{} tensors are not readable through the 1.0 ABI",
+                t.dtype()
+            )));
+        }
+        _ => {
+            if writable {
+                // A shared output gets a read-only view (below).
+                if let Ok(b) = t.bytes_mut() {
+                    v.byte_len = b.len() as u64;
+                    v.data = b.as_mut_ptr().cast();
+                    v.flags |= OPFORGE_TENSOR_WRITABLE;
+                    return Ok(v);
+                }
+            }
+            let b = t.bytes()?;
+            v.byte_len = b.len() as u64;
+            v.data = b.as_ptr().cast_mut().cast();
+        }
+    }
+    Ok(v)
+}
+
+fn shape_of(dims: *const i64, rank: u32) -> Result<TensorShape> {
+    // SAFETY: the plugin passes `rank` dims (header).
+    let dims = unsafe { slice(dims, rank as usize, "dims")? };
+    TensorShape::new(dims)
+}
+
+fn dtype_of(d: OpforgeDType) -> Result<DataType> {
+    DataType::from_i32(d)
+        .filter(|d| !d.is_ref())
+        .ok_or_else(|| {
+            Status::invalid_argument(format!("{d} is not a dtype number this host knows"))
+        })
+}
+
+// ---- construction ----------------------------------------------------------
+
+unsafe extern "C" fn init_op_name(p: *const OpforgeKernelInit) -> OpforgeStr {
+    guard(OpforgeStr::EMPTY, || {
+        // SAFETY: the plugin passes the init it was given.
+        let Ok((c, arena)) = (unsafe { init(p) }) else {
+            return OpforgeStr::EMPTY;
+        };
+        arena.str(c.op_def().name.as_bytes())
+    })
+}
+
+unsafe extern "C" fn init_node_name(p: *const OpforgeKernelInit) -> OpforgeStr {
+    guard(OpforgeStr::EMPTY, || {
+        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
+        let Ok((c, arena)) = (unsafe { init(p) }) else {
+            return OpforgeStr::EMPTY;
+        };
+        arena.str(c.node_name().as_bytes())
+    })
+}
+
+unsafe extern "C" fn init_device_type(p: *const OpforgeKernelInit) -> OpforgeStr {
+    guard(OpforgeStr::EMPTY, || {
+        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
+        let Ok((c, arena)) = (unsafe { init(p) }) else {
+            return OpforgeStr::EMPTY;
+        };
+        arena.str(c.device_type().as_bytes())
+    })
+}
+
+unsafe extern "C" fn init_num_inputs(p: *const OpforgeKernelInit) -> usize {
+    guard(0, || {
+        // SAFETY: `p` is the init the host passed to this create call (R7);
+        // `init` rejects NULL.
+        unsafe { init(p) }.map_or(0, |(c, _)| c.input_types().len())
+    })
+}
+
+unsafe extern "C" fn init_input_dtype(p: *const OpforgeKernelInit, i: usize) -> OpforgeDType {
+    guard(OPFORGE_DT_INVALID, || {
+        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
+        unsafe { init(p) }
+            .ok()
+            .and_then(|(c, _)| c.input_types().get(i).map(|d| d.base() as i32))
+            .unwrap_or(OPFORGE_DT_INVALID)
+    })
+}
+
+unsafe extern "C" fn init_num_outputs(p: *const OpforgeKernelInit) -> usize {
+    guard(0, || {
+        // SAFETY: `p` is the init the host passed to this create call (R7);
+        // `init` rejects NULL.
+        unsafe { init(p) }.map_or(0, |(c, _)| c.output_types().len())
+    })
+}
+
+unsafe extern "C" fn init_output_dtype(p: *const OpforgeKernelInit, i: usize) -> OpforgeDType {
+    guard(OPFORGE_DT_INVALID, || {
+        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
+        unsafe { init(p) }
+            .ok()
+            .and_then(|(c, _)| c.output_types().get(i).map(|d| d.base() as i32))
+            .unwrap_or(OPFORGE_DT_INVALID)
+    })
+}
+
+/// The flat range of argument `name` from an OpDef and the flat dtypes'
+/// attrs (computed as core's signature does).
+fn arg_range_of(
+    op_def: &opforge_core::proto::OpDef,
+    attrs: &opforge_core::attrs::AttrMap,
+    name: &str,
+    output: bool,
+) -> Result<(usize, usize)> {
+    let args = if output {
+        &op_def.output_arg
+    } else {
+        &op_def.input_arg
+    };
+    let mut start = 0usize;
+    for a in args {
+        let n = arg_len(a, attrs)?;
+        if a.name == name {
+            return Ok((start, start + n));
+        }
+        start += n;
+    }
+    Err(Status::invalid_argument(format!(
+        "{} has no {} argument named '{name}'",
+        op_def.name,
+        if output { "output" } else { "input" }
+    )))
+}
+
+fn arg_len(
+    a: &opforge_core::proto::op_def::ArgDef,
+    attrs: &opforge_core::attrs::AttrMap,
+) -> Result<usize> {
+    use opforge_core::proto::attr_value::Value as AV;
+    if !a.number_attr.is_empty() {
+        return match attrs.get(&a.number_attr).and_then(|v| v.value.as_ref()) {
+            Some(AV::I(n)) => Ok((*n).max(0) as usize),
+            _ => Err(Status::invalid_argument(format!(
+                "attr '{}' is not set",
+                a.number_attr
+            ))),
+        };
+    }
+    if !a.type_list_attr.is_empty() {
+        return match attrs.get(&a.type_list_attr).and_then(|v| v.value.as_ref()) {
+            Some(AV::List(l)) => Ok(l.r#type.len()),
+            _ => Err(Status::invalid_argument(format!(
+                "attr '{}' is not set",
+                a.type_list_attr
+            ))),
+        };
+    }
+    Ok(1)
+}
+
+unsafe extern "C" fn init_arg_range(
+    p: *const OpforgeKernelInit,
+    name: OpforgeStr,
+    is_output: u8,
+    start: *mut usize,
+    stop: *mut usize,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: `status` is the plugin's status pointer (host-made).
+    unsafe {
+        guard_status(status, || {
+            let (c, _) = init(p)?;
+            let name = text(name, "argument name")?;
+            let (a, b) = arg_range_of(c.op_def(), c.attrs(), name, is_output != 0)?;
+            write_out(start, a, "start")?;
+            write_out(stop, b, "stop")
+        })
+    }
+}
+
+unsafe extern "C" fn init_attr(
+    p: *const OpforgeKernelInit,
+    name: OpforgeStr,
+    value: *mut OpforgeAttrValue,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: the init's arena lives until the instance's destroy, as R7
+    // promises for init_attr values; pointers are the plugin's.
+    unsafe {
+        guard_status(status, || {
+            let (c, arena) = init(p)?;
+            read_attr(c.op_def(), c.attrs(), arena, name, value)
+        })
+    }
+}
+
+// ---- compute ---------------------------------------------------------------
+
+unsafe extern "C" fn op_name(p: *const OpforgeKernelCtx) -> OpforgeStr {
+    guard(OpforgeStr::EMPTY, || {
+        // SAFETY: the plugin passes the ctx it was given.
+        let Ok(k) = (unsafe { kctx(p) }) else {
+            return OpforgeStr::EMPTY;
+        };
+        k.arena.str(k.def.op.as_bytes())
+    })
+}
+
+unsafe extern "C" fn node_name(p: *const OpforgeKernelCtx) -> OpforgeStr {
+    guard(OpforgeStr::EMPTY, || {
+        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
+        let Ok(k) = (unsafe { kctx(p) }) else {
+            return OpforgeStr::EMPTY;
+        };
+        k.arena.str(k.ctx().node_name().as_bytes())
+    })
+}
+
+unsafe extern "C" fn num_inputs(p: *const OpforgeKernelCtx) -> usize {
+    // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
+    guard(0, || unsafe { kctx(p) }.map_or(0, |k| k.ctx().num_inputs()))
+}
+
+unsafe extern "C" fn num_outputs(p: *const OpforgeKernelCtx) -> usize {
+    guard(0, || {
+        // SAFETY: `p` is the ctx the host passed to this compute (R7);
+        // `kctx` rejects NULL.
+        unsafe { kctx(p) }.map_or(0, |k| k.ctx().num_outputs())
+    })
+}
+
+unsafe extern "C" fn input_dtype(p: *const OpforgeKernelCtx, i: usize) -> OpforgeDType {
+    guard(OPFORGE_DT_INVALID, || {
+        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
+        match unsafe { kctx(p) } {
+            Ok(k) if i < k.ctx().num_inputs() => k.ctx().input_dtype(i).base() as i32,
+            _ => OPFORGE_DT_INVALID,
+        }
+    })
+}
+
+unsafe extern "C" fn output_dtype(p: *const OpforgeKernelCtx, i: usize) -> OpforgeDType {
+    guard(OPFORGE_DT_INVALID, || {
+        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
+        match unsafe { kctx(p) } {
+            Ok(k) if i < k.ctx().num_outputs() => k.ctx().output_type(i).base() as i32,
+            _ => OPFORGE_DT_INVALID,
+        }
+    })
+}
+
+unsafe extern "C" fn arg_range(
+    p: *const OpforgeKernelCtx,
+    name: OpforgeStr,
+    is_output: u8,
+    start: *mut usize,
+    stop: *mut usize,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let k = kctx(p)?;
+            let name = text(name, "argument name")?;
+            let r = k.ctx().signature().arg_range(name, is_output != 0)?;
+            write_out(start, r.start, "start")?;
+            write_out(stop, r.end, "stop")
+        })
+    }
+}
+
+unsafe extern "C" fn input(
+    p: *const OpforgeKernelCtx,
+    i: usize,
+    out: *mut OpforgeTensor,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let k = kctx(p)?;
+            k.check_input(i)?;
+            if k.moved(i) {
+                return Err(Status::failed_precondition(format!(
+                    "{}: input {i} was forwarded or moved to an output; use the output's view",
+                    k.def.op
+                )));
+            }
+            // Inputs are read-only: a shared reference is enough, but
+            // `view` takes `&mut` for outputs; never writable here.
+            let mut t = k.ctx().inputs()[i].clone();
+            let t = &mut t;
+            let v = view(t, false, &k.arena)?;
+            write_struct(&v, out)
+        })
+    }
+}
+
+unsafe extern "C" fn output(
+    p: *const OpforgeKernelCtx,
+    i: usize,
+    out: *mut OpforgeTensor,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let k = kctx(p)?;
+            k.check_output(i)?;
+            let name = k.def.op.clone();
+            let t = k.ctx().output_mut(i).map_err(|_| {
+                Status::failed_precondition(format!("{name}: output {i} is not set yet"))
+            })?;
+            let v = view(t, true, &k.arena)?;
+            write_struct(&v, out)
+        })
+    }
+}
+
+unsafe extern "C" fn output_request(_p: *const OpforgeKernelCtx, _i: usize) -> u32 {
+    OPFORGE_REQ_WRITE
+}
+
+unsafe extern "C" fn allocate_output(
+    p: *mut OpforgeKernelCtx,
+    i: usize,
+    dims: *const i64,
+    rank: u32,
+    out: *mut OpforgeTensor,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let k = kctx(p)?;
+            k.check_output(i)?;
+            if k.ctx().output_type(i).base() == DataType::String {
+                return Err(Status::invalid_argument(format!(
+                    "{}: output {i} is a string; use set_output_strings",
+                    k.def.op
+                )));
+            }
+            let shape = shape_of(dims, rank)?;
+            k.retire_output(i);
+            let t = k.ctx().allocate_output(i, shape)?;
+            let v = view(t, true, &k.arena)?;
+            write_struct(&v, out)
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn forward_input_or_allocate_output(
+    p: *mut OpforgeKernelCtx,
+    candidates: *const usize,
+    num_candidates: usize,
+    i: usize,
+    dims: *const i64,
+    rank: u32,
+    forwarded_from: *mut i64,
+    out: *mut OpforgeTensor,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let k = kctx(p)?;
+            k.check_output(i)?;
+            if k.ctx().output_type(i).base() == DataType::String {
+                return Err(Status::invalid_argument(format!(
+                    "{}: output {i} is a string; use set_output_strings",
+                    k.def.op
+                )));
+            }
+            let cands = slice(candidates, num_candidates, "candidates")?;
+            let mut usable = Vec::new();
+            for &c in cands {
+                k.check_input(c)?;
+                if !k.moved(c) {
+                    usable.push(c);
+                }
+            }
+            let shape = shape_of(dims, rank)?;
+            k.retire_output(i);
+            let f = k
+                .ctx()
+                .forward_input_or_allocate_output(&usable, i, &shape)?;
+            if let Some(c) = f {
+                k.set_moved(c);
+            }
+            if !forwarded_from.is_null() {
+                write_out(
+                    forwarded_from,
+                    f.map_or(OPFORGE_NOT_FORWARDED, |c| c as i64),
+                    "forwarded_from",
+                )?;
+            }
+            let t = k.ctx().output_mut(i)?;
+            let v = view(t, true, &k.arena)?;
+            write_struct(&v, out)
+        })
+    }
+}
+
+unsafe extern "C" fn set_output_from_input(
+    p: *mut OpforgeKernelCtx,
+    o: usize,
+    i: usize,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let k = kctx(p)?;
+            k.check_output(o)?;
+            k.check_input(i)?;
+            if k.moved(i) {
+                return Err(Status::failed_precondition(format!(
+                    "{}: input {i} was already moved to an output",
+                    k.def.op
+                )));
+            }
+            let want = k.ctx().output_type(o).base();
+            let have = k.ctx().input_dtype(i).base();
+            if want != have {
+                return Err(Status::invalid_argument(format!(
+                    "{}: output {o} is {want} but input {i} is {have}",
+                    k.def.op
+                )));
+            }
+            let t = k.ctx().inputs()[i].clone();
+            k.retire_output(o);
+            k.ctx().set_output(o, t)
+        })
+    }
+}
+
+unsafe extern "C" fn set_output_foreign(
+    p: *mut OpforgeKernelCtx,
+    i: usize,
+    tensor: *const OpforgeForeignTensor,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let k = kctx(p)?;
+            k.check_output(i)?;
+            let f = read_struct(tensor)?;
+            let dtype = dtype_of(f.dtype)?;
+            let want = k.ctx().output_type(i).base();
+            if dtype != want || dtype == DataType::String {
+                return Err(Status::invalid_argument(format!(
+                    "{}: a foreign output {i} must be {want} (not a string), got {dtype}",
+                    k.def.op
+                )));
+            }
+            let dims = slice(f.dims, f.rank as usize, "dims")?;
+            let shape = TensorShape::new(dims)?;
+            if !f.strides.is_null() {
+                let strides = slice(f.strides, f.rank as usize, "strides")?;
+                if strides != row_major_strides(dims).as_slice() {
+                    return Err(Status::unimplemented(format!(
+                        "{}: foreign output {i} has strides {strides:?}; this host takes \
+                         row-major memory only (pass NULL strides)",
+                        k.def.op
+                    )));
+                }
+            }
+            let need = shape.num_elements() * dtype.size();
+            if (f.byte_len as usize) < need {
+                return Err(Status::invalid_argument(format!(
+                    "{}: foreign output {i} has {} bytes, its shape needs {need}",
+                    k.def.op, f.byte_len
+                )));
+            }
+            let Some(release) = f.release else {
+                return Err(Status::invalid_argument(format!(
+                    "{}: a foreign output needs a release callback",
+                    k.def.op
+                )));
+            };
+            let ptr = match NonNull::new(f.data.cast::<u8>()) {
+                Some(p) if (p.as_ptr() as usize) % dtype.size().max(1) == 0 => p,
+                _ if need == 0 => NonNull::<u64>::dangling().cast(),
+                _ => {
+                    return Err(Status::invalid_argument(format!(
+                        "{}: foreign output {i}: NULL or misaligned data",
+                        k.def.op
+                    )));
+                }
+            };
+            // The release runs only once the tensor took ownership: if
+            // making the tensor fails, the plugin still owns the memory.
+            let armed = Arc::new(AtomicBool::new(false));
+            let armed2 = armed.clone();
+            let lib = k.def.lib.clone();
+            let (data, user) = (SendPtr(f.data), SendPtr(f.release_user));
+            let buffer =
+                Buffer::from_foreign(ptr, f.byte_len as usize, Location::Host, move || {
+                    if armed2.load(Ordering::Acquire) {
+                        // SAFETY: the plugin's release, exactly once (FnOnce),
+                        // while the library is still mapped (`lib` is held).
+                        guard((), || release(data.get(), user.get()));
+                        lib.foreign_released();
+                    }
+                    drop(lib);
+                });
+            let t = Tensor::from_buffer(dtype, dims, buffer)?;
+            k.def.lib.foreign_created();
+            armed.store(true, Ordering::Release);
+            k.retire_output(i);
+            k.ctx().set_output(i, t)
+        })
+    }
+}
+
+unsafe extern "C" fn set_output_strings(
+    p: *mut OpforgeKernelCtx,
+    i: usize,
+    dims: *const i64,
+    rank: u32,
+    elements: *const OpforgeStr,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let k = kctx(p)?;
+            k.check_output(i)?;
+            if k.ctx().output_type(i).base() != DataType::String {
+                return Err(Status::invalid_argument(format!(
+                    "{}: output {i} is not a string output",
+                    k.def.op
+                )));
+            }
+            let shape = shape_of(dims, rank)?;
+            let elems = slice(elements, shape.num_elements(), "elements")?;
+            let mut v = Vec::with_capacity(elems.len());
+            for e in elems {
+                v.push(bytes(*e, "string element")?.to_vec());
+            }
+            let t = Tensor::from_strings(shape.dims(), v)?;
+            k.retire_output(i);
+            k.ctx().set_output(i, t)
+        })
+    }
+}
+
+unsafe extern "C" fn allocate_temp(
+    p: *mut OpforgeKernelCtx,
+    dtype: OpforgeDType,
+    dims: *const i64,
+    rank: u32,
+    out: *mut OpforgeTensor,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let k = kctx(p)?;
+            let dtype = dtype_of(dtype)?;
+            if dtype == DataType::String {
+                return Err(Status::invalid_argument(
+                    "allocate_temp: string temporaries are not supported",
+                ));
+            }
+            let shape = shape_of(dims, rank)?;
+            let mut t = k.ctx().allocate_temp(dtype, shape)?;
+            let v = view(&mut t, true, &k.arena)?;
+            // The buffer stays where it is when the tensor moves into the list.
+            k.temps
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(t);
+            write_struct(&v, out)
+        })
+    }
+}
+
+unsafe extern "C" fn attr(
+    p: *const OpforgeKernelCtx,
+    name: OpforgeStr,
+    value: *mut OpforgeAttrValue,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7); the ctx's arena lives until compute returns.
+    unsafe {
+        guard_status(status, || {
+            let k = kctx(p)?;
+            let c = k.ctx();
+            read_attr(c.op_def(), c.attrs(), &k.arena, name, value)
+        })
+    }
+}
+
+unsafe extern "C" fn num_threads(p: *const OpforgeKernelCtx) -> u32 {
+    guard(1, || {
+        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
+        unsafe { kctx(p) }.map_or(1, |k| {
+            u32::try_from(k.ctx().thread_pool().num_threads().max(1)).unwrap_or(u32::MAX)
+        })
+    })
+}
+
+unsafe extern "C" fn parallel_for(
+    p: *mut OpforgeKernelCtx,
+    total: u64,
+    cost_per_unit: u64,
+    work: OpforgeWorkFn,
+    user: *mut c_void,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let k = kctx(p)?;
+            let Some(work) = work else {
+                return Err(Status::invalid_argument(
+                    "parallel_for: a NULL work function",
+                ));
+            };
+            let total = usize::try_from(total).map_err(|_| {
+                Status::invalid_argument("parallel_for: total does not fit in usize")
+            })?;
+            let cost = usize::try_from(cost_per_unit).unwrap_or(usize::MAX);
+            let first: Mutex<Option<(OpforgeCode, String)>> = Mutex::new(None);
+            let failed = AtomicBool::new(false);
+            let user = SendPtr(user);
+            let body = |b: usize, e: usize| {
+                if failed.load(Ordering::Relaxed) {
+                    return;
+                }
+                let mut st = HostStatus::default();
+                // SAFETY: the plugin's work function with its user pointer,
+                // which R9 allows on any thread; `st` lives across the call.
+                let code = work(b as u64, e as u64, user.get(), st.as_ptr());
+                if code != OPFORGE_OK {
+                    failed.store(true, Ordering::Relaxed);
+                    let mut f = first
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if f.is_none() {
+                        *f = Some((code, st.message));
+                    }
+                }
+            };
+            let pool = k.ctx().thread_pool();
+            if k.def.flags & OPFORGE_KERNEL_PARALLEL_ISOLATED != 0 {
+                pool.shard_isolated(total, cost, body);
+            } else {
+                pool.shard(total, cost, body);
+            }
+            match first
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+            {
+                None => Ok(()),
+                Some((code, message)) => {
+                    let st = HostStatus {
+                        code,
+                        message,
+                        flags: 0,
+                    };
+                    Err(callback_error(
+                        &k.def.lib.label(),
+                        &format!("a parallel_for shard of op '{}'", k.def.op),
+                        code,
+                        &st,
+                    ))
+                }
+            }
+        })
+    }
+}
+
+/// The kernel table every library shares.
+pub(crate) static KERNEL_API: OpforgeKernelApi = {
+    let mut t = OpforgeKernelApi::new();
+    t.init_op_name = Some(init_op_name);
+    t.init_node_name = Some(init_node_name);
+    t.init_device_type = Some(init_device_type);
+    t.init_num_inputs = Some(init_num_inputs);
+    t.init_input_dtype = Some(init_input_dtype);
+    t.init_num_outputs = Some(init_num_outputs);
+    t.init_output_dtype = Some(init_output_dtype);
+    t.init_arg_range = Some(init_arg_range);
+    t.init_attr = Some(init_attr);
+    t.op_name = Some(op_name);
+    t.node_name = Some(node_name);
+    t.num_inputs = Some(num_inputs);
+    t.num_outputs = Some(num_outputs);
+    t.input_dtype = Some(input_dtype);
+    t.output_dtype = Some(output_dtype);
+    t.arg_range = Some(arg_range);
+    t.input = Some(input);
+    t.output = Some(output);
+    t.output_request = Some(output_request);
+    t.allocate_output = Some(allocate_output);
+    t.forward_input_or_allocate_output = Some(forward_input_or_allocate_output);
+    t.set_output_from_input = Some(set_output_from_input);
+    t.set_output_foreign = Some(set_output_foreign);
+    t.set_output_strings = Some(set_output_strings);
+    t.allocate_temp = Some(allocate_temp);
+    t.attr = Some(attr);
+    t.num_threads = Some(num_threads);
+    t.parallel_for = Some(parallel_for);
+    t
+};
+
+/// [`arg_range_of`] for the shape bridge.
+pub(crate) fn arg_range_pub(
+    op_def: &opforge_core::proto::OpDef,
+    attrs: &opforge_core::attrs::AttrMap,
+    name: &str,
+    output: bool,
+) -> Result<(usize, usize)> {
+    arg_range_of(op_def, attrs, name, output)
+}
+
+/// A read-only view (constant inputs of shape functions).
+pub(crate) fn view_pub(t: &mut Tensor, arena: &Arena) -> Result<OpforgeTensor> {
+    view(t, false, arena)
+}

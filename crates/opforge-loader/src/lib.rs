@@ -1,0 +1,43 @@
+//! opforge's op-library loader: the host side of the C ABI
+//! (`include/opforge/opforge.h`, mirrored by `opforge-abi`).
+//!
+//! - [`inspect`] reads a library's manifest from the file **without loading
+//!   it** (the `object` crate finds the `opforge_manifest` section; no code
+//!   of the file runs), and [`Manifest::to_json`] is what `opforge lib
+//!   inspect` prints.
+//! - [`Loader::load`] negotiates the ABI version from the manifest
+//!   (`opforge_abi::negotiate`) before `dlopen`, runs the library's
+//!   `opforge_plugin_init_v1` with a per-library host table, and commits what
+//!   init registered (ops from spec strings, kernels, shape functions,
+//!   gradient callbacks, declarative gradients, non-differentiable markers)
+//!   into the registry under a new owner, all or
+//!   nothing. Loading the same file again (same path, a symlink, or a copy
+//!   with the same content) returns the same [`LibraryHandle`].
+//! - Plugin kernels run as core `OpKernel`s through the header's kernel API,
+//!   plugin shape functions as core shape functions through its shape API,
+//!   plugin gradient callbacks as core gradients through its gradient API
+//!   (over autodiff's `Ops`: the tape eagerly, `GraphOps` in graphs).
+//!   A callback error is a `Status` with the callback's canonical code,
+//!   naming the op and the library; a kernel failure marked
+//!   `OPFORGE_STATUS_PANICKED` (a caught panic or C++ exception) also
+//!   destroys the instance's state and creates a new one.
+//! - [`Loader::unload`] removes the library's entries (`Registry::unload`),
+//!   then finalises (`opforge_plugin_fini_v1`) and unmaps it when nothing
+//!   holds it any more, and says when it could not.
+//!
+//! Not implemented yet (each answers UNIMPLEMENTED with a message, never a
+//! crash): tensor and func attr values (reading them in kernels, shape and
+//! gradient functions, and giving them to gradient calls), host extensions.
+#![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+mod decl;
+mod grad;
+mod host;
+mod kernel;
+mod library;
+pub mod manifest;
+mod shape;
+
+pub use library::{LibraryHandle, Loader, UnloadReport};
+pub use manifest::{inspect, Manifest};

@@ -1,0 +1,1124 @@
+//! Loading and unloading: the [`Loader`], a library's host table and
+//! registrar, staging of what init registers, and the commit into the
+//! registry under the library's owner.
+
+use crate::decl::DeclGradient;
+use crate::grad::{run_grad_fn, GRAD_API};
+use crate::host::*;
+use crate::kernel::{PluginKernelDef, KERNEL_API};
+use crate::manifest::{self, Manifest};
+use crate::shape::{run_shape_fn, SHAPE_API};
+use opforge_abi::*;
+use opforge_core::autodiff::{Gradient, GradientFn};
+use opforge_core::kernel::{KernelDefBuilder, KernelRegistration};
+use opforge_core::registry::OwnerId;
+use opforge_core::{DataType, OpDefBuilder, Registry, Result, Status};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+
+/// A loaded library as the runtime holds it: everything that can call into
+/// the library (kernel factories and instances, shape functions, foreign
+/// outputs) holds an `Arc` of it, so the library is finalised (`fini`) and
+/// unmapped exactly when the last of them is gone.
+pub(crate) struct LibInner {
+    name: String,
+    version: String,
+    path: PathBuf,
+    /// The table init received (its address identifies the library in `log`).
+    host: Box<OpforgeHostApi>,
+    fini: OpforgePluginFiniFn,
+    /// Live kernel instances.
+    instances: AtomicUsize,
+    /// Live outputs backed by the library's memory (set_output_foreign).
+    foreign: AtomicUsize,
+    /// What `OpforgeRegistrar*` points to: staging during init, inactive
+    /// (FAILED_PRECONDITION) afterwards, alive as long as the library.
+    registrar: Mutex<Staging>,
+    /// Dropped last: unmaps the library.
+    _lib: Option<libloading::Library>,
+}
+
+impl LibInner {
+    /// `NAME VERSION (PATH)`, for messages.
+    pub(crate) fn label(&self) -> String {
+        format!("{} {} ({})", self.name, self.version, self.path.display())
+    }
+
+    pub(crate) fn instance_created(&self) {
+        self.instances.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn instance_destroyed(&self) {
+        self.instances.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn foreign_created(&self) {
+        self.foreign.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn foreign_released(&self) {
+        self.foreign.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// "N kernel instances and M outputs", for messages.
+    fn holders(&self) -> String {
+        format!(
+            "{} kernel instances and {} outputs backed by its memory",
+            self.instances.load(Ordering::Acquire),
+            self.foreign.load(Ordering::Acquire)
+        )
+    }
+}
+
+impl Drop for LibInner {
+    fn drop(&mut self) {
+        hosts()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&(self.host_ptr() as usize));
+        if let Some(fini) = self.fini {
+            // SAFETY: the plugin's fini, called once, when nothing can call
+            // into the library any more (every holder of this Arc is gone).
+            unsafe { fini() };
+        }
+        // `lib` drops after this: dlclose.
+    }
+}
+
+impl LibInner {
+    fn host_ptr(&self) -> *const OpforgeHostApi {
+        &*self.host
+    }
+}
+
+/// The host tables of loaded libraries, by address, to name the library in `log`.
+fn hosts() -> &'static Mutex<HashMap<usize, String>> {
+    static HOSTS: OnceLock<Mutex<HashMap<usize, String>>> = OnceLock::new();
+    HOSTS.get_or_init(Default::default)
+}
+
+// ---- statuses and logging ------------------------------------------------------
+
+unsafe extern "C" fn set_status(
+    status: *mut OpforgeStatus,
+    code: OpforgeCode,
+    message: OpforgeStr,
+) {
+    guard((), || {
+        if status.is_null() {
+            return;
+        }
+        // SAFETY: statuses are made only by the host (R6/R8).
+        let s = unsafe { &mut *status.cast::<HostStatus>() };
+        s.code = code;
+        // SAFETY: plugin string (R5); copied.
+        s.message = match unsafe { bytes(message, "message") } {
+            Ok(b) => String::from_utf8_lossy(b).into_owned(),
+            Err(e) => e.message().to_string(),
+        };
+        if code == OPFORGE_OK {
+            s.message.clear();
+            s.flags = 0;
+        }
+    })
+}
+
+unsafe extern "C" fn status_code(status: *const OpforgeStatus) -> OpforgeCode {
+    guard(OPFORGE_INTERNAL, || {
+        if status.is_null() {
+            return OPFORGE_INVALID_ARGUMENT;
+        }
+        // SAFETY: a host-made status.
+        unsafe { &*status.cast::<HostStatus>() }.code
+    })
+}
+
+unsafe extern "C" fn status_message(status: *const OpforgeStatus) -> OpforgeStr {
+    guard(OpforgeStr::EMPTY, || {
+        if status.is_null() {
+            return OpforgeStr::EMPTY;
+        }
+        // SAFETY: a host-made status; the message lives until it changes (header).
+        let s = unsafe { &*status.cast::<HostStatus>() };
+        OpforgeStr {
+            ptr: s.message.as_ptr().cast(),
+            len: s.message.len(),
+        }
+    })
+}
+
+unsafe extern "C" fn set_status_flags(status: *mut OpforgeStatus, flags: u32) {
+    guard((), || {
+        if !status.is_null() {
+            // SAFETY: a host-made status.
+            unsafe { &mut *status.cast::<HostStatus>() }.flags |= flags;
+        }
+    })
+}
+
+unsafe extern "C" fn status_flags(status: *const OpforgeStatus) -> u32 {
+    guard(0, || {
+        if status.is_null() {
+            return 0;
+        }
+        // SAFETY: a host-made status.
+        unsafe { &*status.cast::<HostStatus>() }.flags
+    })
+}
+
+unsafe extern "C" fn status_new() -> *mut OpforgeStatus {
+    guard(std::ptr::null_mut(), || {
+        Box::into_raw(Box::<HostStatus>::default()).cast()
+    })
+}
+
+unsafe extern "C" fn status_delete(status: *mut OpforgeStatus) {
+    guard((), || {
+        if !status.is_null() {
+            // SAFETY: made by status_new (R6: the plugin frees what it made with status_new).
+            drop(unsafe { Box::from_raw(status.cast::<HostStatus>()) });
+        }
+    })
+}
+
+unsafe extern "C" fn log(host: *const OpforgeHostApi, level: u32, message: OpforgeStr) {
+    guard((), || {
+        let name = hosts()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(host as usize))
+            .cloned()
+            .unwrap_or_else(|| "unknown library".into());
+        // SAFETY: plugin string (R5).
+        let msg = unsafe { bytes(message, "message") }
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let level = match level {
+            OPFORGE_LOG_DEBUG => "DEBUG",
+            OPFORGE_LOG_INFO => "INFO",
+            OPFORGE_LOG_WARNING => "WARNING",
+            OPFORGE_LOG_ERROR => "ERROR",
+            _ => "LOG",
+        };
+        eprintln!("[opforge library {name}] {level}: {msg}");
+    })
+}
+
+unsafe extern "C" fn extension(_name: OpforgeStr, _min_version: u32) -> *const c_void {
+    std::ptr::null()
+}
+
+// ---- registration ----------------------------------------------------------------
+
+/// What init registered, not yet visible: committed only if init succeeds.
+/// Holds no strong reference to the library or the registry once init is
+/// over (no cycles).
+#[derive(Default)]
+pub(crate) struct Staging {
+    lib: Weak<LibInner>,
+    registry: Option<Arc<Registry>>,
+    active: bool,
+    ops: Vec<(String, OpDefBuilder, bool)>,
+    kernels: Vec<(KernelDefBuilder, Arc<PluginKernelDef>)>,
+    gradients: Vec<(String, &'static str, GradientFn)>,
+}
+
+impl Staging {
+    fn lib(&self) -> Result<Arc<LibInner>> {
+        self.lib
+            .upgrade()
+            .ok_or_else(|| Status::internal("the library being initialised is gone"))
+    }
+
+    fn registry(&self) -> Result<&Arc<Registry>> {
+        self.registry
+            .as_ref()
+            .ok_or_else(|| Status::failed_precondition("the registrar is valid during init only"))
+    }
+
+    fn has_op(&self, op: &str) -> bool {
+        self.ops.iter().any(|(n, ..)| n == op)
+            || self.registry.as_ref().is_some_and(|r| r.lookup(op).is_ok())
+    }
+
+    fn require_op(&self, op: &str, what: &str) -> Result<()> {
+        if self.has_op(op) {
+            Ok(())
+        } else {
+            Err(Status::not_found(format!(
+                "{what} for op '{op}', which is not registered: register the op first (in this \
+                 library's init, or load the library that defines it before this one)"
+            )))
+        }
+    }
+}
+
+/// # Safety
+/// `r` is the registrar init received.
+unsafe fn staging<'a>(r: *mut OpforgeRegistrar) -> Result<&'a Mutex<Staging>> {
+    if r.is_null() {
+        return Err(Status::invalid_argument("a NULL OpforgeRegistrar"));
+    }
+    // SAFETY: the registrar is the Mutex<Staging> the loader made for init;
+    // it lives until the library is released.
+    let m = unsafe { &*r.cast::<Mutex<Staging>>() };
+    if !m.lock().unwrap_or_else(PoisonError::into_inner).active {
+        return Err(Status::failed_precondition(
+            "the registrar is valid during init only; register everything in \
+             opforge_plugin_init_v1",
+        ));
+    }
+    Ok(m)
+}
+
+unsafe extern "C" fn reg_op(
+    r: *mut OpforgeRegistrar,
+    def: *const OpforgeOpDef,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let m = staging(r)?;
+            let d = read_struct(def)?;
+            let name = text(d.name, "op name")?.to_string();
+            let mut b = OpDefBuilder::new(name.clone());
+            for s in slice(d.attrs, d.num_attrs, "attrs")? {
+                b = b.attr(text(*s, "attr spec")?);
+            }
+            for s in slice(d.inputs, d.num_inputs, "inputs")? {
+                b = b.input(text(*s, "input spec")?);
+            }
+            for s in slice(d.outputs, d.num_outputs, "outputs")? {
+                b = b.output(text(*s, "output spec")?);
+            }
+            for s in slice(d.control_outputs, d.num_control_outputs, "control_outputs")? {
+                b = b.control_output(text(*s, "control output")?);
+            }
+            let known = OPFORGE_OP_STATEFUL
+                | OPFORGE_OP_COMMUTATIVE
+                | OPFORGE_OP_AGGREGATE
+                | OPFORGE_OP_ALLOWS_UNINITIALIZED_INPUT
+                | OPFORGE_OP_DISTRIBUTED_COMMUNICATION;
+            if d.flags & !known != 0 {
+                return Err(Status::unimplemented(format!(
+                    "op '{name}': unknown flag bits {:#x}; upgrade opforge",
+                    d.flags & !known
+                )));
+            }
+            if d.flags & OPFORGE_OP_STATEFUL != 0 {
+                b = b.stateful();
+            }
+            if d.flags & OPFORGE_OP_COMMUTATIVE != 0 {
+                b = b.commutative();
+            }
+            if d.flags & OPFORGE_OP_AGGREGATE != 0 {
+                b = b.aggregate();
+            }
+            if d.flags & OPFORGE_OP_ALLOWS_UNINITIALIZED_INPUT != 0 {
+                b = b.allows_uninitialized_input();
+            }
+            if d.flags & OPFORGE_OP_DISTRIBUTED_COMMUNICATION != 0 {
+                b = b.distributed_communication();
+            }
+            let doc = text(d.doc, "doc")?;
+            if !doc.is_empty() {
+                b = b.doc(doc);
+            }
+            if d.deprecation_version != 0 {
+                b = b.deprecated(
+                    d.deprecation_version,
+                    text(d.deprecation_explanation, "deprecation")?,
+                );
+            }
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            let has_shape_fn = d.shape_fn.is_some();
+            if let Some(f) = d.shape_fn {
+                let lib = st.lib()?;
+                let user = SendPtr(d.shape_fn_user);
+                let op = name.clone();
+                b = b.set_shape_fn(move |ic| run_shape_fn(&lib, &op, f, user, ic));
+            }
+            let op_def = b
+                .finalize()
+                .map_err(|e| e.prepend(format!("op '{name}': ")))?;
+            if st.ops.iter().any(|(n, ..)| *n == name) {
+                return Err(Status::already_exists(format!(
+                    "op '{name}' is registered twice by library {}",
+                    st.lib()?.label()
+                )));
+            }
+            if let Ok(existing) = st.registry()?.lookup(&name) {
+                if existing.op_def != op_def {
+                    return Err(Status::already_exists(format!(
+                        "Op with name '{name}' is already registered with a different \
+                         definition by {}; library {} registers another one ({}). Rename the \
+                         op in one of the libraries, or unload the other first",
+                        existing.state().describe_origins(),
+                        st.lib()?.label(),
+                        opforge_core::registry::describe_difference(&existing.op_def, &op_def)
+                    )));
+                }
+            }
+            st.ops.push((name, b, has_shape_fn));
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn reg_kernel(
+    r: *mut OpforgeRegistrar,
+    def: *const OpforgeKernelDef,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let m = staging(r)?;
+            let d = read_struct(def)?;
+            let op = text(d.op, "kernel op")?.to_string();
+            let device = text(d.device_type, "device_type")?;
+            if device != "CPU" {
+                return Err(Status::unimplemented(format!(
+                    "kernel of op '{op}' for device '{device}': this host runs plugin kernels on \
+                     CPU only"
+                )));
+            }
+            let known = OPFORGE_KERNEL_NOT_THREAD_SAFE
+                | OPFORGE_KERNEL_PARALLEL_ISOLATED
+                | OPFORGE_KERNEL_OUTPUT_REQUESTS;
+            if d.flags & !known != 0 {
+                return Err(Status::unimplemented(format!(
+                    "kernel of op '{op}': unknown flag bits {:#x}; upgrade opforge",
+                    d.flags & !known
+                )));
+            }
+            let Some(compute) = d.compute else {
+                return Err(Status::invalid_argument(format!(
+                    "kernel of op '{op}' has no compute callback"
+                )));
+            };
+            let mut kb = KernelDefBuilder::new(&op).device(device);
+            for c in read_array(d.constraints, d.num_constraints)? {
+                let attr = text(c.attr, "constraint attr")?;
+                let mut types = Vec::new();
+                for &t in slice(c.types, c.num_types, "constraint types")? {
+                    types.push(
+                        DataType::from_i32(t)
+                            .filter(|d| !d.is_ref())
+                            .ok_or_else(|| {
+                                Status::invalid_argument(format!(
+                                    "kernel of op '{op}': constraint on '{attr}' names dtype {t}, \
+                             which this host does not know"
+                                ))
+                            })?,
+                    );
+                }
+                kb = kb.type_constraint_list(attr, &types);
+            }
+            for s in slice(
+                d.host_memory_args,
+                d.num_host_memory_args,
+                "host_memory_args",
+            )? {
+                kb = kb.host_memory(text(*s, "host memory arg")?);
+            }
+            kb = kb.label(text(d.label, "label")?).priority(d.priority);
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            st.require_op(&op, "a kernel")?;
+            let pk = Arc::new(PluginKernelDef {
+                lib: st.lib()?,
+                op,
+                create: d.create,
+                compute,
+                destroy: d.destroy,
+                user: SendPtr(d.user),
+                flags: d.flags,
+            });
+            st.kernels.push((kb, pk));
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn reg_gradient_fn(
+    r: *mut OpforgeRegistrar,
+    op: OpforgeStr,
+    f: OpforgeGradFn,
+    user: *mut c_void,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let m = staging(r)?;
+            let op = text(op, "op")?.to_string();
+            let Some(f) = f else {
+                return Err(Status::invalid_argument(format!(
+                    "gradient of op '{op}': a NULL gradient function"
+                )));
+            };
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            st.require_op(&op, "a gradient")?;
+            if st.gradients.iter().any(|(o, ..)| *o == op) {
+                return Err(Status::already_exists(format!(
+                    "the gradient of op '{op}' is registered twice by this library"
+                )));
+            }
+            let lib = st.lib()?;
+            let user = SendPtr(user);
+            let g = GradientFn::from_fn(move |ops, fwd, grads| {
+                run_grad_fn(&lib, f, user, ops, fwd, grads)
+            });
+            st.gradients.push((op, "fn", g));
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn reg_gradient_function(
+    r: *mut OpforgeRegistrar,
+    def: *const OpforgeGradientFunction,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let m = staging(r)?;
+            let d = read_struct(def)?;
+            let decl = DeclGradient::read(&d)?;
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            let op = decl.op().to_string();
+            st.require_op(&op, "a gradient")?;
+            if st.gradients.iter().any(|(o, ..)| *o == op) {
+                return Err(Status::already_exists(format!(
+                    "the gradient of op '{op}' is registered twice by this library"
+                )));
+            }
+            {
+                let staged = &st.ops;
+                let registry = st.registry.clone();
+                let find = |name: &str| {
+                    staged
+                        .iter()
+                        .find(|(n, ..)| n == name)
+                        .and_then(|(_, b, _)| b.finalize().ok())
+                        .or_else(|| registry.as_ref().and_then(|r| r.op_def(name).ok()))
+                };
+                decl.validate(&find)?;
+            }
+            let label = st.lib()?.label();
+            let g = GradientFn::from_fn(move |ops, fwd, grads| {
+                decl.eval(ops, fwd, grads)
+                    .map_err(|e| e.append(format!(" [library {label}]")))
+            });
+            st.gradients.push((op, "nodes", g));
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn reg_not_differentiable(
+    r: *mut OpforgeRegistrar,
+    op: OpforgeStr,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let m = staging(r)?;
+            let op = text(op, "op")?.to_string();
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            st.require_op(&op, "a gradient")?;
+            if st.gradients.iter().any(|(o, ..)| *o == op) {
+                return Err(Status::already_exists(format!(
+                    "the gradient of op '{op}' is registered twice by this library"
+                )));
+            }
+            st.gradients
+                .push((op, "not_differentiable", GradientFn::NotDifferentiable));
+            Ok(())
+        })
+    }
+}
+
+static REGISTRATION_API: OpforgeRegistrationApi = {
+    let mut t = OpforgeRegistrationApi::new();
+    t.op = Some(reg_op);
+    t.kernel = Some(reg_kernel);
+    t.gradient_fn = Some(reg_gradient_fn);
+    t.gradient_function = Some(reg_gradient_function);
+    t.not_differentiable = Some(reg_not_differentiable);
+    t
+};
+
+const HOST_VERSION: &str = concat!("opforge ", env!("CARGO_PKG_VERSION"));
+
+fn host_table() -> OpforgeHostApi {
+    let mut t = OpforgeHostApi::new();
+    t.abi_major = OPFORGE_ABI_MAJOR;
+    t.abi_minor = OPFORGE_ABI_MINOR;
+    t.host_version = OpforgeStr::from_text(HOST_VERSION);
+    t.registration = &REGISTRATION_API;
+    t.kernel = &KERNEL_API;
+    t.shape = &SHAPE_API;
+    t.grad = &GRAD_API;
+    t.set_status = Some(set_status);
+    t.status_code = Some(status_code);
+    t.status_message = Some(status_message);
+    t.set_status_flags = Some(set_status_flags);
+    t.status_flags = Some(status_flags);
+    t.status_new = Some(status_new);
+    t.status_delete = Some(status_delete);
+    t.log = Some(log);
+    t.extension = Some(extension);
+    t
+}
+
+// ---- the loader ------------------------------------------------------------------
+
+/// A loaded library. Loading the same file again (same path, a symlink to
+/// it, or a copy with the same content) gives an equal handle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LibraryHandle {
+    owner: OwnerId,
+    name: String,
+    version: String,
+    path: PathBuf,
+}
+
+impl LibraryHandle {
+    /// The registry owner its entries are registered under.
+    pub fn owner(&self) -> OwnerId {
+        self.owner
+    }
+
+    /// The library's name (from its manifest).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The library's version.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The canonical path it was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// What [`Loader::unload`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnloadReport {
+    /// The ops removed from the registry.
+    pub ops: Vec<String>,
+    /// The number of kernels removed.
+    pub kernels: usize,
+    /// The number of per-op attributes (shape functions, gradients) removed.
+    pub attrs: usize,
+    /// Whether the library was finalised and unmapped now. `false` while
+    /// kernel instances, shape functions or outputs of the library are still
+    /// held (sessions built before, eager caches not yet refreshed, tensors
+    /// from foreign outputs): it is finalised and closed when the last of
+    /// them is dropped. Also `false` when the platform kept the file mapped
+    /// after dlclose (e.g. thread-local storage pins it).
+    pub unmapped: bool,
+    /// Why it was not unmapped, with what to do.
+    pub note: Option<String>,
+}
+
+struct Loaded {
+    handle: LibraryHandle,
+    inner: Weak<LibInner>,
+    /// Keeps the library alive while it is loaded.
+    strong: Arc<LibInner>,
+    content: (u64, u64),
+}
+
+/// Loads op libraries into one registry.
+pub struct Loader {
+    registry: Arc<Registry>,
+    loaded: Mutex<Vec<Loaded>>,
+    /// Libraries unloaded while something still held them.
+    lingering: Mutex<Vec<(PathBuf, Weak<LibInner>)>>,
+}
+
+impl std::fmt::Debug for Loader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("Loader")
+            .field(
+                "libraries",
+                &loaded.iter().map(|l| &l.handle).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// FNV-1a 64 of the content and its length: which loaded library a copy is.
+fn content_key(bytes: &[u8]) -> (u64, u64) {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h, bytes.len() as u64)
+}
+
+impl Loader {
+    /// A loader registering into `registry`.
+    pub fn new(registry: Arc<Registry>) -> Loader {
+        Loader {
+            registry,
+            loaded: Mutex::new(Vec::new()),
+            lingering: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The registry libraries are loaded into.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The libraries loaded now.
+    pub fn libraries(&self) -> Vec<LibraryHandle> {
+        self.loaded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|l| l.handle.clone())
+            .collect()
+    }
+
+    /// Loads the library at `path`: reads its manifest and negotiates the
+    /// ABI version before any of its code runs, then maps it, runs its init
+    /// and commits what init registered under a new owner (all or nothing).
+    pub fn load(&self, path: impl AsRef<Path>) -> Result<LibraryHandle> {
+        let path = path.as_ref();
+        let canonical = std::fs::canonicalize(path).map_err(|e| {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                opforge_core::Code::NotFound
+            } else {
+                opforge_core::Code::FailedPrecondition
+            };
+            Status::new(
+                code,
+                format!("cannot load op library '{}': {e}", path.display()),
+            )
+        })?;
+        let bytes = std::fs::read(&canonical).map_err(|e| {
+            Status::failed_precondition(format!(
+                "cannot read op library '{}': {e}",
+                canonical.display()
+            ))
+        })?;
+        let key = content_key(&bytes);
+        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        for l in loaded.iter() {
+            if l.handle.path == canonical {
+                return Ok(l.handle.clone());
+            }
+            if l.content == key && std::fs::read(&l.handle.path).is_ok_and(|b| b == bytes) {
+                return Ok(l.handle.clone());
+            }
+        }
+        let manifest = manifest::parse(&canonical, &bytes)?;
+        check_version(&manifest)?;
+        drop(bytes);
+        {
+            let mut lingering = self
+                .lingering
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            lingering.retain(|(_, w)| w.strong_count() > 0);
+            if let Some((_, w)) = lingering.iter().find(|(p, _)| *p == canonical) {
+                let n = w
+                    .upgrade()
+                    .map_or(0, |l| l.instances.load(Ordering::Acquire));
+                return Err(Status::failed_precondition(format!(
+                    "op library '{}' was unloaded but is still held ({n} kernel instances, or \
+                     shape functions or tensors of it are alive); drop the sessions, eager \
+                     contexts and tensors that used it, then load it again",
+                    canonical.display()
+                )));
+            }
+        }
+        let (handle, inner) = self.load_new(&canonical, &manifest)?;
+        loaded.push(Loaded {
+            handle: handle.clone(),
+            inner: Arc::downgrade(&inner),
+            strong: inner,
+            content: key,
+        });
+        Ok(handle)
+    }
+
+    fn load_new(&self, path: &Path, manifest: &Manifest) -> Result<(LibraryHandle, Arc<LibInner>)> {
+        let lib_name = &manifest.library.name;
+        let version = &manifest.library.version;
+        // SAFETY: loading a library runs its initialisers (C constructors).
+        // The manifest was read and the ABI negotiated first; beyond that,
+        // loading a library is trusting it, as tf.load_op_library does.
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
+            Status::failed_precondition(format!(
+                "cannot load op library '{}' ({lib_name} {version}): {e}",
+                path.display()
+            ))
+        })?;
+        let init_sym = format!("opforge_plugin_init_v{}", manifest.library.abi.major);
+        // SAFETY: the symbol's type is the header's OpforgePluginInitFn; the
+        // manifest declared this major, and its name carries the major.
+        let init: OpforgePluginInitFn = match unsafe {
+            lib.get::<unsafe extern "C" fn(
+                *const OpforgeHostApi,
+                *mut OpforgeRegistrar,
+                *mut OpforgeStatus,
+            ) -> OpforgeCode>(init_sym.as_bytes())
+        } {
+            Ok(f) => Some(*f),
+            Err(e) => {
+                return Err(Status::failed_precondition(format!(
+                    "op library '{}' ({lib_name} {version}) does not export {init_sym} ({e}); \
+                     define it (the entry point of the header) and rebuild",
+                    path.display()
+                )));
+            }
+        };
+        // SAFETY: the symbol, if present, has the header's OpforgePluginFiniFn type.
+        let fini: OpforgePluginFiniFn =
+            unsafe { lib.get::<unsafe extern "C" fn()>(OPFORGE_PLUGIN_FINI_SYMBOL.as_bytes()) }
+                .ok()
+                .map(|f| *f);
+        let inner = Arc::new_cyclic(|weak| LibInner {
+            name: lib_name.clone(),
+            version: version.clone(),
+            path: path.to_path_buf(),
+            host: Box::new(host_table()),
+            fini,
+            instances: AtomicUsize::new(0),
+            foreign: AtomicUsize::new(0),
+            registrar: Mutex::new(Staging {
+                lib: weak.clone(),
+                registry: Some(self.registry.clone()),
+                active: true,
+                ..Staging::default()
+            }),
+            _lib: Some(lib),
+        });
+        hosts()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(inner.host_ptr() as usize, lib_name.clone());
+        let mut status = HostStatus::default();
+        let init = init.ok_or_else(|| Status::internal("init symbol resolved to NULL"))?;
+        // SAFETY: the plugin's init with the header's signature: the host
+        // table lives as `inner`, the registrar (`inner.registrar`) and the status
+        // across the call.
+        let code = unsafe {
+            init(
+                inner.host_ptr(),
+                (&inner.registrar as *const Mutex<Staging>)
+                    .cast_mut()
+                    .cast(),
+                status.as_ptr(),
+            )
+        };
+        // The registrar turns inactive; what init staged moves out of it.
+        let st = std::mem::take(
+            &mut *inner
+                .registrar
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        if code != OPFORGE_OK {
+            let e = callback_error(
+                &inner.label(),
+                "its init (opforge_plugin_init_v1)",
+                code,
+                &status,
+            );
+            return Err(e.prepend("loading op library failed, nothing was registered: "));
+        }
+        check_declaration(manifest, &st, &inner)?;
+        let owner = self.registry.add_owner(lib_name.as_str());
+        let location = path.display().to_string();
+        if let Err(e) = commit(&self.registry, owner, &location, st) {
+            self.registry.unload(owner);
+            return Err(e.prepend(format!(
+                "loading op library {} failed, nothing was registered: ",
+                inner.label()
+            )));
+        }
+        Ok((
+            LibraryHandle {
+                owner,
+                name: lib_name.clone(),
+                version: version.clone(),
+                path: path.to_path_buf(),
+            },
+            inner,
+        ))
+    }
+
+    /// [`unload`](Self::unload), but only if no kernel instance of the
+    /// library and no output backed by its memory is alive at the call:
+    /// otherwise nothing changes and the error (`FailedPrecondition`) says
+    /// how many there are. Kernel instances live in sessions and eager
+    /// contexts; drop those (and the tensors) to release them.
+    pub fn unload_if_unused(&self, handle: &LibraryHandle) -> Result<UnloadReport> {
+        {
+            let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+            let l = loaded
+                .iter()
+                .find(|l| l.handle == *handle)
+                .ok_or_else(|| not_loaded(handle))?;
+            let inner = &l.strong;
+            if inner.instances.load(Ordering::Acquire) > 0
+                || inner.foreign.load(Ordering::Acquire) > 0
+            {
+                return Err(Status::failed_precondition(format!(
+                    "op library {} {} is in use: {} are alive (sessions, eager contexts and \
+                     tensors that used it hold them); drop them and retry, or call unload, \
+                     which removes the library's ops now and closes it when they are gone",
+                    handle.name,
+                    handle.version,
+                    inner.holders()
+                )));
+            }
+        }
+        self.unload(handle)
+    }
+
+    /// Unloads a library: removes everything it registered (sessions and
+    /// eager caches that used it fail cleanly from now on), then finalises
+    /// and unmaps it if nothing holds it any more (see [`UnloadReport`]).
+    pub fn unload(&self, handle: &LibraryHandle) -> Result<UnloadReport> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(i) = loaded.iter().position(|l| l.handle == *handle) else {
+            return Err(not_loaded(handle));
+        };
+        let l = loaded.remove(i);
+        drop(loaded);
+        let removed = self.registry.unload(l.handle.owner);
+        let weak = l.inner.clone();
+        drop(l.strong);
+        let (unmapped, note) = match weak.upgrade() {
+            Some(inner) => {
+                let n = inner.holders();
+                drop(inner);
+                self.lingering
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((handle.path.clone(), weak));
+                (
+                    false,
+                    Some(format!(
+                        "op library {} {} is still held ({n} are alive, or shape \
+                         functions or kernel factories of it are held): its entries are gone, \
+                         and it is finalised and unmapped when the sessions, eager contexts and \
+                         tensors that used it are dropped",
+                        handle.name, handle.version
+                    )),
+                )
+            }
+            None => match still_mapped(&handle.path) {
+                true => (
+                    false,
+                    Some(format!(
+                        "op library {} {} was finalised and closed, but the platform keeps it \
+                         mapped (thread-local storage or another dlopen pins it)",
+                        handle.name, handle.version
+                    )),
+                ),
+                false => (true, None),
+            },
+        };
+        Ok(UnloadReport {
+            ops: removed.ops,
+            kernels: removed.kernels,
+            attrs: removed.attrs,
+            unmapped,
+            note,
+        })
+    }
+}
+
+fn not_loaded(handle: &LibraryHandle) -> Status {
+    Status::not_found(format!(
+        "op library {} {} ({}) is not loaded by this loader (already unloaded?)",
+        handle.name,
+        handle.version,
+        handle.path.display()
+    ))
+}
+
+/// Whether the file at `path` is still mapped into the process.
+#[cfg(unix)]
+fn still_mapped(path: &Path) -> bool {
+    use libloading::os::unix::{Library, RTLD_LAZY};
+    const RTLD_NOLOAD: i32 = if cfg!(target_os = "macos") { 0x10 } else { 0x4 };
+    // SAFETY: RTLD_NOLOAD never loads (so runs no initialiser): it only
+    // returns a handle if the file is already mapped; that handle is closed
+    // at once, which only drops the reference it added.
+    match unsafe { Library::open(Some(path), RTLD_LAZY | RTLD_NOLOAD) } {
+        Ok(lib) => {
+            drop(lib);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn still_mapped(_path: &Path) -> bool {
+    false
+}
+
+/// Negotiation (step 1 of the header): before any code of the library runs.
+fn check_version(m: &Manifest) -> Result<()> {
+    let abi = &m.library.abi;
+    negotiate(abi).map_err(|refusal| {
+        let remedy = match refusal {
+            Refusal::MajorMismatch { library, host } if library > host => {
+                "upgrade opforge to a version with that ABI major, or rebuild the library \
+                 against this opforge's include/opforge/opforge.h"
+            }
+            Refusal::MajorMismatch { .. } => {
+                "rebuild the library against this opforge's include/opforge/opforge.h"
+            }
+            Refusal::HostTooOld { .. } => {
+                "upgrade opforge, or rebuild the library with a lower OPFORGE_MIN_HOST_MINOR \
+                 (checking newer slots with OPFORGE_HAS_SLOT)"
+            }
+            _ => "rebuild the library against this opforge's include/opforge/opforge.h",
+        };
+        Status::failed_precondition(format!(
+            "op library '{}' ({} {}) cannot be loaded: {refusal}; {remedy}",
+            m.path.display(),
+            m.library.name,
+            m.library.version
+        ))
+    })
+}
+
+/// A library with a declaration must register exactly what it declares.
+fn check_declaration(m: &Manifest, st: &Staging, lib: &LibInner) -> Result<()> {
+    let (Some(ops), Some(kernels), Some(grads)) = (&m.ops, &m.kernels, &m.gradients) else {
+        return Ok(());
+    };
+    let mismatch = |what: String| {
+        Status::failed_precondition(format!(
+            "op library {} registered something its manifest does not declare: {what}; rebuild \
+             it so that its manifest records match its init (nothing was registered)",
+            lib.label()
+        ))
+    };
+    let declared: BTreeMap<&str, _> = ops.iter().map(|o| (o.name.as_str(), o)).collect();
+    let staged: BTreeMap<&str, _> = st
+        .ops
+        .iter()
+        .map(|(n, b, s)| (n.as_str(), (b, *s)))
+        .collect();
+    for (name, (b, has_shape_fn)) in &staged {
+        let Some(rec) = declared.get(name) else {
+            return Err(mismatch(format!(
+                "init registers op '{name}', the manifest does not declare it"
+            )));
+        };
+        let a = b.finalize()?;
+        let d = rec.op_def().map_err(|e| {
+            mismatch(format!(
+                "the manifest's op '{name}' is invalid: {}",
+                e.message()
+            ))
+        })?;
+        if a != d {
+            return Err(mismatch(format!(
+                "op '{name}' differs between init and the manifest"
+            )));
+        }
+        if rec.shape_fn != *has_shape_fn {
+            return Err(mismatch(format!(
+                "op '{name}': init {} a shape function, the manifest says \"shape_fn\":{}",
+                if *has_shape_fn {
+                    "registers"
+                } else {
+                    "does not register"
+                },
+                rec.shape_fn
+            )));
+        }
+    }
+    if let Some(name) = declared.keys().find(|n| !staged.contains_key(*n)) {
+        return Err(mismatch(format!(
+            "the manifest declares op '{name}', init does not register it"
+        )));
+    }
+    type KernelKey = (String, String, Vec<(String, Vec<i32>)>);
+    let key = |op: &str, dev: &str, c: &[(String, Vec<DataType>)]| -> KernelKey {
+        let mut c: Vec<(String, Vec<i32>)> = c
+            .iter()
+            .map(|(a, t)| {
+                let mut t: Vec<i32> = t.iter().map(|d| *d as i32).collect();
+                t.sort_unstable();
+                (a.clone(), t)
+            })
+            .collect();
+        c.sort();
+        (op.to_string(), dev.to_string(), c)
+    };
+    let mut a: Vec<KernelKey> = st
+        .kernels
+        .iter()
+        .map(|(kb, _)| {
+            let d = kb.clone().build();
+            key(&d.op, &d.device_type, &d.constraints)
+        })
+        .collect();
+    let mut b: Vec<KernelKey> = kernels
+        .iter()
+        .map(|k| key(&k.op, &k.device, &k.constraints))
+        .collect();
+    a.sort();
+    b.sort();
+    if a != b {
+        return Err(mismatch(format!(
+            "init registers the kernels {a:?}, the manifest declares {b:?}"
+        )));
+    }
+    let ga: HashSet<(String, String)> = st
+        .gradients
+        .iter()
+        .map(|(o, f, _)| (o.clone(), f.to_string()))
+        .collect();
+    let gb: HashSet<(String, String)> = grads
+        .iter()
+        .map(|g| (g.op.clone(), g.form.clone()))
+        .collect();
+    if ga != gb {
+        return Err(mismatch(format!(
+            "init registers the gradients {ga:?}, the manifest declares {gb:?}"
+        )));
+    }
+    Ok(())
+}
+
+fn commit(registry: &Registry, owner: OwnerId, location: &str, st: Staging) -> Result<()> {
+    let r = registry.registrar(owner, location);
+    for (_, b, _) in st.ops {
+        r.op(b)?;
+    }
+    for (kb, pk) in st.kernels {
+        let reg = KernelRegistration::with_factory(kb, move |c| pk.instantiate(c));
+        r.kernel(reg)?;
+    }
+    for (op, _, g) in st.gradients {
+        r.set_attr::<Gradient>(&op, Arc::new(g))?;
+    }
+    Ok(())
+}
