@@ -330,7 +330,7 @@ pub(crate) unsafe fn attr_from_c(v: &OpforgeAttrValue) -> Result<AttrValue> {
                 }
             }
         }
-        AV::List(l)
+        AV::List(Box::new(l))
     } else {
         match kind {
             OPFORGE_ATTR_INT => AV::I(v.i),
