@@ -265,3 +265,32 @@ fn missing_file_is_an_error() {
     );
     assert!(o.stdout.is_empty());
 }
+
+#[test]
+fn int64_literals_past_the_bounds_are_refused_not_clamped() {
+    for (dtype, literal) in [
+        ("DT_INT64", "-9223372036854775809"),
+        ("DT_INT64", "-9223372036854775810"),
+        ("DT_INT64", "9223372036854775808"),
+        ("DT_UINT64", "18446744073709551616"),
+    ] {
+        let line = format!(
+            r#"{{"op": "Identity", "inputs": [{{"dtype": "{dtype}", "shape": [1], "values": [{literal}]}}]}}"#
+        );
+        let out = lines(&opforge_stdin(&["exec", "--jsonl", "-"], line.as_bytes()));
+        assert!(
+            message(&out[0]).contains("is out of range for"),
+            "{dtype} {literal}: {}",
+            out[0]
+        );
+    }
+    // The bounds themselves are fine.
+    let line = br#"{"op": "Identity", "inputs": [{"dtype": "DT_INT64", "shape": [2], "values": [-9223372036854775808, 9223372036854775807]}]}"#;
+    let out = lines(&opforge_stdin(&["exec", "--jsonl", "-"], line));
+    assert_eq!(
+        out[0]["outputs"][0]["values"],
+        serde_json::json!([i64::MIN, i64::MAX]),
+        "{}",
+        out[0]
+    );
+}

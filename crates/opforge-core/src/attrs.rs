@@ -222,6 +222,11 @@ pub fn validate_attrs(op: &OpDef, attrs: &AttrMap) -> Result<()> {
     Ok(())
 }
 
+/// The most tensors one list argument (`N * T`) of a node may have: far
+/// above any real graph, low enough that a hostile count attr (`num_split:
+/// 10^12`) is an error instead of an allocation that kills the process.
+pub const MAX_LIST_ARG_LEN: i64 = 1 << 24;
+
 /// The dtypes of one argument, given the node's attrs.
 pub fn arg_types(op: &OpDef, arg: &ArgDef, attrs: &AttrMap) -> Result<Vec<DataType>> {
     let get = |name: &str| {
@@ -263,6 +268,11 @@ pub fn arg_types(op: &OpDef, arg: &ArgDef, attrs: &AttrMap) -> Result<Vec<DataTy
         return Ok(vec![single]);
     }
     match get(&arg.number_attr)?.value {
+        Some(Value::I(n)) if n > MAX_LIST_ARG_LEN => Err(Status::invalid_argument(format!(
+            "{}: attr '{}' = {n} asks for {n} '{}' tensors; a list argument has at most \
+             {MAX_LIST_ARG_LEN} (opforge's limit, so a hostile count cannot exhaust memory)",
+            op.name, arg.number_attr, arg.name
+        ))),
         Some(Value::I(n)) if n >= 0 => Ok(vec![single; n as usize]),
         _ => Err(Status::invalid_argument(format!(
             "{}: attr '{}' must be a non-negative int",

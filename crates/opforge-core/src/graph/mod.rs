@@ -487,7 +487,10 @@ impl Graph {
             }
         }
         let input_names: Vec<String> = node.inputs.iter().map(|&o| self.name_of(o)).collect();
-        shape_fn(&mut ctx).map_err(|e| ctx.annotate_error(e, &input_names))?;
+        let result = shape_fn(&mut ctx);
+        ctx.check_accesses()
+            .and(result)
+            .map_err(|e| ctx.annotate_error(e, &input_names))?;
         Ok((0..n_out)
             .map(|i| ctx.output(i).and_then(|s| ctx.shape_values(s)))
             .collect())

@@ -97,7 +97,25 @@ pub struct InferenceContext {
     output_handle_data: Vec<Option<Vec<ShapeAndType>>>,
     shapes: Vec<Option<Vec<DimensionHandle>>>,
     dims: Vec<i64>,
+    /// What [`input`](Self::input) answers for an input the node does not
+    /// have: an unknown shape (the read is recorded in `bad_access`).
+    missing_input: ShapeHandle,
+    /// The first read or write of an input or output the node does not
+    /// have, reported by [`check_accesses`](Self::check_accesses).
+    bad_access: std::cell::Cell<Option<(Access, usize)>>,
 }
+
+/// What a shape function reached for outside the node's arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    Input,
+    Output,
+    Rank,
+}
+
+/// The highest rank a shape may have (TensorFlow's `TensorShape` maximum:
+/// 254 dimensions, which kernels enforce too).
+pub const MAX_RANK: usize = 254;
 
 impl InferenceContext {
     /// A context for a node of `op_def` with `attrs`, whose inputs have
@@ -123,7 +141,10 @@ impl InferenceContext {
             output_handle_data: vec![None; num_outputs],
             shapes: Vec::new(),
             dims: Vec::new(),
+            missing_input: ShapeHandle(0),
+            bad_access: std::cell::Cell::new(None),
         };
+        ctx.missing_input = ctx.make_partial_shape(None);
         ctx.inputs = input_shapes
             .iter()
             .map(|s| ctx.make_partial_shape(s.as_deref()))
@@ -134,13 +155,19 @@ impl InferenceContext {
     /// Gives the value of constant input `i` (so shape functions can read
     /// e.g. `Reshape`'s target shape).
     pub fn set_input_tensor(&mut self, i: usize, t: Tensor) {
-        self.input_tensors[i] = Some(t);
+        match self.input_tensors.get_mut(i) {
+            Some(slot) => *slot = Some(t),
+            None => self.record(Access::Input, i),
+        }
     }
 
     /// Gives what is known of the *value* of input `i` read as a shape
     /// (e.g. the output of a `Shape` op upstream).
     pub fn set_input_tensor_as_shape(&mut self, i: usize, s: ShapeHandle) {
-        self.input_tensors_as_shapes[i] = Some(s);
+        match self.input_tensors_as_shapes.get_mut(i) {
+            Some(slot) => *slot = Some(s),
+            None => self.record(Access::Input, i),
+        }
     }
 
     /// Sets the op name the node summary of error messages shows (TensorFlow's
@@ -151,7 +178,10 @@ impl InferenceContext {
 
     /// Gives the shapes and dtypes held by resource input `i`.
     pub fn set_input_handle_shapes_and_types(&mut self, i: usize, data: Vec<ShapeAndType>) {
-        self.input_handle_data[i] = Some(data);
+        match self.input_handle_data.get_mut(i) {
+            Some(slot) => *slot = Some(data),
+            None => self.record(Access::Input, i),
+        }
     }
 
     // ---- inputs, outputs, attrs ----
@@ -177,23 +207,71 @@ impl InferenceContext {
     }
 
     /// The shape of input `i`.
+    ///
+    /// A node without input `i` (fewer shapes given than the op has
+    /// inputs) gets an unknown shape here, and the run of the shape function
+    /// fails with InvalidArgument (see [`check_accesses`](Self::check_accesses)).
     pub fn input(&self, i: usize) -> ShapeHandle {
-        self.inputs[i]
+        match self.inputs.get(i) {
+            Some(&s) => s,
+            None => {
+                self.record(Access::Input, i);
+                self.missing_input
+            }
+        }
     }
 
     /// Replaces the shape of input `i` (shape functions that refine inputs).
     pub fn set_input(&mut self, i: usize, s: ShapeHandle) {
-        self.inputs[i] = s;
+        match self.inputs.get_mut(i) {
+            Some(slot) => *slot = s,
+            None => self.record(Access::Input, i),
+        }
     }
 
     /// Sets the shape of output `i`.
     pub fn set_output(&mut self, i: usize, s: ShapeHandle) {
-        self.outputs[i] = Some(s);
+        match self.outputs.get_mut(i) {
+            Some(slot) => *slot = Some(s),
+            None => self.record(Access::Output, i),
+        }
     }
 
     /// The shape of output `i`, if set.
     pub fn output(&self, i: usize) -> Option<ShapeHandle> {
-        self.outputs[i]
+        self.outputs.get(i).copied().flatten()
+    }
+
+    /// Notes the first access to an input or output the node does not have.
+    fn record(&self, what: Access, i: usize) {
+        if self.bad_access.get().is_none() {
+            self.bad_access.set(Some((what, i)));
+        }
+    }
+
+    /// InvalidArgument if the shape function reached for an input or output
+    /// the node does not have (the runtimes call this after every shape
+    /// function, so too few input shapes is an error, never a crash).
+    pub fn check_accesses(&self) -> Result<()> {
+        let Some((what, i)) = self.bad_access.get() else {
+            return Ok(());
+        };
+        let (kind, have) = match what {
+            Access::Input => ("input", self.inputs.len()),
+            Access::Output => ("output", self.outputs.len()),
+            Access::Rank => {
+                return Err(Status::invalid_argument(format!(
+                    "The shape function of {} asked for a shape of rank {i}; a shape has at \
+                     most {MAX_RANK} dimensions",
+                    self.op_def.name
+                )))
+            }
+        };
+        Err(Status::invalid_argument(format!(
+            "The shape function of {} read {kind} {i}, but the node has only {have} {kind}s; \
+             give one shape per {kind} of the op",
+            self.op_def.name
+        )))
     }
 
     /// The value of constant input `i`, if known.
@@ -233,7 +311,10 @@ impl InferenceContext {
 
     /// Sets the shapes and dtypes held by resource output `i`.
     pub fn set_output_handle_shapes_and_types(&mut self, i: usize, data: Vec<ShapeAndType>) {
-        self.output_handle_data[i] = Some(data);
+        match self.output_handle_data.get_mut(i) {
+            Some(slot) => *slot = Some(data),
+            None => self.record(Access::Output, i),
+        }
     }
 
     /// The shapes and dtypes held by resource output `i`, if set.
@@ -316,7 +397,16 @@ impl InferenceContext {
     }
 
     /// A new shape of rank `rank` with unknown dims.
+    ///
+    /// A rank above [`MAX_RANK`] (from hostile input: a shape tensor's
+    /// length, a count) gives an unknown shape instead, and the run of the
+    /// shape function fails with InvalidArgument
+    /// ([`check_accesses`](Self::check_accesses)).
     pub fn unknown_shape_of_rank(&mut self, rank: usize) -> ShapeHandle {
+        if rank > MAX_RANK {
+            self.record(Access::Rank, rank);
+            return self.unknown_shape();
+        }
         let dims: Vec<DimensionHandle> = (0..rank).map(|_| self.unknown_dim()).collect();
         self.new_shape(Some(dims))
     }

@@ -6,7 +6,9 @@
 pub mod common;
 mod context;
 
-pub use context::{DimOrConst, DimensionHandle, InferenceContext, ShapeAndType, ShapeHandle};
+pub use context::{
+    DimOrConst, DimensionHandle, InferenceContext, ShapeAndType, ShapeHandle, MAX_RANK,
+};
 
 use crate::op_attr::OpAttr;
 use crate::{OpDefBuilder, Result};

@@ -203,6 +203,7 @@ fn class_of(len: usize) -> Option<(usize, usize)> {
 
 impl HostPool {
     fn allocate(&self, len: usize) -> Result<NonNull<u8>> {
+        super::limit::check(len, || format!("a buffer of {len} bytes on the host"))?;
         let (class, size) = class_of(len).ok_or_else(|| {
             Status::resource_exhausted(format!("cannot allocate {len} bytes: too large"))
         })?;

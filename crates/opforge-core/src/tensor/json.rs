@@ -346,8 +346,14 @@ fn read_int<T: JsonInt>(v: &Value, dtype: DataType) -> Result<T> {
                         dtype.proto_name()
                     )));
                 }
-                // |f| < 2^127 converts exactly; larger saturates and is out of range below.
-                f as i128
+                // 64-bit integer literals took a branch above; this one came
+                // rounded (-2^63 - 1 as -2^63): at or past the bounds, refuse it.
+                let past = f <= -(2f64.powi(63)) || f >= 2f64.powi(64);
+                if past {
+                    i128::MAX
+                } else {
+                    f as i128
+                }
             }
         }
         Value::String(s) => s.parse::<i128>().map_err(|_| {
@@ -404,6 +410,10 @@ fn read_string(v: &Value, _: DataType) -> Result<Vec<u8>> {
     }
 }
 
+/// The most elements [`tensor_to_json`] prints (each costs a JSON value of
+/// about 32 bytes plus its text, so larger outputs would exhaust memory).
+pub const MAX_JSON_ELEMENTS: usize = 1 << 26;
+
 /// Prints a tensor in its JSON form (see the [module docs](self)).
 /// `FailedPrecondition` for a tensor whose data is not in host memory,
 /// `Unimplemented` for a dtype the codec does not support (quantized types).
@@ -412,6 +422,12 @@ pub fn tensor_to_json(t: &Tensor) -> Result<Value> {
         return Err(Status::failed_precondition(format!(
             "a tensor on {:?} cannot be printed as JSON; copy it to the host first",
             t.location()
+        )));
+    }
+    if t.num_elements() > MAX_JSON_ELEMENTS {
+        return Err(Status::resource_exhausted(format!(
+            "a {} tensor of shape {} has {} elements; JSON output is limited to {MAX_JSON_ELEMENTS}",
+            t.dtype().proto_name(), t.shape(), t.num_elements()
         )));
     }
     let values: Vec<Value> = match t.dtype() {

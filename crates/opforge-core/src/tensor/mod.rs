@@ -6,12 +6,14 @@ mod buffer;
 mod device_buffer;
 mod element;
 pub mod json;
+pub mod limit;
 mod proto;
 mod shape;
 
 pub use buffer::{Buffer, Location, ALIGNMENT};
 pub use device_buffer::DeviceBuffer;
 pub use element::Element;
+pub use limit::{max_allocation, set_max_allocation};
 pub use shape::TensorShape;
 
 use crate::dtype::DataType;
@@ -111,8 +113,16 @@ impl Tensor {
         check_storable(dtype)?;
         let n = shape.num_elements();
         let storage = match dtype {
-            DataType::String => Storage::Strings(Arc::new(vec![Vec::new(); n])),
-            DataType::Resource => Storage::Resources(Arc::new(vec![ResourceHandle::default(); n])),
+            DataType::String => {
+                Storage::Strings(Arc::new(limit::filled_vec(n, Vec::new(), || {
+                    format!("a string tensor of shape {shape}")
+                })?))
+            }
+            DataType::Resource => Storage::Resources(Arc::new(limit::filled_vec(
+                n,
+                ResourceHandle::default(),
+                || format!("a resource tensor of shape {shape}"),
+            )?)),
             _ => Storage::Dense {
                 buf: {
                     let mut buf = buffer::allocate_host_shared(byte_len(dtype, n)?)?;

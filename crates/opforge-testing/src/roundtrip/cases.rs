@@ -437,20 +437,4 @@ pub const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[
         "[FedUnknownDims inputs, Built] output 0's inferred shape is [-1], eager gave []",
         "static shape [?] for a scalar result",
     ),
-    // The values match in every graph form; only the inferred static shape
-    // is wrong. BiasAddGrad's shape function (opforge-ops nn.rs
-    // `bias_add_grad_shape`, written after TensorFlow's BiasAddGradShape)
-    // takes the NCHW channel dim as the third-to-last dim, but the kernel
-    // (like BiasAdd's kernel and shape function) takes dim 1. They agree only
-    // for rank 4.
-    (
-        "BiasAddGrad(double[2, 3, 2]) [data_format=\"NCHW\"]",
-        "[Const inputs, Built] output 0's inferred shape is [2], eager gave [3]",
-        "NCHW channel dim: shape function uses dim -3, kernel dim 1",
-    ),
-    (
-        "BiasAddGrad(int32[1, 2, 3, 2, 2]) [data_format=\"NCHW\"]",
-        "[Const inputs, Built] output 0's inferred shape is [3], eager gave [2]",
-        "NCHW channel dim: shape function uses dim -3, kernel dim 1",
-    ),
 ];

@@ -2,7 +2,7 @@
 //! refine (`with_rank`, `merge`, ...), subshapes and concatenation, dim
 //! arithmetic, and shapes from shape tensors.
 
-use super::{DimOrConst, DimensionHandle, InferenceContext, ShapeHandle};
+use super::{DimOrConst, DimensionHandle, InferenceContext, ShapeHandle, MAX_RANK};
 use crate::dtype::DataType;
 use crate::{Result, Status, Tensor};
 
@@ -378,12 +378,12 @@ impl InferenceContext {
     pub fn make_shape_from_shape_tensor(&mut self, i: usize) -> Result<ShapeHandle> {
         let input = self.input(i);
         let input = self.with_rank(input, 1)?;
-        if let Some(s) = self.input_tensors_as_shapes[i] {
+        if let Some(&Some(s)) = self.input_tensors_as_shapes.get(i) {
             if self.rank_known(s) {
                 return Ok(s);
             }
         }
-        let t = self.input_tensors[i].clone();
+        let t = self.input_tensors.get(i).cloned().flatten();
         self.shape_from_tensor(t.as_ref(), input, false)
     }
 
@@ -395,12 +395,12 @@ impl InferenceContext {
     ) -> Result<ShapeHandle> {
         let input = self.input(i);
         let input = self.with_rank_at_most(input, 1)?;
-        if let Some(s) = self.input_tensors_as_shapes[i] {
+        if let Some(&Some(s)) = self.input_tensors_as_shapes.get(i) {
             if self.rank_known(s) {
                 return Ok(s);
             }
         }
-        let t = self.input_tensors[i].clone();
+        let t = self.input_tensors.get(i).cloned().flatten();
         self.shape_from_tensor(t.as_ref(), input, true)
     }
 
@@ -430,6 +430,12 @@ impl InferenceContext {
             };
             return Ok(self.unknown_shape_of_rank(n as usize));
         };
+        if t.rank() == 1 && t.num_elements() > MAX_RANK {
+            return Err(Status::invalid_argument(format!(
+                "The shape tensor has {} elements; a shape has at most {MAX_RANK} dimensions",
+                t.num_elements()
+            )));
+        }
         let values: Vec<i64> = match t.dtype() {
             DataType::Int32 => t.flat::<i32>()?.iter().map(|&v| v as i64).collect(),
             DataType::Int64 => t.flat::<i64>()?.to_vec(),

@@ -525,30 +525,40 @@ impl CreateKernel for BatchMatMulKernel {
 }
 
 /// A broadcast batch shape and the `(x, y)` batch indices of each output matrix.
-type BatchPairs = (Vec<i64>, Vec<(usize, usize)>);
-
-/// The broadcast batch shape of two batch shapes and, for every output
-/// batch index (row-major), the flat batch indices of `x` and `y`; `None`
-/// if the shapes do not broadcast.
-fn batch_pairs(x: &[i64], y: &[i64]) -> Option<BatchPairs> {
+/// The broadcast batch shape of two batch shapes; `None` if they do not
+/// broadcast.
+fn batch_shape(x: &[i64], y: &[i64]) -> Option<Vec<i64>> {
     let rank = x.len().max(y.len());
-    let pad = |s: &[i64]| -> Vec<i64> {
-        let mut v = vec![1; rank - s.len()];
-        v.extend_from_slice(s);
-        v
-    };
-    let (px, py) = (pad(x), pad(y));
-    let mut out = Vec::with_capacity(rank);
-    for (&a, &b) in px.iter().zip(&py) {
-        out.push(if a == b || b == 1 {
-            a
-        } else if a == 1 {
-            b
-        } else {
-            return None;
-        });
-    }
-    let total: i64 = out.iter().product();
+    let (px, py) = (pad_batch(x, rank), pad_batch(y, rank));
+    px.iter()
+        .zip(&py)
+        .map(|(&a, &b)| {
+            if a == b || b == 1 {
+                Some(a)
+            } else if a == 1 {
+                Some(b)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// `s` with leading 1s up to `rank` dims.
+fn pad_batch(s: &[i64], rank: usize) -> Vec<i64> {
+    let mut v = vec![1; rank - s.len()];
+    v.extend_from_slice(s);
+    v
+}
+
+/// For every index of the broadcast batch shape `out` (row-major), the flat
+/// batch indices of `x` and `y`. Called only for a non-empty output, whose
+/// allocation bounds the number of batches; the list itself is allocated
+/// with a clean ResourceExhausted should it still not fit.
+fn batch_pairs(x: &[i64], y: &[i64], out: &[i64]) -> Result<Vec<(usize, usize)>> {
+    let rank = out.len();
+    let (px, py) = (pad_batch(x, rank), pad_batch(y, rank));
+    let total: usize = out.iter().map(|&d| d as usize).product();
     let strides = |s: &[i64]| -> Vec<usize> {
         let mut st = vec![0usize; rank];
         let mut acc = 1usize;
@@ -559,8 +569,13 @@ fn batch_pairs(x: &[i64], y: &[i64]) -> Option<BatchPairs> {
         st
     };
     let (sx, sy) = (strides(&px), strides(&py));
-    let mut pairs = Vec::with_capacity(total as usize);
-    for lin in 0..total as usize {
+    let mut pairs = Vec::new();
+    pairs.try_reserve_exact(total).map_err(|_| {
+        Status::resource_exhausted(format!(
+            "cannot allocate the batch index list of {total} matrix products"
+        ))
+    })?;
+    for lin in 0..total {
         let (mut rem, mut ix, mut iy) = (lin, 0, 0);
         for d in (0..rank).rev() {
             let c = rem % out[d] as usize;
@@ -570,7 +585,7 @@ fn batch_pairs(x: &[i64], y: &[i64]) -> Option<BatchPairs> {
         }
         pairs.push((ix, iy));
     }
-    Some((out, pairs))
+    Ok(pairs)
 }
 
 impl OpKernel for BatchMatMulKernel {
@@ -590,7 +605,7 @@ impl OpKernel for BatchMatMulKernel {
         );
         let (xd, yd) = (x.dims(), y.dims());
         let (xr, yr) = (xd.len(), yd.len());
-        let (batch, pairs) = batch_pairs(&xd[..xr - 2], &yd[..yr - 2]).ok_or_else(|| {
+        let batch = batch_shape(&xd[..xr - 2], &yd[..yr - 2]).ok_or_else(|| {
             Status::invalid_argument(format!(
                 "In[0] and In[1] must have compatible batch dimensions: {} vs. {}",
                 fmt_shape(xd),
@@ -612,7 +627,7 @@ impl OpKernel for BatchMatMulKernel {
             fmt_shape(xd),
             fmt_shape(yd)
         );
-        let mut out_dims = batch;
+        let mut out_dims = batch.clone();
         out_dims.extend_from_slice(&[d0, d3]);
         let dt = x.dtype();
         let complex = matches!(dt, DataType::Complex64 | DataType::Complex128);
@@ -627,9 +642,12 @@ impl OpKernel for BatchMatMulKernel {
         };
         let pool = ctx.thread_pool();
         let out = ctx.allocate_output(0, TensorShape::new(&out_dims)?)?;
+        // An empty output needs no products (and a zero-size operand must
+        // not make a list of its huge batch).
         if out.num_elements() == 0 {
             return Ok(());
         }
+        let pairs = batch_pairs(&xd[..xr - 2], &yd[..yr - 2], &batch)?;
         products(pool, dt, &g, &x, &y, &pairs, out)
     }
 }

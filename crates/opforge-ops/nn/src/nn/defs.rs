@@ -137,7 +137,7 @@ pub fn bias_add_grad() -> OpDefBuilder {
             "The backward operation for \"BiasAdd\" on the \"bias\" tensor.\n\n\
              It accumulates all the values from out_backprop into the feature\n\
              dimension. For NHWC data format, the feature dimension is the last. For\n\
-             NCHW data format, the feature dimension is the third-to-last.",
+             NCHW data format, the feature dimension is dimension 1.",
         )
 }
 
@@ -246,7 +246,11 @@ pub(super) fn bias_add_grad_shape(c: &mut InferenceContext) -> Result<()> {
     let nchw = shape_is_nchw(c);
     let g = c.input(0);
     let input = c.with_rank_at_least(g, if nchw { 3 } else { 2 })?;
-    let d = c.dim(input, if nchw { -3 } else { -1 });
+    // The channel: last for NHWC, dimension 1 for NCHW, as the kernel (and
+    // TensorFlow's kernel) reduces. TensorFlow's shape function takes the
+    // third-to-last dim for NCHW, which is the channel only at rank 4, so
+    // graph shapes disagreed with the values at ranks 3 and 5.
+    let d = c.dim(input, if nchw { 1 } else { -1 });
     let out = c.vector(d);
     c.set_output(0, out);
     Ok(())

@@ -600,6 +600,15 @@ fn bias_add_grad_small_values() {
     assert_close(&g, &[3], &[5.0, 7.0, 9.0], 0.0);
     let g = bias_grad(t(&[1, 2, 2, 2], (0..8).collect::<Vec<i32>>()), "NCHW").unwrap();
     assert_eq!(g.flat::<i32>().unwrap(), &[6, 22]);
+    // NCHW at ranks 3 and 5: the channel is dimension 1 (as the shape
+    // function says), summed over every other dimension.
+    let g = bias_grad(t(&[2, 3, 2], (0..12).collect::<Vec<i32>>()), "NCHW").unwrap();
+    assert_eq!(
+        g.flat::<i32>().unwrap(),
+        &[1 + 6 + 7, 2 + 3 + 8 + 9, 4 + 5 + 10 + 11]
+    );
+    let g = bias_grad(t(&[1, 2, 1, 1, 2], (0..4).collect::<Vec<i32>>()), "NCHW").unwrap();
+    assert_eq!(g.flat::<i32>().unwrap(), &[1, 5]);
     let h = t(&[2, 1], vec![f16::from_f32(0.5), f16::from_f32(0.25)]);
     assert_close(&bias_grad(h, "NHWC").unwrap(), &[1], &[0.75], 0.0);
     let g = bias_grad(Tensor::zeros(DataType::Float, &[0, 3]).unwrap(), "NHWC").unwrap();
@@ -739,8 +748,10 @@ mod shapes {
         }
         infer_ok!(nchw, "?", "[?]");
         infer_ok!(nchw, "[2,3,4,5]", "[d0_1]");
-        // TensorFlow's BiasAddGradShape takes the third-to-last dim for NCHW.
-        infer_ok!(nchw, "[2,3,4]", "[d0_0]");
+        // The channel of NCHW is dimension 1 at every rank, as the kernel
+        // reduces (TensorFlow's shape function takes the third-to-last dim).
+        infer_ok!(nchw, "[2,3,4]", "[d0_1]");
+        infer_ok!(nchw, "[2,3,4,5,6]", "[d0_1]");
         infer_error!(nchw, "[2,3]", "Shape must be at least rank 3 but is rank 2");
     }
 }

@@ -21,6 +21,7 @@ use opforge_core::device::{Device, ThreadPool};
 use opforge_core::kernel::OpKernelContext;
 use opforge_core::num_complex::Complex;
 use opforge_core::resource::ResourceHandle;
+use opforge_core::tensor::limit::filled_vec;
 use opforge_core::{DataType, Result, Status, Tensor, TensorShape};
 
 use super::par::{chunks_in_shards, PARALLEL_THRESHOLD};
@@ -191,12 +192,16 @@ pub fn move_elements(
         .collect::<Result<Vec<_>>>()?;
     match carrier {
         DataType::String => {
-            let mut out = vec![Vec::new(); shape.num_elements()];
+            let mut out = filled_vec(shape.num_elements(), Vec::new(), || {
+                format!("a string tensor of shape {shape}")
+            })?;
             run_as(pool, mover, &srcs, &mut out)?;
             Tensor::from_strings(shape.dims(), out)
         }
         DataType::Resource => {
-            let mut out = vec![ResourceHandle::default(); shape.num_elements()];
+            let mut out = filled_vec(shape.num_elements(), ResourceHandle::default(), || {
+                format!("a resource tensor of shape {shape}")
+            })?;
             run_as(pool, mover, &srcs, &mut out)?;
             Tensor::from_resource_handles(shape.dims(), out)
         }

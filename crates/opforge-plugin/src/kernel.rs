@@ -1,0 +1,973 @@
+//! Kernels: the [`Kernel`] trait, what `create` reads ([`KernelInit`]), what
+//! `compute` works with ([`KernelCtx`]), tensor views ([`Tensor`],
+//! [`TensorMut`]), and the trampolines the host calls.
+//!
+//! The names are opforge-core's `OpKernelConstruction` and
+//! `OpKernelContext` ones, so an in-tree kernel ports mechanically. Every
+//! call goes through the host's kernel table; a slot the host lacks answers
+//! `Unimplemented` (calls that return a value and no `Result` record the
+//! missing slot, and the compute then fails with `Unimplemented`).
+
+use core::cell::Cell;
+use core::ffi::c_void;
+use core::marker::PhantomData;
+use core::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use opforge_abi::{
+    OpforgeAttrValue, OpforgeCode, OpforgeForeignTensor, OpforgeKernelCtx, OpforgeKernelInit,
+    OpforgeStatus, OpforgeStr, OpforgeTensor, OPFORGE_INTERNAL, OPFORGE_NOT_FORWARDED,
+    OPFORGE_REQ_ADD, OPFORGE_REQ_INPLACE, OPFORGE_REQ_NULL, OPFORGE_REQ_WRITE,
+    OPFORGE_TENSOR_CONTIGUOUS, OPFORGE_TENSOR_WRITABLE,
+};
+
+use crate::attr::{self, FromAttrValue};
+use crate::dtype::{DataType, Element};
+use crate::host::{self, missing_slot, slot, Host};
+use crate::registry::KernelDef;
+use crate::status::{Result, Status};
+
+/// A kernel: made once per node (or eager call signature) from the node's
+/// attrs, then run on each call, possibly concurrently (`Sync`) unless the
+/// definition says [`not_thread_safe`](crate::KernelDefBuilder::not_thread_safe).
+pub trait Kernel: Sized + Send + Sync + 'static {
+    /// Reads and validates attrs and dtypes (a failure fails the node's
+    /// construction, as TensorFlow's constructor errors do).
+    fn create(init: &KernelInit<'_>) -> Result<Self>;
+    /// Runs the kernel once.
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()>;
+}
+
+/// Where a sticky "missing slot" is recorded by calls without a `Result`.
+type Missing = Cell<Option<Status>>;
+
+fn note_missing(missing: &Missing, host: &Host, name: &str) {
+    let previous = missing.take();
+    missing.set(Some(
+        previous.unwrap_or_else(|| missing_slot(host, "kernel", name)),
+    ));
+}
+
+/// Reads an attr through a host slot.
+fn read_attr<T: FromAttrValue>(
+    host: &Host,
+    name: &str,
+    status: *mut OpforgeStatus,
+    f: impl FnOnce(OpforgeStr, *mut OpforgeAttrValue) -> OpforgeCode,
+) -> Result<T> {
+    let mut value = OpforgeAttrValue::new();
+    let code = f(OpforgeStr::from_text(name), &mut value);
+    host.check(code, status)?;
+    // SAFETY: the host filled `value`; what it points to lives at least as
+    // long as this call (R7), and `convert` copies it out.
+    unsafe { attr::convert(name, &value) }
+}
+
+/// What a kernel's `create` reads: the node's attrs, dtypes and names
+/// (opforge-core's `OpKernelConstruction`).
+pub struct KernelInit<'a> {
+    raw: *const OpforgeKernelInit,
+    status: *mut OpforgeStatus,
+    host: &'a Host,
+    missing: Missing,
+}
+
+impl<'a> KernelInit<'a> {
+    fn str_of(
+        &self,
+        s: Option<unsafe extern "C" fn(*const OpforgeKernelInit) -> OpforgeStr>,
+        name: &str,
+    ) -> String {
+        match s {
+            // SAFETY: `raw` is the create's init (R7); the string lives as
+            // it and is copied at once.
+            Some(f) => String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned(),
+            None => {
+                note_missing(&self.missing, self.host, name);
+                String::new()
+            }
+        }
+    }
+
+    /// The op's name.
+    pub fn op_name(&self) -> String {
+        self.str_of(self.host.kernel.init_op_name, "init_op_name")
+    }
+    /// The node's name (the op's name for eager calls).
+    pub fn node_name(&self) -> String {
+        self.str_of(self.host.kernel.init_node_name, "init_node_name")
+    }
+    /// The device type the kernel is built for.
+    pub fn device_type(&self) -> String {
+        self.str_of(self.host.kernel.init_device_type, "init_device_type")
+    }
+    /// The number of flat inputs.
+    pub fn num_inputs(&self) -> usize {
+        match self.host.kernel.init_num_inputs {
+            // SAFETY: the create's init (R7).
+            Some(f) => unsafe { f(self.raw) },
+            None => {
+                note_missing(&self.missing, self.host, "init_num_inputs");
+                0
+            }
+        }
+    }
+    /// The number of flat outputs.
+    pub fn num_outputs(&self) -> usize {
+        match self.host.kernel.init_num_outputs {
+            // SAFETY: the create's init (R7).
+            Some(f) => unsafe { f(self.raw) },
+            None => {
+                note_missing(&self.missing, self.host, "init_num_outputs");
+                0
+            }
+        }
+    }
+    /// The dtype of input `i` ([`DataType::Invalid`] out of range).
+    pub fn input_type(&self, i: usize) -> DataType {
+        match self.host.kernel.init_input_dtype {
+            // SAFETY: the create's init (R7); a bad index is answered by
+            // the host, not undefined.
+            Some(f) => DataType(unsafe { f(self.raw, i) }),
+            None => {
+                note_missing(&self.missing, self.host, "init_input_dtype");
+                DataType::Invalid
+            }
+        }
+    }
+    /// The dtype of output `i`.
+    pub fn output_type(&self, i: usize) -> DataType {
+        match self.host.kernel.init_output_dtype {
+            // SAFETY: as `input_type`.
+            Some(f) => DataType(unsafe { f(self.raw, i) }),
+            None => {
+                note_missing(&self.missing, self.host, "init_output_dtype");
+                DataType::Invalid
+            }
+        }
+    }
+    /// Attr `name` of the node as `T` (opforge-core's `get_attr`).
+    pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
+        let f = slot!(self.host, kernel.init_attr)?;
+        read_attr(self.host, name, self.status, |n, v| {
+            // SAFETY: the create's init and status (R7); `v` is a zeroed
+            // out-struct with its struct_size set.
+            unsafe { f(self.raw, n, v, self.status) }
+        })
+    }
+    /// The flat range of the input (`is_output` false) or output argument
+    /// `name`.
+    pub fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
+        let f = slot!(self.host, kernel.init_arg_range)?;
+        let (mut start, mut stop) = (0, 0);
+        // SAFETY: the create's init and status (R7); out-pointers to locals.
+        let code = unsafe {
+            f(
+                self.raw,
+                OpforgeStr::from_text(name),
+                u8::from(is_output),
+                &mut start,
+                &mut stop,
+                self.status,
+            )
+        };
+        self.host.check(code, self.status)?;
+        Ok(start..stop)
+    }
+}
+
+/// A read-only view of a tensor (an input), valid during the compute.
+#[derive(Clone, Copy)]
+pub struct Tensor<'a> {
+    view: OpforgeTensor,
+    _borrow: PhantomData<&'a ()>,
+}
+
+/// A writable view of a tensor (an output or a temporary).
+pub struct TensorMut<'a> {
+    view: OpforgeTensor,
+    _borrow: PhantomData<&'a mut ()>,
+}
+
+fn dims_of(view: &OpforgeTensor) -> &[i64] {
+    if view.rank == 0 || view.dims.is_null() {
+        return &[];
+    }
+    // SAFETY: the host's view has `rank` dims, living as the view (R7),
+    // which outlives the borrow of `view`.
+    unsafe { core::slice::from_raw_parts(view.dims, view.rank as usize) }
+}
+
+fn check_flat<T: Element>(view: &OpforgeTensor) -> Result<usize> {
+    let dtype = DataType(view.dtype);
+    if dtype != T::DTYPE {
+        return Err(Status::invalid_argument(format!(
+            "tensor of dtype {dtype} read as {}",
+            T::DTYPE
+        )));
+    }
+    if view.flags & OPFORGE_TENSOR_CONTIGUOUS == 0 {
+        return Err(Status::unimplemented(
+            "flat access to a non-contiguous tensor",
+        ));
+    }
+    let n = usize::try_from(view.num_elements)
+        .map_err(|_| Status::internal("a tensor view with a negative element count"))?;
+    if n > 0 && (view.data.is_null() || (view.data as usize) % core::mem::align_of::<T>() != 0) {
+        return Err(Status::internal(
+            "a tensor view with NULL or misaligned data",
+        ));
+    }
+    let bytes = n
+        .checked_mul(core::mem::size_of::<T>())
+        .ok_or_else(|| Status::internal("a tensor view larger than memory"))?;
+    if (view.byte_len as u128) < bytes as u128 {
+        return Err(Status::internal(
+            "a tensor view whose byte_len is below its elements",
+        ));
+    }
+    Ok(n)
+}
+
+impl<'a> Tensor<'a> {
+    /// A view the host filled, living for `'a`.
+    pub(crate) fn from_view(view: OpforgeTensor) -> Tensor<'a> {
+        Tensor {
+            view,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The dtype.
+    pub fn dtype(&self) -> DataType {
+        DataType(self.view.dtype)
+    }
+    /// The dims.
+    pub fn dims(&self) -> &'a [i64] {
+        // SAFETY of the lifetime: the dims live as the view, for 'a.
+        let d = dims_of(&self.view);
+        // SAFETY: `d` points into host memory valid for 'a (R7), not into
+        // `self`.
+        unsafe { core::slice::from_raw_parts(d.as_ptr(), d.len()) }
+    }
+    /// The number of elements.
+    pub fn num_elements(&self) -> usize {
+        usize::try_from(self.view.num_elements).unwrap_or(0)
+    }
+    /// The elements of a `DT_STRING` tensor, row-major, as bytes.
+    pub fn strings(&self) -> Result<Vec<&'a [u8]>> {
+        if self.dtype() != DataType::String {
+            return Err(Status::invalid_argument(format!(
+                "tensor of dtype {} read as strings",
+                self.dtype()
+            )));
+        }
+        let n = self.num_elements();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        if self.view.data.is_null()
+            || (self.view.data as usize) % core::mem::align_of::<OpforgeStr>() != 0
+            || (self.view.byte_len as u128)
+                < (n as u128) * core::mem::size_of::<OpforgeStr>() as u128
+        {
+            return Err(Status::internal("a string tensor view with bad data"));
+        }
+        // SAFETY: a DT_STRING view points at `num_elements` OpforgeStr
+        // (header), checked for alignment and length above, living for 'a.
+        let strs = unsafe { core::slice::from_raw_parts(self.view.data.cast::<OpforgeStr>(), n) };
+        // SAFETY: each element's bytes live as the view, for 'a (header).
+        Ok(strs.iter().map(|s| unsafe { s.as_bytes() }).collect())
+    }
+
+    /// The elements, row-major, as `T` (which must be the dtype's type).
+    pub fn flat<T: Element>(&self) -> Result<&'a [T]> {
+        let n = check_flat::<T>(&self.view)?;
+        if n == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: `check_flat` verified the dtype (so `T`'s layout, by
+        // Element's contract), contiguity, alignment and that `n` elements
+        // fit in `byte_len` bytes of host memory that live for 'a and are
+        // not written while an input view exists (the host writes inputs
+        // never; forwarding ends the view, R7).
+        Ok(unsafe { core::slice::from_raw_parts(self.view.data.cast::<T>(), n) })
+    }
+}
+
+impl<'a> TensorMut<'a> {
+    /// The dtype.
+    pub fn dtype(&self) -> DataType {
+        DataType(self.view.dtype)
+    }
+    /// The dims.
+    pub fn dims(&self) -> &[i64] {
+        dims_of(&self.view)
+    }
+    /// The number of elements.
+    pub fn num_elements(&self) -> usize {
+        usize::try_from(self.view.num_elements).unwrap_or(0)
+    }
+    /// The elements, row-major, as `T`, writable.
+    pub fn flat_mut<T: Element>(&mut self) -> Result<&mut [T]> {
+        let n = check_flat::<T>(&self.view)?;
+        if self.view.flags & OPFORGE_TENSOR_WRITABLE == 0 {
+            return Err(Status::failed_precondition(
+                "the tensor view is not writable",
+            ));
+        }
+        if n == 0 {
+            return Ok(&mut []);
+        }
+        // SAFETY: as `Tensor::flat`, plus: the view is writable, and this
+        // `TensorMut` is the only view of that memory the SDK hands out
+        // (outputs are reached through `&mut KernelCtx`, temporaries are
+        // fresh), borrowed mutably for the slice's lifetime.
+        Ok(unsafe { core::slice::from_raw_parts_mut(self.view.data.cast::<T>(), n) })
+    }
+    /// The elements as `T`, read-only.
+    pub fn flat<T: Element>(&self) -> Result<&[T]> {
+        let n = check_flat::<T>(&self.view)?;
+        if n == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: as `flat_mut`, shared.
+        Ok(unsafe { core::slice::from_raw_parts(self.view.data.cast::<T>(), n) })
+    }
+}
+
+/// One run of a kernel (opforge-core's `OpKernelContext`): inputs, outputs,
+/// temporaries, attrs and the host's thread pool.
+pub struct KernelCtx<'a> {
+    raw: *mut OpforgeKernelCtx,
+    status: *mut OpforgeStatus,
+    host: &'a Host,
+    def: &'a KernelDef,
+    missing: Missing,
+}
+
+fn new_view() -> OpforgeTensor {
+    OpforgeTensor::new()
+}
+
+impl<'a> KernelCtx<'a> {
+    fn str_of(
+        &self,
+        s: Option<unsafe extern "C" fn(*const OpforgeKernelCtx) -> OpforgeStr>,
+        name: &str,
+    ) -> String {
+        match s {
+            // SAFETY: the compute's ctx (R7); copied at once.
+            Some(f) => String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned(),
+            None => {
+                note_missing(&self.missing, self.host, name);
+                String::new()
+            }
+        }
+    }
+
+    fn count(
+        &self,
+        s: Option<unsafe extern "C" fn(*const OpforgeKernelCtx) -> usize>,
+        name: &str,
+    ) -> usize {
+        match s {
+            // SAFETY: the compute's ctx (R7).
+            Some(f) => unsafe { f(self.raw) },
+            None => {
+                note_missing(&self.missing, self.host, name);
+                0
+            }
+        }
+    }
+
+    /// The op's name.
+    pub fn op_name(&self) -> String {
+        self.str_of(self.host.kernel.op_name, "op_name")
+    }
+    /// The node's name.
+    pub fn node_name(&self) -> String {
+        self.str_of(self.host.kernel.node_name, "node_name")
+    }
+    /// The number of flat inputs.
+    pub fn num_inputs(&self) -> usize {
+        self.count(self.host.kernel.num_inputs, "num_inputs")
+    }
+    /// The number of flat outputs.
+    pub fn num_outputs(&self) -> usize {
+        self.count(self.host.kernel.num_outputs, "num_outputs")
+    }
+    /// The dtype of input `i`.
+    pub fn input_dtype(&self, i: usize) -> DataType {
+        match self.host.kernel.input_dtype {
+            // SAFETY: the compute's ctx (R7); bad indices answered by the host.
+            Some(f) => DataType(unsafe { f(self.raw, i) }),
+            None => {
+                note_missing(&self.missing, self.host, "input_dtype");
+                DataType::Invalid
+            }
+        }
+    }
+    /// The dtype output `i` must have.
+    pub fn output_dtype(&self, i: usize) -> DataType {
+        match self.host.kernel.output_dtype {
+            // SAFETY: as `input_dtype`.
+            Some(f) => DataType(unsafe { f(self.raw, i) }),
+            None => {
+                note_missing(&self.missing, self.host, "output_dtype");
+                DataType::Invalid
+            }
+        }
+    }
+    fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
+        let f = slot!(self.host, kernel.arg_range)?;
+        let (mut start, mut stop) = (0, 0);
+        // SAFETY: the compute's ctx and status (R7); out-pointers to locals.
+        let code = unsafe {
+            f(
+                self.raw,
+                OpforgeStr::from_text(name),
+                u8::from(is_output),
+                &mut start,
+                &mut stop,
+                self.status,
+            )
+        };
+        self.host.check(code, self.status)?;
+        Ok(start..stop)
+    }
+    /// The flat range of the input argument `name` (`input_list`'s range).
+    pub fn input_range(&self, name: &str) -> Result<Range<usize>> {
+        self.arg_range(name, false)
+    }
+    /// The flat range of the output argument `name`.
+    pub fn output_range(&self, name: &str) -> Result<Range<usize>> {
+        self.arg_range(name, true)
+    }
+
+    /// A read-only view of input `i`.
+    pub fn input(&self, i: usize) -> Result<Tensor<'_>> {
+        let f = slot!(self.host, kernel.input)?;
+        let mut view = new_view();
+        // SAFETY: the compute's ctx and status (R7); `view` is an
+        // out-struct with its struct_size set.
+        let code = unsafe { f(self.raw, i, &mut view, self.status) };
+        self.host.check(code, self.status)?;
+        Ok(Tensor {
+            view,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// The views of the inputs of argument `name` (a list input).
+    pub fn input_list(&self, name: &str) -> Result<Vec<Tensor<'_>>> {
+        self.input_range(name)?.map(|i| self.input(i)).collect()
+    }
+
+    fn view_of(&self, code: OpforgeCode, view: OpforgeTensor) -> Result<TensorMut<'_>> {
+        self.host.check(code, self.status)?;
+        Ok(TensorMut {
+            view,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// Allocates output `i` with `dims` (contents unspecified) and returns
+    /// its writable view.
+    pub fn allocate_output(&mut self, i: usize, dims: &[i64]) -> Result<TensorMut<'_>> {
+        let f = slot!(self.host, kernel.allocate_output)?;
+        let rank = rank_of(dims)?;
+        let mut view = new_view();
+        // SAFETY: the compute's ctx and status (R7); `dims` is read during
+        // the call; `view` is an out-struct.
+        let code = unsafe { f(self.raw, i, dims.as_ptr(), rank, &mut view, self.status) };
+        self.view_of(code, view)
+    }
+
+    /// Reuses the buffer of the first of the `candidates` inputs that can
+    /// become output `i` of `dims` (compute in place then), else allocates;
+    /// returns the forwarded input's index. Read the output through
+    /// [`output_mut`](Self::output_mut) afterwards; a forwarded input's view
+    /// is gone.
+    pub fn forward_input_or_allocate_output(
+        &mut self,
+        candidates: &[usize],
+        i: usize,
+        dims: &[i64],
+    ) -> Result<Option<usize>> {
+        let f = slot!(self.host, kernel.forward_input_or_allocate_output)?;
+        let rank = rank_of(dims)?;
+        let mut view = new_view();
+        let mut from: i64 = OPFORGE_NOT_FORWARDED;
+        // SAFETY: the compute's ctx and status (R7); the arrays are read
+        // during the call; the out-pointers are locals.
+        let code = unsafe {
+            f(
+                self.raw,
+                candidates.as_ptr(),
+                candidates.len(),
+                i,
+                dims.as_ptr(),
+                rank,
+                &mut from,
+                &mut view,
+                self.status,
+            )
+        };
+        self.host.check(code, self.status)?;
+        Ok(usize::try_from(from).ok())
+    }
+
+    /// The writable view of output `i`, once it is set.
+    pub fn output_mut(&mut self, i: usize) -> Result<TensorMut<'_>> {
+        let f = slot!(self.host, kernel.output)?;
+        let mut view = new_view();
+        // SAFETY: the compute's ctx and status (R7); `view` is an out-struct.
+        let code = unsafe { f(self.raw, i, &mut view, self.status) };
+        self.view_of(code, view)
+    }
+
+    /// The views of every input together with output `i`'s (which must be
+    /// set, and not be a forwarded input): read the inputs while writing
+    /// the output.
+    pub fn inputs_and_output(&mut self, i: usize) -> Result<(Vec<Tensor<'_>>, TensorMut<'_>)> {
+        let out = {
+            let f = slot!(self.host, kernel.output)?;
+            let mut view = new_view();
+            // SAFETY: as `output_mut`.
+            let code = unsafe { f(self.raw, i, &mut view, self.status) };
+            self.host.check(code, self.status)?;
+            view
+        };
+        let n = self.num_inputs();
+        let mut ins = Vec::with_capacity(n);
+        for j in 0..n {
+            let t = self.input(j)?;
+            if !t.view.data.is_null() && t.view.data == out.data && t.view.byte_len > 0 {
+                return Err(Status::failed_precondition(format!(
+                    "input {j} shares its memory with output {i}: use output_mut"
+                )));
+            }
+            ins.push(Tensor {
+                view: t.view,
+                _borrow: PhantomData,
+            });
+        }
+        Ok((
+            ins,
+            TensorMut {
+                view: out,
+                _borrow: PhantomData,
+            },
+        ))
+    }
+
+    /// Output `output` is input `input`, shared (no copy).
+    pub fn set_output_from_input(&mut self, output: usize, input: usize) -> Result<()> {
+        let f = slot!(self.host, kernel.set_output_from_input)?;
+        // SAFETY: the compute's ctx and status (R7).
+        let code = unsafe { f(self.raw, output, input, self.status) };
+        self.host.check(code, self.status)
+    }
+
+    /// A scratch tensor, freed when the compute returns.
+    pub fn allocate_temp(&self, dtype: DataType, dims: &[i64]) -> Result<TensorMut<'a>> {
+        let f = slot!(self.host, kernel.allocate_temp)?;
+        let rank = rank_of(dims)?;
+        let mut view = new_view();
+        // SAFETY: the compute's ctx and status (R7); `view` is an
+        // out-struct. The temporary is fresh memory no other view reaches,
+        // living until the compute returns (the `'a` of this context).
+        let code = unsafe {
+            f(
+                self.raw,
+                dtype.0,
+                dims.as_ptr(),
+                rank,
+                &mut view,
+                self.status,
+            )
+        };
+        self.host.check(code, self.status)?;
+        Ok(TensorMut {
+            view,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// Attr `name` of the node (prefer reading attrs once, in `create`).
+    pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
+        let f = slot!(self.host, kernel.attr)?;
+        read_attr(self.host, name, self.status, |n, v| {
+            // SAFETY: the compute's ctx and status (R7); `v` an out-struct.
+            unsafe { f(self.raw, n, v, self.status) }
+        })
+    }
+
+    /// The threads `parallel_for` runs on (1: no parallelism).
+    pub fn num_threads(&self) -> usize {
+        match self.host.kernel.num_threads {
+            // SAFETY: the compute's ctx (R7).
+            Some(f) => unsafe { f(self.raw) as usize },
+            None => {
+                note_missing(&self.missing, self.host, "num_threads");
+                1
+            }
+        }
+    }
+
+    /// The host's thread pool for this compute: take it before borrowing
+    /// an output, to write the output from shards
+    /// ([`ThreadPool::parallel_chunks_mut`]).
+    pub fn thread_pool(&self) -> ThreadPool<'a> {
+        ThreadPool {
+            raw: self.raw,
+            status: self.status,
+            host: self.host,
+            def: self.def,
+        }
+    }
+
+    /// TensorFlow's `Shard` ([`ThreadPool::parallel_for`]).
+    pub fn parallel_for<F>(&self, total: usize, cost_per_unit: u64, work: F) -> Result<()>
+    where
+        F: Fn(usize, usize) + Sync,
+    {
+        self.thread_pool().parallel_for(total, cost_per_unit, work)
+    }
+
+    /// What the host asks of output `i` (always [`OutputRequest::Write`]
+    /// unless the kernel is registered with
+    /// [`output_requests`](crate::KernelDefBuilder::output_requests)).
+    pub fn output_request(&self, i: usize) -> OutputRequest {
+        match self.host.kernel.output_request {
+            // SAFETY: the compute's ctx (R7).
+            Some(f) => match unsafe { f(self.raw, i) } {
+                OPFORGE_REQ_NULL => OutputRequest::Null,
+                OPFORGE_REQ_WRITE => OutputRequest::Write,
+                OPFORGE_REQ_INPLACE => OutputRequest::InPlace,
+                OPFORGE_REQ_ADD => OutputRequest::Add,
+                other => OutputRequest::Other(other),
+            },
+            None => {
+                note_missing(&self.missing, self.host, "output_request");
+                OutputRequest::Write
+            }
+        }
+    }
+
+    /// Output `i` of `dims` wraps `data`, the plugin's own memory (no
+    /// copy); the host drops the `Vec` (through the SDK) when the last
+    /// tensor using it is gone.
+    pub fn set_output_from_vec<T: Element>(
+        &mut self,
+        i: usize,
+        dims: &[i64],
+        data: Vec<T>,
+    ) -> Result<()> {
+        let f = slot!(self.host, kernel.set_output_foreign)?;
+        let n: i64 = dims.iter().product();
+        if dims.iter().any(|&d| d < 0) || n != data.len() as i64 {
+            return Err(Status::invalid_argument(format!(
+                "set_output_from_vec: {} values for dims {:?}",
+                data.len(),
+                dims
+            )));
+        }
+        let rank = rank_of(dims)?;
+        let bytes = core::mem::size_of_val(data.as_slice()) as u64;
+        let boxed = Box::new(data);
+        let ptr = boxed.as_ptr() as *mut c_void;
+        let user = Box::into_raw(boxed);
+        let mut t = OpforgeForeignTensor::new();
+        t.dtype = T::DTYPE.0;
+        t.rank = rank;
+        t.dims = dims.as_ptr();
+        t.data = ptr;
+        t.byte_len = bytes;
+        t.release = Some(release_vec::<T>);
+        t.release_user = user.cast();
+        // SAFETY: the compute's ctx and status (R7); `t` describes the
+        // Vec's elements, which stay put (the Vec is boxed and not touched)
+        // until the release callback frees them.
+        let code = unsafe { f(self.raw, i, &t, self.status) };
+        if code != opforge_abi::OPFORGE_OK {
+            // On failure the plugin still owns the memory (header).
+            // SAFETY: `user` came from `Box::into_raw` above and the host
+            // did not take it.
+            drop(unsafe { Box::from_raw(user) });
+        }
+        self.host.check(code, self.status)
+    }
+
+    /// Sets the `DT_STRING` output `i` of `dims` to `elements` (copied).
+    pub fn set_output_strings(&mut self, i: usize, dims: &[i64], elements: &[&[u8]]) -> Result<()> {
+        let f = slot!(self.host, kernel.set_output_strings)?;
+        let rank = rank_of(dims)?;
+        let strs: Vec<OpforgeStr> = elements.iter().map(|e| OpforgeStr::from_bytes(e)).collect();
+        // SAFETY: the compute's ctx and status (R7); the arrays are read
+        // (copied) during the call.
+        let code = unsafe { f(self.raw, i, dims.as_ptr(), rank, strs.as_ptr(), self.status) };
+        self.host.check(code, self.status)
+    }
+}
+
+/// What the host asks of an output (MXNet's `OpReqType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputRequest {
+    /// Not needed: leave it unset.
+    Null,
+    /// Set and write it (the only request of 1.0 hosts).
+    Write,
+    /// Already bound to an input's memory: write the result there.
+    InPlace,
+    /// Already bound and holding values: add the result into it.
+    Add,
+    /// A request of a newer ABI minor (its integer).
+    Other(u32),
+}
+
+unsafe extern "C" fn release_vec<T: Element>(_data: *mut c_void, user: *mut c_void) {
+    // SAFETY: `user` is the `Box<Vec<T>>` of `set_output_from_vec`, released
+    // exactly once by the host (header), so we own it again.
+    let boxed = unsafe { Box::from_raw(user.cast::<Vec<T>>()) };
+    // Dropping a Vec of `Element`s cannot panic, but nothing may unwind
+    // into the host.
+    let _ = crate::panic::catch(move || drop(boxed));
+}
+
+/// The host's thread pool during one compute ([`KernelCtx::thread_pool`]).
+#[derive(Clone, Copy)]
+pub struct ThreadPool<'a> {
+    raw: *mut OpforgeKernelCtx,
+    status: *mut OpforgeStatus,
+    host: &'a Host,
+    def: &'a KernelDef,
+}
+
+impl ThreadPool<'_> {
+    /// TensorFlow's `Shard`: splits `[0, total)` into shards by
+    /// `cost_per_unit` (a rough count of cycles per unit) and runs
+    /// `work(start, end)` on the host's pool and the calling thread,
+    /// returning when every shard is done. A panic in `work` is caught per
+    /// shard and becomes this call's `Internal` error. `work` cannot reach
+    /// the kernel context (rule R9: it is not `Sync`); read views before.
+    pub fn parallel_for<F>(&self, total: usize, cost_per_unit: u64, work: F) -> Result<()>
+    where
+        F: Fn(usize, usize) + Sync,
+    {
+        let f = slot!(self.host, kernel.parallel_for)?;
+        let shard = Shard {
+            work: &work,
+            def: self.def,
+        };
+        // SAFETY: the compute's ctx and status (R7); `shard` outlives the
+        // call, which returns only when every shard is done; the
+        // trampoline matches `F`.
+        let code = unsafe {
+            f(
+                self.raw,
+                total as u64,
+                cost_per_unit,
+                Some(work_trampoline::<F>),
+                &shard as *const Shard<'_, F> as *mut c_void,
+                self.status,
+            )
+        };
+        self.host.check(code, self.status)
+    }
+
+    /// [`parallel_for`](Self::parallel_for) over the elements of `data`:
+    /// `work(offset, chunk)` gets the disjoint chunk `data[offset..]` of
+    /// each shard, to write in parallel (an output's `flat_mut`).
+    pub fn parallel_chunks_mut<T, F>(
+        &self,
+        data: &mut [T],
+        cost_per_unit: u64,
+        work: F,
+    ) -> Result<()>
+    where
+        T: Send,
+        F: Fn(usize, &mut [T]) + Sync,
+    {
+        let len = data.len();
+        let base = SendPtr(data.as_mut_ptr());
+        self.parallel_for(len, cost_per_unit, move |start, end| {
+            let base = &base;
+            assert!(
+                start <= end && end <= len,
+                "parallel_for shard {start}..{end} outside 0..{len}"
+            );
+            // SAFETY: `[start, end)` lies within `data` (checked), and the
+            // host hands each unit of `[0, len)` to exactly one shard (the
+            // header's parallel_for contract), so the chunks are disjoint;
+            // `data` stays mutably borrowed until parallel_for returns,
+            // after every shard.
+            let chunk = unsafe { core::slice::from_raw_parts_mut(base.0.add(start), end - start) };
+            work(start, chunk);
+        })
+    }
+}
+
+/// A pointer shards share; the chunks they form from it are disjoint.
+struct SendPtr<T>(*mut T);
+
+// SAFETY: only used by `parallel_chunks_mut`, whose shards write disjoint
+// chunks of `T: Send` elements.
+unsafe impl<T: Send> Sync for SendPtr<T> {}
+
+fn rank_of(dims: &[i64]) -> Result<u32> {
+    u32::try_from(dims.len()).map_err(|_| Status::invalid_argument("too many dims"))
+}
+
+struct Shard<'a, F> {
+    work: &'a F,
+    def: &'a KernelDef,
+}
+
+unsafe extern "C" fn work_trampoline<F: Fn(usize, usize) + Sync>(
+    begin: u64,
+    end: u64,
+    user: *mut c_void,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: `user` is the `Shard<F>` of the running `parallel_for`,
+    // alive until it returns (after every shard); shared access only.
+    let shard = unsafe { &*(user as *const Shard<'_, F>) };
+    host::guard(
+        status,
+        || {
+            format!(
+                "a parallel_for body of {}",
+                kernel_what(shard.def, "compute")
+            )
+        },
+        |_| {
+            (shard.work)(begin as usize, end as usize);
+            Ok(())
+        },
+    )
+}
+
+/// A kernel instance: the author's kernel, its definition, and whether an
+/// earlier panic left it possibly inconsistent.
+struct Instance<K> {
+    kernel: K,
+    def: &'static KernelDef,
+    poisoned: AtomicBool,
+}
+
+fn kernel_what(def: &KernelDef, phase: &str) -> String {
+    format!("{phase} of kernel {}", def.def.op())
+}
+
+pub(crate) unsafe extern "C" fn create_trampoline<K: Kernel>(
+    init: *const OpforgeKernelInit,
+    user: *mut c_void,
+    state: *mut *mut c_void,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: `user` is the `'static` KernelDef given at registration.
+    let def = unsafe { &*(user as *const KernelDef) };
+    if state.is_null() {
+        return OPFORGE_INTERNAL;
+    }
+    host::guard(
+        status,
+        || kernel_what(def, "create"),
+        |host| {
+            let init = KernelInit {
+                raw: init,
+                status,
+                host,
+                missing: Cell::new(None),
+            };
+            let kernel = K::create(&init);
+            if let Some(missing) = init.missing.take() {
+                return Err(missing);
+            }
+            let instance = Box::new(Instance {
+                kernel: kernel?,
+                def,
+                poisoned: AtomicBool::new(false),
+            });
+            // SAFETY: `state` is the host's out-pointer (checked non-null).
+            unsafe { *state = Box::into_raw(instance).cast() };
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn compute_trampoline<K: Kernel>(
+    state: *mut c_void,
+    ctx: *mut OpforgeKernelCtx,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    if state.is_null() {
+        return OPFORGE_INTERNAL;
+    }
+    // SAFETY: `state` is the `Instance<K>` made by `create_trampoline::<K>`
+    // for this kernel (the host passes it back unchanged) and lives until
+    // destroy, after the last compute; computes share it (`K: Sync`).
+    let instance = unsafe { &*(state as *const Instance<K>) };
+    let (code, panicked) = host::guard_reporting_panic(
+        status,
+        || kernel_what(instance.def, "compute"),
+        |host| {
+            if instance.poisoned.load(Ordering::Relaxed) {
+                return Err(Status::internal(format!(
+                    "kernel {} (library {} {}) was poisoned by an earlier panic",
+                    instance.def.def.op(),
+                    host.library.name,
+                    host.library.version
+                )));
+            }
+            let mut c = KernelCtx {
+                raw: ctx,
+                status,
+                host,
+                def: instance.def,
+                missing: Cell::new(None),
+            };
+            let result = instance.kernel.compute(&mut c);
+            match c.missing.take() {
+                Some(missing) if result.is_ok() => Err(missing),
+                _ => result,
+            }
+        },
+    );
+    if panicked {
+        instance.poisoned.store(true, Ordering::Relaxed);
+    }
+    code
+}
+
+pub(crate) unsafe extern "C" fn destroy_trampoline<K: Kernel>(
+    state: *mut c_void,
+    user: *mut c_void,
+) {
+    if state.is_null() {
+        return;
+    }
+    // SAFETY: `user` is the `'static` KernelDef given at registration.
+    let def = unsafe { &*(user as *const KernelDef) };
+    // SAFETY: `state` is the `Instance<K>` from `create_trampoline::<K>`;
+    // destroy is called once, after the last compute, so we own it.
+    let instance = unsafe { Box::from_raw(state as *mut Instance<K>) };
+    if let Err(panic) = crate::panic::catch(move || drop(instance)) {
+        if let Some(host) = host::host() {
+            let message = host::panic_message(host, &kernel_what(def, "destroy"), &panic);
+            if let Some(log) = host.api.log {
+                // SAFETY: `raw` is init's table, as `log` asks; the message
+                // is copied (R5).
+                unsafe {
+                    log(
+                        host.raw,
+                        opforge_abi::OPFORGE_LOG_ERROR,
+                        OpforgeStr::from_text(&message),
+                    )
+                };
+            }
+        }
+    }
+}

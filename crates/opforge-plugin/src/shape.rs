@@ -1,0 +1,492 @@
+//! Shape functions: [`ShapeCtx`], TensorFlow's `InferenceContext` over the
+//! host's shape API (same names, snake_case), and common shape functions.
+//!
+//! Handles ([`ShapeHandle`], [`DimHandle`]) are values of one call; the host
+//! rejects a stale or forged one with `InvalidArgument`. Queries that
+//! return a value and no `Result` record a missing slot, and the shape
+//! function then fails with `Unimplemented`.
+
+use core::cell::Cell;
+use core::ffi::c_void;
+use core::marker::PhantomData;
+use core::ops::Range;
+
+use opforge_abi::{
+    OpforgeAttrValue, OpforgeCode, OpforgeDim, OpforgeShape, OpforgeShapeCtx, OpforgeStatus,
+    OpforgeStr, OpforgeTensor, OPFORGE_DIM_ADD, OPFORGE_DIM_DIV, OPFORGE_DIM_DIV_EXACT,
+    OPFORGE_DIM_MAX, OPFORGE_DIM_MIN, OPFORGE_DIM_MUL, OPFORGE_DIM_SUB, OPFORGE_NO_HANDLE,
+    OPFORGE_TO_END, OPFORGE_UNKNOWN_DIM, OPFORGE_UNKNOWN_RANK,
+};
+
+use crate::attr::{self, FromAttrValue};
+use crate::host::{self, missing_slot, slot, Host};
+use crate::kernel::Tensor;
+use crate::registry::OpDefBuilder;
+use crate::status::{Result, Status};
+
+/// A shape in a shape-function call (TensorFlow's `ShapeHandle`): compare
+/// with `==` for identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ShapeHandle(pub OpforgeShape);
+
+/// A dimension in a shape-function call (TensorFlow's `DimensionHandle`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DimHandle(pub OpforgeDim);
+
+/// TensorFlow's `InferenceContext::kUnknownRank`.
+pub const UNKNOWN_RANK: i32 = OPFORGE_UNKNOWN_RANK;
+/// TensorFlow's `InferenceContext::kUnknownDim`.
+pub const UNKNOWN_DIM: i64 = OPFORGE_UNKNOWN_DIM;
+
+/// One shape-function call (TensorFlow's `InferenceContext`).
+pub struct ShapeCtx<'a> {
+    raw: *mut OpforgeShapeCtx,
+    status: *mut OpforgeStatus,
+    host: &'a Host,
+    missing: Cell<Option<Status>>,
+    _call: PhantomData<&'a mut ()>,
+}
+
+macro_rules! query {
+    ($self:ident, $name:ident, $default:expr, |$f:ident| $call:expr) => {
+        match $self.host.shape.$name {
+            Some($f) => $call,
+            None => {
+                $self.note(stringify!($name));
+                $default
+            }
+        }
+    };
+}
+
+impl<'a> ShapeCtx<'a> {
+    fn note(&self, name: &str) {
+        let previous = self.missing.take();
+        self.missing.set(Some(
+            previous.unwrap_or_else(|| missing_slot(self.host, "shape", name)),
+        ));
+    }
+
+    fn check(&self, code: OpforgeCode) -> Result<()> {
+        self.host.check(code, self.status)
+    }
+
+    /// The number of flat inputs.
+    pub fn num_inputs(&self) -> usize {
+        // SAFETY: the call's context (R7).
+        query!(self, num_inputs, 0, |f| unsafe { f(self.raw) })
+    }
+    /// The number of flat outputs.
+    pub fn num_outputs(&self) -> usize {
+        // SAFETY: the call's context (R7).
+        query!(self, num_outputs, 0, |f| unsafe { f(self.raw) })
+    }
+    /// The shape of input `i` (an invalid handle out of range).
+    pub fn input(&self, i: usize) -> ShapeHandle {
+        // SAFETY: the call's context (R7).
+        ShapeHandle(query!(self, input, OPFORGE_NO_HANDLE, |f| unsafe {
+            f(self.raw, i)
+        }))
+    }
+    fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
+        let f = slot!(self.host, shape.arg_range)?;
+        let (mut start, mut stop) = (0, 0);
+        // SAFETY: the call's context and status (R7); out-pointers to locals.
+        let code = unsafe {
+            f(
+                self.raw,
+                OpforgeStr::from_text(name),
+                u8::from(is_output),
+                &mut start,
+                &mut stop,
+                self.status,
+            )
+        };
+        self.check(code)?;
+        Ok(start..stop)
+    }
+    /// The flat range of the input argument `name` (TensorFlow's
+    /// `input(name, &list)`).
+    pub fn input_range(&self, name: &str) -> Result<Range<usize>> {
+        self.arg_range(name, false)
+    }
+    /// The flat range of the output argument `name`.
+    pub fn output_range(&self, name: &str) -> Result<Range<usize>> {
+        self.arg_range(name, true)
+    }
+    /// Sets output `i`'s shape.
+    pub fn set_output(&mut self, i: usize, shape: ShapeHandle) -> Result<()> {
+        let f = slot!(self.host, shape.set_output)?;
+        // SAFETY: the call's context and status (R7).
+        let code = unsafe { f(self.raw, i, shape.0, self.status) };
+        self.check(code)
+    }
+    /// The shape output `i` was set to.
+    pub fn output(&self, i: usize) -> ShapeHandle {
+        // SAFETY: the call's context (R7).
+        ShapeHandle(query!(self, output, OPFORGE_NO_HANDLE, |f| unsafe {
+            f(self.raw, i)
+        }))
+    }
+    /// The rank, or [`UNKNOWN_RANK`].
+    pub fn rank(&self, s: ShapeHandle) -> i32 {
+        // SAFETY: the call's context (R7); bad handles read as unknown.
+        query!(self, rank, UNKNOWN_RANK, |f| unsafe { f(self.raw, s.0) })
+    }
+    /// Whether the rank is known.
+    pub fn rank_known(&self, s: ShapeHandle) -> bool {
+        self.rank(s) != UNKNOWN_RANK
+    }
+    /// Dim `index` of `s` (negative counts from the end).
+    pub fn dim(&mut self, s: ShapeHandle, index: i64) -> Result<DimHandle> {
+        let f = slot!(self.host, shape.dim)?;
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: the call's context and status (R7); out-pointer to a local.
+        let code = unsafe { f(self.raw, s.0, index, &mut out, self.status) };
+        self.check(code)?;
+        Ok(DimHandle(out))
+    }
+    /// The size of `d`, or [`UNKNOWN_DIM`].
+    pub fn value(&self, d: DimHandle) -> i64 {
+        // SAFETY: the call's context (R7).
+        query!(self, value, UNKNOWN_DIM, |f| unsafe { f(self.raw, d.0) })
+    }
+    /// Whether the size of `d` is known.
+    pub fn value_known(&self, d: DimHandle) -> bool {
+        self.value(d) != UNKNOWN_DIM
+    }
+    /// The number of elements, or -1 unless fully defined.
+    pub fn num_elements(&self, s: ShapeHandle) -> i64 {
+        // SAFETY: the call's context (R7).
+        query!(self, num_elements, -1, |f| unsafe { f(self.raw, s.0) })
+    }
+    /// Whether every dim of `s` is known.
+    pub fn fully_defined(&self, s: ShapeHandle) -> bool {
+        self.num_elements(s) >= 0
+    }
+    /// A new dim of `value` ([`UNKNOWN_DIM`]: unknown).
+    pub fn make_dim(&mut self, value: i64) -> DimHandle {
+        // SAFETY: the call's context (R7).
+        DimHandle(query!(self, make_dim, OPFORGE_NO_HANDLE, |f| unsafe {
+            f(self.raw, value)
+        }))
+    }
+    /// A new unknown dim.
+    pub fn unknown_dim(&mut self) -> DimHandle {
+        self.make_dim(UNKNOWN_DIM)
+    }
+    /// A shape of these dims (identity kept).
+    pub fn make_shape(&mut self, dims: &[DimHandle]) -> Result<ShapeHandle> {
+        let f = slot!(self.host, shape.make_shape)?;
+        let dims: Vec<OpforgeDim> = dims.iter().map(|d| d.0).collect();
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: the call's context and status (R7); `dims` is read during
+        // the call; out-pointer to a local.
+        let code = unsafe { f(self.raw, dims.as_ptr(), dims.len(), &mut out, self.status) };
+        self.check(code)?;
+        Ok(ShapeHandle(out))
+    }
+    /// A shape of these sizes ([`UNKNOWN_DIM`]: unknown dim).
+    pub fn make_shape_from_values(&mut self, dims: &[i64]) -> Result<ShapeHandle> {
+        let f = slot!(self.host, shape.make_shape_from_values)?;
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: as `make_shape`.
+        let code = unsafe { f(self.raw, dims.as_ptr(), dims.len(), &mut out, self.status) };
+        self.check(code)?;
+        Ok(ShapeHandle(out))
+    }
+    /// A scalar shape.
+    pub fn scalar(&mut self) -> Result<ShapeHandle> {
+        self.make_shape_from_values(&[])
+    }
+    /// A vector of `n` elements.
+    pub fn vector(&mut self, n: i64) -> Result<ShapeHandle> {
+        self.make_shape_from_values(&[n])
+    }
+    /// A shape of unknown rank.
+    pub fn unknown_shape(&mut self) -> ShapeHandle {
+        self.unknown_shape_of_rank(UNKNOWN_RANK)
+    }
+    /// A shape of `rank` unknown dims.
+    pub fn unknown_shape_of_rank(&mut self, rank: i32) -> ShapeHandle {
+        // SAFETY: the call's context (R7).
+        ShapeHandle(query!(self, unknown_shape, OPFORGE_NO_HANDLE, |f| unsafe {
+            f(self.raw, rank)
+        }))
+    }
+
+    fn shape_op(
+        &mut self,
+        f: Option<
+            unsafe extern "C" fn(
+                *mut OpforgeShapeCtx,
+                OpforgeShape,
+                i32,
+                *mut OpforgeShape,
+                *mut OpforgeStatus,
+            ) -> OpforgeCode,
+        >,
+        name: &str,
+        s: ShapeHandle,
+        rank: i32,
+    ) -> Result<ShapeHandle> {
+        let f = f.ok_or_else(|| missing_slot(self.host, "shape", name))?;
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: the call's context and status (R7); out-pointer to a local.
+        let code = unsafe { f(self.raw, s.0, rank, &mut out, self.status) };
+        self.check(code)?;
+        Ok(ShapeHandle(out))
+    }
+    /// `s` with rank `rank`, or `InvalidArgument` (TensorFlow's `WithRank`).
+    pub fn with_rank(&mut self, s: ShapeHandle, rank: i32) -> Result<ShapeHandle> {
+        self.shape_op(self.host.shape.with_rank, "with_rank", s, rank)
+    }
+    /// `s` with rank at least `rank` (`WithRankAtLeast`).
+    pub fn with_rank_at_least(&mut self, s: ShapeHandle, rank: i32) -> Result<ShapeHandle> {
+        self.shape_op(
+            self.host.shape.with_rank_at_least,
+            "with_rank_at_least",
+            s,
+            rank,
+        )
+    }
+    /// `s` with rank at most `rank` (`WithRankAtMost`).
+    pub fn with_rank_at_most(&mut self, s: ShapeHandle, rank: i32) -> Result<ShapeHandle> {
+        self.shape_op(
+            self.host.shape.with_rank_at_most,
+            "with_rank_at_most",
+            s,
+            rank,
+        )
+    }
+    /// `d` with value `value` (`WithValue`).
+    pub fn with_value(&mut self, d: DimHandle, value: i64) -> Result<DimHandle> {
+        let f = slot!(self.host, shape.with_value)?;
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: the call's context and status (R7); out-pointer to a local.
+        let code = unsafe { f(self.raw, d.0, value, &mut out, self.status) };
+        self.check(code)?;
+        Ok(DimHandle(out))
+    }
+    /// The merge of two shapes (`Merge`).
+    pub fn merge(&mut self, a: ShapeHandle, b: ShapeHandle) -> Result<ShapeHandle> {
+        let f = slot!(self.host, shape.merge)?;
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: the call's context and status (R7); out-pointer to a local.
+        let code = unsafe { f(self.raw, a.0, b.0, &mut out, self.status) };
+        self.check(code)?;
+        Ok(ShapeHandle(out))
+    }
+    /// The merge of two dims (`Merge` of dims).
+    pub fn merge_dim(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+        let f = slot!(self.host, shape.merge_dim)?;
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: as `merge`.
+        let code = unsafe { f(self.raw, a.0, b.0, &mut out, self.status) };
+        self.check(code)?;
+        Ok(DimHandle(out))
+    }
+    /// Merges `prefix` into the leading dims of `s` (`MergePrefix`):
+    /// returns (shape, prefix).
+    pub fn merge_prefix(
+        &mut self,
+        s: ShapeHandle,
+        prefix: ShapeHandle,
+    ) -> Result<(ShapeHandle, ShapeHandle)> {
+        let f = slot!(self.host, shape.merge_prefix)?;
+        let (mut out, mut prefix_out) = (OPFORGE_NO_HANDLE, OPFORGE_NO_HANDLE);
+        // SAFETY: as `merge`, two out-pointers to locals.
+        let code = unsafe {
+            f(
+                self.raw,
+                s.0,
+                prefix.0,
+                &mut out,
+                &mut prefix_out,
+                self.status,
+            )
+        };
+        self.check(code)?;
+        Ok((ShapeHandle(out), ShapeHandle(prefix_out)))
+    }
+    /// Dims `[start, end)` by `stride` (`Subshape`; negative indices count
+    /// from the end).
+    pub fn subshape_strided(
+        &mut self,
+        s: ShapeHandle,
+        start: i64,
+        end: i64,
+        stride: i64,
+    ) -> Result<ShapeHandle> {
+        let f = slot!(self.host, shape.subshape)?;
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: the call's context and status (R7); out-pointer to a local.
+        let code = unsafe { f(self.raw, s.0, start, end, stride, &mut out, self.status) };
+        self.check(code)?;
+        Ok(ShapeHandle(out))
+    }
+    /// Dims `[start, end)` (`Subshape(s, start, end)`).
+    pub fn subshape_range(&mut self, s: ShapeHandle, start: i64, end: i64) -> Result<ShapeHandle> {
+        self.subshape_strided(s, start, end, 1)
+    }
+    /// Dims from `start` to the end (`Subshape(s, start)`).
+    pub fn subshape(&mut self, s: ShapeHandle, start: i64) -> Result<ShapeHandle> {
+        self.subshape_strided(s, start, OPFORGE_TO_END, 1)
+    }
+    /// `a` followed by `b` (`Concatenate`).
+    pub fn concatenate(&mut self, a: ShapeHandle, b: ShapeHandle) -> Result<ShapeHandle> {
+        let f = slot!(self.host, shape.concatenate)?;
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: as `merge`.
+        let code = unsafe { f(self.raw, a.0, b.0, &mut out, self.status) };
+        self.check(code)?;
+        Ok(ShapeHandle(out))
+    }
+    /// `s` with dim `index` replaced by `d` (`ReplaceDim`).
+    pub fn replace_dim(&mut self, s: ShapeHandle, index: i64, d: DimHandle) -> Result<ShapeHandle> {
+        let f = slot!(self.host, shape.replace_dim)?;
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: as `merge`.
+        let code = unsafe { f(self.raw, s.0, index, d.0, &mut out, self.status) };
+        self.check(code)?;
+        Ok(ShapeHandle(out))
+    }
+    fn dim_op(&mut self, op: u32, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+        let f = slot!(self.host, shape.dim_op)?;
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: as `merge`.
+        let code = unsafe { f(self.raw, op, a.0, b.0, &mut out, self.status) };
+        self.check(code)?;
+        Ok(DimHandle(out))
+    }
+    /// `a + b` (`Add`).
+    pub fn add(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+        self.dim_op(OPFORGE_DIM_ADD, a, b)
+    }
+    /// `a - b` (`Subtract`).
+    pub fn subtract(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+        self.dim_op(OPFORGE_DIM_SUB, a, b)
+    }
+    /// `a * b` (`Multiply`).
+    pub fn multiply(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+        self.dim_op(OPFORGE_DIM_MUL, a, b)
+    }
+    /// `a / b` (`Divide`; `evenly_divisible` demands no remainder).
+    pub fn divide(
+        &mut self,
+        a: DimHandle,
+        b: DimHandle,
+        evenly_divisible: bool,
+    ) -> Result<DimHandle> {
+        let op = if evenly_divisible {
+            OPFORGE_DIM_DIV_EXACT
+        } else {
+            OPFORGE_DIM_DIV
+        };
+        self.dim_op(op, a, b)
+    }
+    /// `min(a, b)` (`Min`).
+    pub fn min(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+        self.dim_op(OPFORGE_DIM_MIN, a, b)
+    }
+    /// `max(a, b)` (`Max`).
+    pub fn max(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+        self.dim_op(OPFORGE_DIM_MAX, a, b)
+    }
+    /// The value of input `i` if it is a constant known now
+    /// (`input_tensor`).
+    pub fn input_tensor(&self, i: usize) -> Option<Tensor<'_>> {
+        let mut view = OpforgeTensor::new();
+        // SAFETY: the call's context (R7); `view` is an out-struct.
+        let known = query!(self, input_tensor, 0, |f| unsafe {
+            f(self.raw, i, &mut view)
+        });
+        (known != 0).then(|| Tensor::from_view(view))
+    }
+    /// Input `i` (a 1-D shape tensor) as a shape, as far as known
+    /// (`MakeShapeFromShapeTensor`).
+    pub fn make_shape_from_shape_tensor(&mut self, i: usize) -> Result<ShapeHandle> {
+        let f = slot!(self.host, shape.input_as_shape)?;
+        let mut out = OPFORGE_NO_HANDLE;
+        // SAFETY: the call's context and status (R7); out-pointer to a local.
+        let code = unsafe { f(self.raw, i, &mut out, self.status) };
+        self.check(code)?;
+        Ok(ShapeHandle(out))
+    }
+    /// Attr `name` of the node as `T` (`GetAttr`).
+    pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
+        let f = slot!(self.host, shape.attr)?;
+        let mut value = OpforgeAttrValue::new();
+        // SAFETY: the call's context and status (R7); `value` an out-struct.
+        let code = unsafe {
+            f(
+                self.raw,
+                OpforgeStr::from_text(name),
+                &mut value,
+                self.status,
+            )
+        };
+        self.check(code)?;
+        // SAFETY: filled by the host, living until the call returns (R7).
+        unsafe { attr::convert(name, &value) }
+    }
+    /// `s` as text, `"[2,?,3]"` or `"?"` (`DebugString`).
+    pub fn debug_string(&self, s: ShapeHandle) -> String {
+        // SAFETY: the call's context (R7); copied at once.
+        query!(self, shape_string, String::new(), |f| {
+            String::from_utf8_lossy(unsafe { f(self.raw, s.0).as_bytes() }).into_owned()
+        })
+    }
+}
+
+/// TensorFlow's `shape_inference::UnchangedShape`: output 0 has input 0's
+/// shape.
+pub fn unchanged_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
+    let s = c.input(0);
+    c.set_output(0, s)
+}
+
+/// Every output has an unknown shape (`UnknownShape`).
+pub fn unknown_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
+    for i in 0..c.num_outputs() {
+        let s = c.unknown_shape();
+        c.set_output(i, s)?;
+    }
+    Ok(())
+}
+
+/// The op has no outputs (`NoOutputs`).
+pub fn no_outputs(_: &mut ShapeCtx<'_>) -> Result<()> {
+    Ok(())
+}
+
+/// The callback registered as every SDK op's shape function.
+pub(crate) unsafe extern "C" fn shape_trampoline(
+    ctx: *mut OpforgeShapeCtx,
+    user: *mut c_void,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: `user` is the `'static` OpDefBuilder given at registration.
+    let op = unsafe { &*(user as *const OpDefBuilder) };
+    host::guard(
+        status,
+        || format!("the shape function of {}", op.name()),
+        |host| {
+            let Some(f) = op.shape_fn() else {
+                return Err(Status::internal("no shape function"));
+            };
+            let mut c = ShapeCtx {
+                raw: ctx,
+                status,
+                host,
+                missing: Cell::new(None),
+                _call: PhantomData,
+            };
+            let result = f(&mut c);
+            match c.missing.take() {
+                Some(missing) if result.is_ok() => Err(missing),
+                _ => result,
+            }
+        },
+    )
+}
