@@ -9,22 +9,24 @@
 //!   (`opforge_abi::negotiate`) before `dlopen`, runs the library's
 //!   `opforge_plugin_init_v1` with a per-library host table, and commits what
 //!   init registered (ops from spec strings, kernels, shape functions,
-//!   non-differentiable markers) into the registry under a new owner, all or
+//!   gradient callbacks, non-differentiable markers) into the registry under a new owner, all or
 //!   nothing. Loading the same file again (same path, a symlink, or a copy
 //!   with the same content) returns the same [`LibraryHandle`].
 //! - Plugin kernels run as core `OpKernel`s through the header's kernel API,
-//!   plugin shape functions as core shape functions through its shape API.
+//!   plugin shape functions as core shape functions through its shape API,
+//!   plugin gradient callbacks as core gradients through its gradient API
+//!   (over autodiff's `Ops`: the tape eagerly, `GraphOps` in graphs).
 //! - [`Loader::unload`] removes the library's entries (`Registry::unload`),
 //!   then finalises (`opforge_plugin_fini_v1`) and unmaps it when nothing
 //!   holds it any more, and says when it could not.
 //!
 //! Not implemented yet (each answers UNIMPLEMENTED with a message, never a
-//! crash): gradient callbacks and declarative gradients (`gradient_fn`,
-//! `gradient_function` and the whole gradient context), tensor and func
+//! crash): declarative gradients (`gradient_function`), tensor and func
 //! attr values, host extensions.
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod grad;
 mod host;
 mod kernel;
 mod library;

@@ -2,6 +2,7 @@
 //! registrar, staging of what init registers, and the commit into the
 //! registry under the library's owner.
 
+use crate::grad::{run_grad_fn, GRAD_API};
 use crate::host::*;
 use crate::kernel::{PluginKernelDef, KERNEL_API};
 use crate::manifest::{self, Manifest};
@@ -202,7 +203,7 @@ pub(crate) struct Staging {
     active: bool,
     ops: Vec<(String, OpDefBuilder, bool)>,
     kernels: Vec<(KernelDefBuilder, Arc<PluginKernelDef>)>,
-    gradients: Vec<(String, &'static str)>,
+    gradients: Vec<(String, &'static str, GradientFn)>,
 }
 
 impl Staging {
@@ -425,19 +426,34 @@ unsafe extern "C" fn reg_kernel(
 unsafe extern "C" fn reg_gradient_fn(
     r: *mut OpforgeRegistrar,
     op: OpforgeStr,
-    _fn: OpforgeGradFn,
-    _user: *mut c_void,
+    f: OpforgeGradFn,
+    user: *mut c_void,
     status: *mut OpforgeStatus,
 ) -> OpforgeCode {
     // SAFETY: plugin pointers (R7).
     unsafe {
         guard_status(status, || {
-            staging(r)?;
-            let op = text(op, "op")?;
-            Err(Status::unimplemented(format!(
-                "gradient callbacks (registration.gradient_fn, op '{op}') are not implemented by \
-                 this opforge host yet; register the op without a gradient for now"
-            )))
+            let m = staging(r)?;
+            let op = text(op, "op")?.to_string();
+            let Some(f) = f else {
+                return Err(Status::invalid_argument(format!(
+                    "gradient of op '{op}': a NULL gradient function"
+                )));
+            };
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            st.require_op(&op, "a gradient")?;
+            if st.gradients.iter().any(|(o, ..)| *o == op) {
+                return Err(Status::already_exists(format!(
+                    "the gradient of op '{op}' is registered twice by this library"
+                )));
+            }
+            let lib = st.lib()?;
+            let user = SendPtr(user);
+            let g = GradientFn::from_fn(move |ops, fwd, grads| {
+                run_grad_fn(&lib, f, user, ops, fwd, grads)
+            });
+            st.gradients.push((op, "fn", g));
+            Ok(())
         })
     }
 }
@@ -473,7 +489,13 @@ unsafe extern "C" fn reg_not_differentiable(
             let op = text(op, "op")?.to_string();
             let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
             st.require_op(&op, "a gradient")?;
-            st.gradients.push((op, "not_differentiable"));
+            if st.gradients.iter().any(|(o, ..)| *o == op) {
+                return Err(Status::already_exists(format!(
+                    "the gradient of op '{op}' is registered twice by this library"
+                )));
+            }
+            st.gradients
+                .push((op, "not_differentiable", GradientFn::NotDifferentiable));
             Ok(())
         })
     }
@@ -486,122 +508,6 @@ static REGISTRATION_API: OpforgeRegistrationApi = {
     t.gradient_fn = Some(reg_gradient_fn);
     t.gradient_function = Some(reg_gradient_function);
     t.not_differentiable = Some(reg_not_differentiable);
-    t
-};
-
-/// The gradient table: gradient callbacks are not implemented yet, so no
-/// gradient context is ever made; every slot answers as for an invalid
-/// context (UNIMPLEMENTED where a status is taken).
-mod grad {
-    use super::*;
-
-    pub(super) unsafe extern "C" fn op_name(_: *const OpforgeGradCtx) -> OpforgeStr {
-        OpforgeStr::EMPTY
-    }
-    pub(super) unsafe extern "C" fn attr(
-        _: *const OpforgeGradCtx,
-        _: OpforgeStr,
-        _: *mut OpforgeAttrValue,
-        status: *mut OpforgeStatus,
-    ) -> OpforgeCode {
-        // SAFETY: the plugin's status (host-made).
-        unsafe { unimplemented(status) }
-    }
-    pub(super) unsafe extern "C" fn count(_: *const OpforgeGradCtx) -> usize {
-        0
-    }
-    pub(super) unsafe extern "C" fn sym(_: *const OpforgeGradCtx, _: usize) -> OpforgeSym {
-        OPFORGE_NO_HANDLE
-    }
-    pub(super) unsafe extern "C" fn arg_range(
-        _: *const OpforgeGradCtx,
-        _: OpforgeStr,
-        _: u8,
-        _: *mut usize,
-        _: *mut usize,
-        status: *mut OpforgeStatus,
-    ) -> OpforgeCode {
-        // SAFETY: `status` is NULL or a status the host made (R8); `unimplemented` only writes it.
-        unsafe { unimplemented(status) }
-    }
-    pub(super) unsafe extern "C" fn output_grad(
-        _: *const OpforgeGradCtx,
-        _: usize,
-        _: *mut OpforgeSym,
-    ) -> u8 {
-        0
-    }
-    pub(super) unsafe extern "C" fn dtype(_: *const OpforgeGradCtx, _: OpforgeSym) -> OpforgeDType {
-        OPFORGE_DT_INVALID
-    }
-    pub(super) unsafe extern "C" fn shape(
-        _: *const OpforgeGradCtx,
-        _: OpforgeSym,
-        _: *mut i64,
-        _: usize,
-    ) -> i32 {
-        OPFORGE_UNKNOWN_RANK
-    }
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe extern "C" fn call(
-        _: *mut OpforgeGradCtx,
-        _: OpforgeStr,
-        _: *const OpforgeSymArg,
-        _: usize,
-        _: *const OpforgeNamedAttr,
-        _: usize,
-        _: *mut OpforgeSym,
-        _: usize,
-        _: *mut usize,
-        status: *mut OpforgeStatus,
-    ) -> OpforgeCode {
-        // SAFETY: `status` is NULL or a status the host made (R8); `unimplemented` only writes it.
-        unsafe { unimplemented(status) }
-    }
-    pub(super) unsafe extern "C" fn constant(
-        _: *mut OpforgeGradCtx,
-        _: *const OpforgeTensor,
-        _: *mut OpforgeSym,
-        status: *mut OpforgeStatus,
-    ) -> OpforgeCode {
-        // SAFETY: `status` is NULL or a status the host made (R8); `unimplemented` only writes it.
-        unsafe { unimplemented(status) }
-    }
-    pub(super) unsafe extern "C" fn set_input_grad(
-        _: *mut OpforgeGradCtx,
-        _: usize,
-        _: OpforgeSym,
-        status: *mut OpforgeStatus,
-    ) -> OpforgeCode {
-        // SAFETY: `status` is NULL or a status the host made (R8); `unimplemented` only writes it.
-        unsafe { unimplemented(status) }
-    }
-
-    /// # Safety
-    /// `status` is NULL or host-made.
-    unsafe fn unimplemented(status: *mut OpforgeStatus) -> OpforgeCode {
-        let e =
-            Status::unimplemented("gradient contexts are not implemented by this opforge host yet");
-        // SAFETY: forwarded.
-        unsafe { HostStatus::report(status, &e) }
-    }
-}
-
-static GRAD_API: OpforgeGradApi = {
-    let mut t = OpforgeGradApi::new();
-    t.op_name = Some(grad::op_name);
-    t.attr = Some(grad::attr);
-    t.num_inputs = Some(grad::count);
-    t.input = Some(grad::sym);
-    t.num_outputs = Some(grad::count);
-    t.output = Some(grad::sym);
-    t.arg_range = Some(grad::arg_range);
-    t.output_grad = Some(grad::output_grad);
-    t.dtype = Some(grad::dtype);
-    t.shape = Some(grad::shape);
-    t.call = Some(grad::call);
-    t.constant = Some(grad::constant);
-    t.set_input_grad = Some(grad::set_input_grad);
     t
 };
 
@@ -1110,7 +1016,7 @@ fn check_declaration(m: &Manifest, st: &Staging, lib: &LibInner) -> Result<()> {
     let ga: HashSet<(String, String)> = st
         .gradients
         .iter()
-        .map(|(o, f)| (o.clone(), f.to_string()))
+        .map(|(o, f, _)| (o.clone(), f.to_string()))
         .collect();
     let gb: HashSet<(String, String)> = grads
         .iter()
@@ -1133,9 +1039,8 @@ fn commit(registry: &Registry, owner: OwnerId, location: &str, st: Staging) -> R
         let reg = KernelRegistration::with_factory(kb, move |c| pk.instantiate(c));
         r.kernel(reg)?;
     }
-    for (op, form) in st.gradients {
-        debug_assert_eq!(form, "not_differentiable");
-        r.set_attr::<Gradient>(&op, Arc::new(GradientFn::NotDifferentiable))?;
+    for (op, _, g) in st.gradients {
+        r.set_attr::<Gradient>(&op, Arc::new(g))?;
     }
     Ok(())
 }

@@ -293,7 +293,7 @@ fn unload_runs_fini_once_nothing_holds_the_library() {
     // SAFETY: the library is loaded already; this adds a reference.
     let pin = unsafe { libloading::Library::new(&lib).unwrap() };
     let report = loader.unload(&h).unwrap();
-    assert_eq!(report.ops.len(), 7);
+    assert_eq!(report.ops.len(), 8);
     // The foreign output still holds the library.
     assert!(!report.unmapped, "{report:?}");
     assert_eq!(counter(&lib, "probe_fini_calls"), 0);
@@ -302,4 +302,57 @@ fn unload_runs_fini_once_nothing_holds_the_library() {
     drop(foreign);
     assert_eq!(counter(&lib, "probe_fini_calls"), 1);
     drop(pin);
+}
+
+#[test]
+fn gradient_callbacks_build_gradients_from_registered_ops() {
+    use opforge_core::autodiff::{
+        compute_gradient, compute_gradient_error, gradients, GradientTape, Ops, SymArg,
+    };
+    opforge_ops::link();
+    let lib = build("probe_grad");
+    let r = Arc::new(Registry::with_builtins());
+    let loader = Loader::new(r.clone());
+    loader.load(&lib).unwrap();
+    let ctx = EagerContext::with_registry(Arc::new(CpuDevice::new(2).unwrap()), r.clone());
+    // Eagerly, on a tape: d(sum(3x))/dx = 3.
+    let mut tape = GradientTape::new(&ctx, false);
+    let x = tape.watch(Tensor::from_vec(&[2], vec![1f32, 2.]).unwrap());
+    let y = tape
+        .call("ProbeScale", &[SymArg::One(x)], &AttrMap::new())
+        .unwrap()[0];
+    let g = tape.gradient_tensors(y, &[x]).unwrap();
+    assert_eq!(g[0].as_ref().unwrap().flat::<f32>().unwrap(), &[3., 3.]);
+    // The numeric gradient checker agrees.
+    let jac = compute_gradient(
+        &ctx,
+        &|ops: &mut dyn opforge_core::autodiff::Ops, xs: &[opforge_core::autodiff::Sym]| {
+            Ok(ops.call("ProbeScale", &[SymArg::One(xs[0])], &AttrMap::new())?[0])
+        },
+        &[Tensor::from_vec(&[3], vec![0.5f32, -1., 2.]).unwrap()],
+    )
+    .unwrap();
+    assert!(
+        compute_gradient_error(&jac) < 1e-2,
+        "{}",
+        compute_gradient_error(&jac)
+    );
+    // In a graph: gradients() adds the plugin gradient's Mul.
+    let mut g = Graph::with_registry(r.clone());
+    let x = Output::new(
+        g.add(NodeSpec::new("Placeholder", "x").attr("dtype", DataType::Float))
+            .unwrap(),
+        0,
+    );
+    let y = Output::new(g.add(NodeSpec::new("ProbeScale", "y").input(x)).unwrap(), 0);
+    let dx = gradients(&mut g, &[y], &[x], None).unwrap()[0].unwrap();
+    let s = Session::new(g).unwrap();
+    let out = s
+        .run(
+            vec![(x, Tensor::from_vec(&[2], vec![4f32, 5.]).unwrap())],
+            &[dx],
+            &[],
+        )
+        .unwrap();
+    assert_eq!(out[0].flat::<f32>().unwrap(), &[3., 3.]);
 }

@@ -188,8 +188,8 @@ static OpforgeCode error_compute(void* s, OpforgeKernelCtx* ctx, OpforgeStatus* 
   op.name = opforge_str("Late");
   if (host->registration->op(saved_registrar, &op, st) != OPFORGE_FAILED_PRECONDITION)
     return fail(st, OPFORGE_INTERNAL, "the registrar worked after init");
-  if (host->grad->call(NULL, opforge_str("X"), NULL, 0, NULL, 0, NULL, 0, NULL, st) != OPFORGE_UNIMPLEMENTED)
-    return fail(st, OPFORGE_INTERNAL, "grad->call was not UNIMPLEMENTED");
+  if (host->grad->call(NULL, opforge_str("X"), NULL, 0, NULL, 0, NULL, 0, NULL, st) != OPFORGE_INVALID_ARGUMENT)
+    return fail(st, OPFORGE_INTERNAL, "grad->call without a context was not INVALID_ARGUMENT");
   host->set_status(st, OPFORGE_OK, opforge_str(""));
   INIT_VIEW(v);
   if (host->kernel->attr(ctx, opforge_str("code"), &v, st)) return OPFORGE_INTERNAL;
@@ -284,6 +284,64 @@ static OpforgeCode probe_shape_compute(void* s, OpforgeKernelCtx* ctx, OpforgeSt
   return OPFORGE_OK;
 }
 
+/* ProbeScale(x: float) -> y: float, y = 3x; its gradient dx = dy * 3 is
+ * built from the registered ops Mul and a constant. */
+static OpforgeCode scale_compute(void* s, OpforgeKernelCtx* ctx, OpforgeStatus* st) {
+  OpforgeTensor in, out;
+  int64_t i;
+  OpforgeCode c;
+  (void)s;
+  INIT_VIEW(in);
+  INIT_VIEW(out);
+  c = host->kernel->input(ctx, 0, &in, st);
+  if (c) return c;
+  c = host->kernel->allocate_output(ctx, 0, in.dims, in.rank, &out, st);
+  if (c) return c;
+  for (i = 0; i < in.num_elements; ++i) ((float*)out.data)[i] = 3.0f * ((const float*)in.data)[i];
+  return OPFORGE_OK;
+}
+
+static OpforgeCode scale_grad(OpforgeGradCtx* g, void* user, OpforgeStatus* st) {
+  const OpforgeGradApi* gr = host->grad;
+  OpforgeSym dy, three, dx, pair[2];
+  OpforgeSymArg args[2];
+  OpforgeTensor c;
+  float v = 3.0f;
+  size_t n = 0;
+  OpforgeCode code;
+  (void)user;
+  if (gr->num_inputs(g) != 1 || gr->num_outputs(g) != 1) return fail(st, OPFORGE_INTERNAL, "arity");
+  if (gr->dtype(g, gr->input(g, 0)) != OPFORGE_DT_FLOAT) return fail(st, OPFORGE_INTERNAL, "dtype");
+  if (gr->dtype(g, 4242) != OPFORGE_DT_INVALID) return fail(st, OPFORGE_INTERNAL, "forged dtype");
+  if (!gr->output_grad(g, 0, &dy)) return OPFORGE_OK; /* no gradient flows */
+  INIT_VIEW(c);
+  c.dtype = OPFORGE_DT_FLOAT;
+  c.rank = 0;
+  c.data = &v;
+  c.byte_len = sizeof v;
+  c.num_elements = 1;
+  code = gr->constant(g, &c, &three, st);
+  if (code) return code;
+  pair[0] = dy;
+  pair[1] = three;
+  memset(args, 0, sizeof args);
+  args[0].struct_size = sizeof args[0];
+  args[0].syms = &pair[0];
+  args[0].num_syms = 1;
+  args[1].struct_size = sizeof args[1];
+  args[1].syms = &pair[1];
+  args[1].num_syms = 1;
+  code = gr->call(g, opforge_str("Mul"), args, 2, NULL, 0, &dx, 1, &n, st);
+  if (code) return code;
+  if (n != 1) return fail(st, OPFORGE_INTERNAL, "Mul has one output");
+  if (gr->set_input_grad(g, 0, 999999, st) != OPFORGE_INVALID_ARGUMENT)
+    return fail(st, OPFORGE_INTERNAL, "a forged gradient handle was accepted");
+  if (gr->call(g, opforge_str("NoSuchOp"), NULL, 0, NULL, 0, NULL, 0, NULL, st) != OPFORGE_NOT_FOUND)
+    return fail(st, OPFORGE_INTERNAL, "an unknown op was callable");
+  host->set_status(st, OPFORGE_OK, opforge_str(""));
+  return gr->set_input_grad(g, 0, dx, st);
+}
+
 static OpforgeCode reg_op(OpforgeRegistrar* r, const char* name, const char* in, const char* out,
                           const OpforgeStr* attrs, size_t num_attrs, OpforgeShapeFn shape_fn,
                           OpforgeStatus* st) {
@@ -361,8 +419,11 @@ OPFORGE_EXPORT OpforgeCode opforge_plugin_init_v1(const OpforgeHostApi* h, Opfor
   bad.compute = pass_compute;
   if (host->registration->kernel(r, &bad, st) != OPFORGE_UNIMPLEMENTED)
     return fail(st, OPFORGE_INTERNAL, "a GPU kernel was accepted");
-  if (host->registration->gradient_fn(r, opforge_str("ProbePass"), NULL, NULL, st) != OPFORGE_UNIMPLEMENTED)
-    return fail(st, OPFORGE_INTERNAL, "gradient_fn was not UNIMPLEMENTED");
+  if (host->registration->gradient_fn(r, opforge_str("ProbePass"), NULL, NULL, st) != OPFORGE_INVALID_ARGUMENT)
+    return fail(st, OPFORGE_INTERNAL, "a NULL gradient_fn was accepted");
+  TRY(reg_op(r, "ProbeScale", "x: float", "y: float", NULL, 0, NULL, st));
+  TRY(reg_kernel(r, "ProbeScale", NULL, scale_compute, NULL, 0, st));
+  TRY(host->registration->gradient_fn(r, opforge_str("ProbeScale"), scale_grad, NULL, st));
   TRY(host->registration->not_differentiable(r, opforge_str("ProbeShape"), st));
   host->set_status(st, OPFORGE_OK, opforge_str(""));
   return OPFORGE_OK;
