@@ -635,6 +635,48 @@ fn sixteen_threads_call_the_plugin_kernel_concurrently() {
     });
 }
 
+#[test]
+fn sixteen_threads_run_one_session_on_the_plugin_op() {
+    let _s = serial();
+    let (r, _loader, _h) = setup("zo_rs_threads_session");
+    let mut g = Graph::with_registry(r.clone());
+    let x = feed(&mut g, "x", DataType::Double, &[-1]);
+    let z = Output::new(
+        g.add(
+            NodeSpec::new("ZeroOut", "z")
+                .input(x)
+                .attr("preserve_index", 3i64),
+        )
+        .unwrap(),
+        0,
+    );
+    let s = Session::new(g).unwrap();
+    std::thread::scope(|t| {
+        for th in 0..16 {
+            let s = &s;
+            t.spawn(move || {
+                for i in 0..200 {
+                    let v: Vec<f64> = (0..4 + i % 5)
+                        .map(|k| (th * 1000 + i * 10 + k) as f64)
+                        .collect();
+                    let n = v.len() as i64;
+                    let out = s
+                        .run(
+                            vec![(x, Tensor::from_vec(&[n], v.clone()).unwrap())],
+                            &[z],
+                            &[],
+                        )
+                        .unwrap();
+                    let y = out[0].flat::<f64>().unwrap();
+                    for (k, &got) in y.iter().enumerate() {
+                        assert_eq!(got, if k == 3 { v[3] } else { 0. }, "thread {th} run {i}");
+                    }
+                }
+            });
+        }
+    });
+}
+
 /// The resident set size, from /proc/self/statm (pages of 4 KiB).
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
