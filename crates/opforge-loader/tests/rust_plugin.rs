@@ -856,7 +856,10 @@ fn unload_while_threads_call_the_kernel() {
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    println!("unmapped {:?} after the context was dropped", start.elapsed());
+    println!(
+        "unmapped {:?} after the context was dropped",
+        start.elapsed()
+    );
     loader.load(&lib).unwrap();
 }
 
