@@ -40,6 +40,7 @@ pub mod compat;
 pub mod exec;
 pub mod graph;
 pub mod lib_cmd;
+pub mod new_cmd;
 pub mod opdef;
 pub mod ops;
 pub mod shape;
@@ -106,6 +107,17 @@ pub enum Command {
         #[command(subcommand)]
         command: GraphCommand,
     },
+    /// Create an op-library crate in ./NAME: an example op with a kernel,
+    /// a shape function, a gradient and tests (`cd NAME && cargo build
+    /// --release` makes the library, `cargo test` passes).
+    New {
+        /// The crate's name (letters, digits, '_' and '-').
+        name: String,
+        /// The opforge-plugin SDK to depend on (default: the source tree
+        /// this opforge was built from, else the SDK's published version).
+        #[arg(long, value_name = "DIR")]
+        sdk_path: Option<PathBuf>,
+    },
     /// Op libraries (shared libraries built against include/opforge/opforge.h).
     Lib {
         /// What to do.
@@ -127,6 +139,10 @@ pub enum LibCommand {
         #[arg(long, value_enum, default_value_t = InspectFormat::Json)]
         format: InspectFormat,
     },
+    /// Print the compiler flags of a C or C++ op library (the include
+    /// directory of opforge/opforge.h), as TensorFlow's
+    /// `tf.sysconfig.get_compile_flags()`.
+    Cflags,
 }
 
 /// The formats of `opforge lib inspect`.
@@ -334,7 +350,7 @@ pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(
             )
             .into());
         }
-        Command::Lib { .. } => None,
+        Command::Lib { .. } | Command::New { .. } => None,
         _ => Some(lib_cmd::load_all(registry, &cli.libraries)?),
     };
     match &cli.command {
@@ -385,6 +401,10 @@ pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(
         Command::Lib {
             command: LibCommand::Inspect { file, format },
         } => lib_cmd::inspect(file, *format, out),
+        Command::Lib {
+            command: LibCommand::Cflags,
+        } => new_cmd::cflags(out),
+        Command::New { name, sdk_path } => new_cmd::new_crate(name, sdk_path.as_deref(), out),
         Command::Exec { jsonl } => {
             // Kernels come from the global registries (those of the linked op libraries).
             Registry::global().verify()?;
