@@ -661,6 +661,27 @@ impl std::fmt::Debug for Loader {
 }
 
 /// FNV-1a 64 of the content and its length: which loaded library a copy is.
+/// Every file mapped by any [`Loader`] of this process, while its library is
+/// alive. The dynamic linker maps a file once per process (the same path or
+/// inode gives the same handle), so a second `Loader` loading it would run
+/// its init again over the first one's globals: that is refused instead.
+static MAPPED: Mutex<Vec<(PathBuf, Weak<LibInner>)>> = Mutex::new(Vec::new());
+
+/// `Err` if another `Loader` of this process holds `canonical` mapped.
+fn check_not_mapped_elsewhere(canonical: &Path) -> Result<()> {
+    let mut mapped = MAPPED.lock().unwrap_or_else(PoisonError::into_inner);
+    mapped.retain(|(_, w)| w.strong_count() > 0);
+    if mapped.iter().any(|(p, _)| p == canonical) {
+        return Err(Status::failed_precondition(format!(
+            "op library '{}' is already loaded by another Loader (another registry) of this \
+             process; a process maps a file once, so both would share the library's globals. \
+             Load it through that Loader, or load a copy of the file",
+            canonical.display()
+        )));
+    }
+    Ok(())
+}
+
 fn content_key(bytes: &[u8]) -> (u64, u64) {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for &b in bytes {
@@ -748,7 +769,12 @@ impl Loader {
                 )));
             }
         }
+        check_not_mapped_elsewhere(&canonical)?;
         let (handle, inner) = self.load_new(&canonical, &manifest)?;
+        MAPPED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((canonical.clone(), Arc::downgrade(&inner)));
         loaded.push(Loaded {
             handle: handle.clone(),
             inner: Arc::downgrade(&inner),

@@ -867,26 +867,40 @@ fn unload_while_threads_call_the_kernel() {
 /// gives both the one mapping, but each runs the library's init on it, and
 /// unloading in one runs its fini under the other.
 #[test]
-#[ignore = "loader bug: two Loaders loading the same file share one dlopen mapping, yet each runs \
-            the library's init on it (the SDK's one host table is replaced by the second) and \
-            Loader::unload in one runs fini on the mapping the other still uses (its report says \
-            'finalised and closed, but the platform keeps it mapped'); the other registry's next \
-            ZeroOut then fails with INTERNAL 'the kernel creation of op 'ZeroOut' (node 'ZeroOut') \
-            failed with no message'. The loader should know a mapping process-wide: share the \
-            loaded library (init once, fini when the last loader unloads it) or refuse the second \
-            load with a clear error"]
-fn two_loaders_loading_one_file_stay_independent() {
+fn a_second_loader_of_the_same_file_is_refused_and_a_copy_works() {
     let _s = serial();
     let lib = plugin("zo_rs_two_loaders");
     let (ra, rb) = (registry(), registry());
     let (la, lb) = (Loader::new(ra.clone()), Loader::new(rb.clone()));
     let ha = la.load(&lib).unwrap();
-    lb.load(&lib).unwrap();
+    // The dynamic linker would hand the second Loader the same mapping, and
+    // its init would run over the first one's globals: refused, clearly.
+    let e = lb.load(&lib).unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e}");
+    assert!(
+        e.message().contains("is already loaded by another Loader")
+            && e.message().contains("load a copy of the file"),
+        "{e}"
+    );
+    // A copy is another mapping: both registries then work independently.
+    let copy = lib.with_file_name("zo_rs_two_loaders_copy.so");
+    std::fs::copy(&lib, &copy).unwrap();
+    lb.load(&copy).unwrap();
     let x = || Tensor::from_vec(&[2], vec![1i32, 2]).unwrap();
-    let y = zero_out(&eager(&ra), x(), 1).unwrap();
-    assert_eq!(y.flat::<i32>().unwrap(), &[0, 2]);
-    let y = zero_out(&eager(&rb), x(), 1).unwrap();
-    assert_eq!(y.flat::<i32>().unwrap(), &[0, 2]);
+    assert_eq!(
+        zero_out(&eager(&ra), x(), 1)
+            .unwrap()
+            .flat::<i32>()
+            .unwrap(),
+        &[0, 2]
+    );
+    assert_eq!(
+        zero_out(&eager(&rb), x(), 1)
+            .unwrap()
+            .flat::<i32>()
+            .unwrap(),
+        &[0, 2]
+    );
     la.unload(&ha).unwrap();
     // The other registry's copy is untouched: new kernels still work.
     let y = zero_out(&eager(&rb), x(), 0).unwrap();
