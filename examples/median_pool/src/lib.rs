@@ -455,22 +455,26 @@ fn pool_row_3x3<W: Float>(
             continue;
         }
         let s = span.start * c;
-        let lo = &cols.lo[s..s + 3 * c];
-        let mid = &cols.mid[s..s + 3 * c];
-        let hi = &cols.hi[s..s + 3 * c];
-        let fl = &cols.nan[s..s + 3 * c];
+        let [l0, l1, l2] = three(&cols.lo, s, c);
+        let [m0, m1, m2] = three(&cols.mid, s, c);
+        let [h0, h1, h2] = three(&cols.hi, s, c);
+        let f = &cols.nan[s..s + 3 * c];
+        let (f0, f1, f2) = (&f[..c], &f[c..2 * c], &f[2 * c..]);
         for ch in 0..c {
-            let l = W::hi(W::hi(lo[ch], lo[c + ch]), lo[2 * c + ch]);
-            let h = W::lo(W::lo(hi[ch], hi[c + ch]), hi[2 * c + ch]);
-            let m = med3(mid[ch], mid[c + ch], mid[2 * c + ch]);
+            let l = W::hi(W::hi(l0[ch], l1[ch]), l2[ch]);
+            let h = W::lo(W::lo(h0[ch], h1[ch]), h2[ch]);
+            let m = med3(m0[ch], m1[ch], m2[ch]);
             let v = med3(l, m, h);
-            o[ch] = if fl[ch] | fl[c + ch] | fl[2 * c + ch] {
-                W::NAN
-            } else {
-                v
-            };
+            o[ch] = if f0[ch] | f1[ch] | f2[ch] { W::NAN } else { v };
         }
     }
+}
+
+/// The three columns of `c` channels from element `s` of a row.
+#[inline(always)]
+fn three<W>(v: &[W], s: usize, c: usize) -> [&[W]; 3] {
+    let v = &v[s..s + 3 * c];
+    [&v[..c], &v[c..2 * c], &v[2 * c..]]
 }
 
 /// The median of three (NaN-free) values.
