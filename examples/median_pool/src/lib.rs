@@ -342,7 +342,30 @@ use opforge_plugin::DimHandle;
 
 /// One shard's output rows (`first` is the index of the first, `n * out_h
 /// + oh`).
+///
+/// On x86-64 CPUs with AVX2 the same code runs compiled for AVX2 (8 f32
+/// lanes per min/max instead of SSE2's 4), chosen at run time: the library
+/// itself is built for the baseline x86-64.
 fn pool_rows<W: Float>(x: &[W], g: &Geometry, first: usize, rows: &mut [&mut [W]]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        unsafe { pool_rows_avx2(x, g, first, rows) };
+        return;
+    }
+    pool_rows_any(x, g, first, rows)
+}
+
+/// [`pool_rows_any`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn pool_rows_avx2<W: Float>(x: &[W], g: &Geometry, first: usize, rows: &mut [&mut [W]]) {
+    pool_rows_any(x, g, first, rows)
+}
+
+/// [`pool_rows`] for any CPU (inlined into the AVX2 version).
+#[inline(always)]
+fn pool_rows_any<W: Float>(x: &[W], g: &Geometry, first: usize, rows: &mut [&mut [W]]) {
     let mut buf = Vec::with_capacity(g.kh * g.kw * g.c);
     let mut nan = vec![false; g.c];
     let mut columns = Columns::default();
@@ -372,7 +395,7 @@ fn pool_rows<W: Float>(x: &[W], g: &Geometry, first: usize, rows: &mut [&mut [W]
 /// The medians of one window position for every channel: its elements
 /// gathered element-major, then the selection network over the channels.
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 fn pool_window<W: Float>(
     x: &[W],
     g: &Geometry,
@@ -416,6 +439,7 @@ struct Columns<W> {
 /// sorted triples). Windows cut by the left or right edge (6 elements) take
 /// the general path.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn pool_row_3x3<W: Float>(
     x: &[W],
     g: &Geometry,
@@ -429,23 +453,35 @@ fn pool_row_3x3<W: Float>(
     let (w, c) = (g.w, g.c);
     let len = w * c;
     for v in [&mut cols.lo, &mut cols.mid, &mut cols.hi] {
-        v.clear();
+        // Every element is written below.
         v.resize(len, W::ZERO);
     }
-    cols.nan.clear();
-    cols.nan.resize(len, false);
     let r0 = &x[((n * g.h + top) * w) * c..][..len];
     let r1 = &x[((n * g.h + top + 1) * w) * c..][..len];
     let r2 = &x[((n * g.h + top + 2) * w) * c..][..len];
+    // NaN flags only when the three rows hold a NaN (a rare case): the
+    // common case runs the min/max network alone.
+    let any_nan = [r0, r1, r2]
+        .iter()
+        .any(|r| r.iter().fold(false, |a, v| a | v.is_nan()));
+    let (lo, mid, hi) = (
+        &mut cols.lo[..len],
+        &mut cols.mid[..len],
+        &mut cols.hi[..len],
+    );
     for i in 0..len {
         let (a, b, d) = (r0[i], r1[i], r2[i]);
         let (a, b) = (W::lo(a, b), W::hi(a, b));
         let (b, d) = (W::lo(b, d), W::hi(b, d));
         let (a, b) = (W::lo(a, b), W::hi(a, b));
-        cols.lo[i] = a;
-        cols.mid[i] = b;
-        cols.hi[i] = d;
-        cols.nan[i] = r0[i].is_nan() | r1[i].is_nan() | r2[i].is_nan();
+        lo[i] = a;
+        mid[i] = b;
+        hi[i] = d;
+    }
+    cols.nan.clear();
+    if any_nan {
+        cols.nan
+            .extend((0..len).map(|i| r0[i].is_nan() | r1[i].is_nan() | r2[i].is_nan()));
     }
     for ow in 0..g.out_w {
         let span = g.cols(ow);
@@ -458,14 +494,19 @@ fn pool_row_3x3<W: Float>(
         let [l0, l1, l2] = three(&cols.lo, s, c);
         let [m0, m1, m2] = three(&cols.mid, s, c);
         let [h0, h1, h2] = three(&cols.hi, s, c);
-        let f = &cols.nan[s..s + 3 * c];
-        let (f0, f1, f2) = (&f[..c], &f[c..2 * c], &f[2 * c..]);
         for ch in 0..c {
             let l = W::hi(W::hi(l0[ch], l1[ch]), l2[ch]);
             let h = W::lo(W::lo(h0[ch], h1[ch]), h2[ch]);
             let m = med3(m0[ch], m1[ch], m2[ch]);
-            let v = med3(l, m, h);
-            o[ch] = if f0[ch] | f1[ch] | f2[ch] { W::NAN } else { v };
+            o[ch] = med3(l, m, h);
+        }
+        if any_nan {
+            let [f0, f1, f2] = three(&cols.nan, s, c);
+            for ch in 0..c {
+                if f0[ch] | f1[ch] | f2[ch] {
+                    o[ch] = W::NAN;
+                }
+            }
         }
     }
 }

@@ -147,6 +147,7 @@ pub fn network(n: usize) -> &'static [(usize, usize)] {
 /// element-major in `buf` (`buf[e * lanes + l]` is element `e` of window
 /// `l`; `buf` is scrambled), into `out[..lanes]`; `nan[l]` says whether
 /// window `l` holds a NaN (its median is then NaN). `k == 0` gives NaN.
+#[inline(always)]
 pub fn median_lanes<W: Float>(buf: &mut [W], k: usize, lanes: usize, nan: &[bool], out: &mut [W]) {
     let (buf, out, nan) = (&mut buf[..k * lanes], &mut out[..lanes], &nan[..lanes]);
     if k == 0 {
