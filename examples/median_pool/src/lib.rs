@@ -461,9 +461,7 @@ fn pool_row_3x3<W: Float>(
     let r2 = &x[((n * g.h + top + 2) * w) * c..][..len];
     // NaN flags only when the three rows hold a NaN (a rare case): the
     // common case runs the min/max network alone.
-    let any_nan = [r0, r1, r2]
-        .iter()
-        .any(|r| r.iter().fold(false, |a, v| a | v.is_nan()));
+    let any_nan = has_nan(r0) || has_nan(r1) || has_nan(r2);
     let (lo, mid, hi) = (
         &mut cols.lo[..len],
         &mut cols.mid[..len],
@@ -483,39 +481,67 @@ fn pool_row_3x3<W: Float>(
         cols.nan
             .extend((0..len).map(|i| r0[i].is_nan() | r1[i].is_nan() | r2[i].is_nan()));
     }
-    for ow in 0..g.out_w {
-        let span = g.cols(ow);
-        let o = &mut out[ow * c..(ow + 1) * c];
-        if span.len() != 3 {
-            pool_window(x, g, n, top..top + 3, span, o, buf, nan);
-            continue;
-        }
-        let s = span.start * c;
-        let [l0, l1, l2] = three(&cols.lo, s, c);
-        let [m0, m1, m2] = three(&cols.mid, s, c);
-        let [h0, h1, h2] = three(&cols.hi, s, c);
-        for ch in 0..c {
-            let l = W::hi(W::hi(l0[ch], l1[ch]), l2[ch]);
-            let h = W::lo(W::lo(h0[ch], h1[ch]), h2[ch]);
-            let m = med3(m0[ch], m1[ch], m2[ch]);
-            o[ch] = med3(l, m, h);
+    // The full windows: output columns `full`, whose windows start at input
+    // column `ow - pad_left` (stride 1), form one flat run of elements:
+    // output element `e` reads column elements `e - pad_left * c` and the
+    // next two columns'. One long loop, no per-window bookkeeping.
+    let full = g.pad_left.min(g.out_w)..(w + g.pad_left).saturating_sub(2).min(g.out_w);
+    if full.start < full.end {
+        let base = (full.start - g.pad_left) * c;
+        let count = (full.end - full.start) * c;
+        let o = &mut out[full.start * c..full.end * c];
+        let [l0, l1, l2] = runs(&cols.lo, base, c, count);
+        let [m0, m1, m2] = runs(&cols.mid, base, c, count);
+        let [h0, h1, h2] = runs(&cols.hi, base, c, count);
+        for e in 0..count {
+            let l = W::hi(W::hi(l0[e], l1[e]), l2[e]);
+            let h = W::lo(W::lo(h0[e], h1[e]), h2[e]);
+            let m = med3(m0[e], m1[e], m2[e]);
+            o[e] = med3(l, m, h);
         }
         if any_nan {
-            let [f0, f1, f2] = three(&cols.nan, s, c);
-            for ch in 0..c {
-                if f0[ch] | f1[ch] | f2[ch] {
-                    o[ch] = W::NAN;
+            let f = &cols.nan[base..base + count + 2 * c];
+            for (e, v) in o.iter_mut().enumerate() {
+                if f[e] | f[e + c] | f[e + 2 * c] {
+                    *v = W::NAN;
                 }
             }
         }
     }
+    // The windows cut by the left or right edge.
+    for ow in (0..g.out_w).filter(|ow| !full.contains(ow)) {
+        let o = &mut out[ow * c..(ow + 1) * c];
+        pool_window(x, g, n, top..top + 3, g.cols(ow), o, buf, nan);
+    }
 }
 
-/// The three columns of `c` channels from element `s` of a row.
+/// Whether `v` holds a NaN: a select per element into lanes of float
+/// accumulators (vectorizes; a `bool` fold does not).
 #[inline(always)]
-fn three<W>(v: &[W], s: usize, c: usize) -> [&[W]; 3] {
-    let v = &v[s..s + 3 * c];
-    [&v[..c], &v[c..2 * c], &v[2 * c..]]
+fn has_nan<W: Float>(v: &[W]) -> bool {
+    const LANES: usize = 16;
+    let mut acc = [W::ZERO; LANES];
+    let chunks = v.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for j in 0..LANES {
+            #[allow(clippy::eq_op)]
+            let keep = chunk[j] == chunk[j];
+            acc[j] = if keep { acc[j] } else { chunk[j] };
+        }
+    }
+    acc.iter().chain(rest).any(|v| v.is_nan())
+}
+
+/// The three runs of `count` elements from `base`, `base + c` and
+/// `base + 2c` (the three columns of consecutive windows).
+#[inline(always)]
+fn runs<W>(v: &[W], base: usize, c: usize, count: usize) -> [&[W]; 3] {
+    [
+        &v[base..base + count],
+        &v[base + c..base + c + count],
+        &v[base + 2 * c..base + 2 * c + count],
+    ]
 }
 
 /// The median of three (NaN-free) values.
