@@ -27,6 +27,8 @@ pub mod select;
 use opforge_plugin::prelude::*;
 use opforge_plugin::{BFloat16, Half, KernelDef, ThreadPool};
 use select::Float;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// `MedianPool`'s declaration.
 pub const MEDIAN_POOL: OpDefBuilder = OpDefBuilder::new("MedianPool")
@@ -551,17 +553,47 @@ fn med3<W: Float>(a: W, b: W, c: W) -> W {
     W::hi(lo, W::lo(hi, c))
 }
 
-/// `MedianPool` of `x` into `out` on the host's threads, one unit per
-/// output row.
-fn pool_into<W: Float>(pool: &ThreadPool<'_>, x: &[W], g: &Geometry, out: &mut [W]) -> Result<()> {
+/// A block of output rows and the index of its first row.
+type Block<'a, 'b, W> = (usize, &'a mut [&'b mut [W]]);
+
+/// `MedianPool` of `x` into `out` on the host's `threads` threads.
+///
+/// The rows are cut into blocks (about 16 per thread) that the shards claim
+/// from a counter: the host splits `parallel_for` into one fixed shard per
+/// thread, and on a loaded machine a thread that is descheduled would hold
+/// its whole half up; with claimed blocks the running threads take its
+/// share.
+fn pool_into<W: Float>(
+    pool: &ThreadPool<'_>,
+    threads: usize,
+    x: &[W],
+    g: &Geometry,
+    out: &mut [W],
+) -> Result<()> {
     let row_len = g.out_w * g.c;
     if out.is_empty() || row_len == 0 {
         return Ok(());
     }
+    let threads = threads.max(1);
+    let n_rows = out.len() / row_len;
+    let row_cost = (row_len * (g.kh * g.kw * 4 + 8)) as u64;
+    let per_block = (n_rows / (threads * 16)).max(1);
     let mut rows: Vec<&mut [W]> = out.chunks_mut(row_len).collect();
-    let cost = (row_len * (g.kh * g.kw * 4 + 8)) as u64;
-    pool.parallel_chunks_mut(&mut rows, cost, |first, chunk| {
-        pool_rows(x, g, first, chunk)
+    let blocks: Vec<Mutex<Block<'_, '_, W>>> = rows
+        .chunks_mut(per_block)
+        .enumerate()
+        .map(|(b, chunk)| Mutex::new((b * per_block, chunk)))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let per_shard = row_cost.saturating_mul(n_rows as u64) / threads as u64;
+    pool.parallel_for(threads, per_shard, |start, end| {
+        for _ in start..end {
+            while let Some(block) = blocks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                let mut block = block.lock().unwrap_or_else(PoisonError::into_inner);
+                let (first, chunk) = &mut *block;
+                pool_rows(x, g, *first, chunk);
+            }
+        }
     })
 }
 
@@ -678,14 +710,29 @@ impl Kernel for MedianPoolKernel {
         };
         let g = self.attrs.geometry(&dims)?;
         let pool = ctx.thread_pool();
+        let threads = ctx.num_threads();
         ctx.allocate_output(0, &g.out_dims())?;
         let (ins, mut out) = ctx.inputs_and_output(0)?;
         match dtype {
-            DataType::Float => pool_into(&pool, ins[0].flat::<f32>()?, &g, out.flat_mut::<f32>()?),
-            DataType::Double => pool_into(&pool, ins[0].flat::<f64>()?, &g, out.flat_mut::<f64>()?),
-            DataType::Half => pool_narrow::<Half>(&pool, ins[0].flat()?, &g, out.flat_mut()?),
+            DataType::Float => pool_into(
+                &pool,
+                threads,
+                ins[0].flat::<f32>()?,
+                &g,
+                out.flat_mut::<f32>()?,
+            ),
+            DataType::Double => pool_into(
+                &pool,
+                threads,
+                ins[0].flat::<f64>()?,
+                &g,
+                out.flat_mut::<f64>()?,
+            ),
+            DataType::Half => {
+                pool_narrow::<Half>(&pool, threads, ins[0].flat()?, &g, out.flat_mut()?)
+            }
             DataType::BFloat16 => {
-                pool_narrow::<BFloat16>(&pool, ins[0].flat()?, &g, out.flat_mut()?)
+                pool_narrow::<BFloat16>(&pool, threads, ins[0].flat()?, &g, out.flat_mut()?)
             }
             other => Err(Status::unimplemented(format!(
                 "MedianPool does not support {other}"
@@ -696,13 +743,14 @@ impl Kernel for MedianPoolKernel {
 
 fn pool_narrow<N: Narrow>(
     pool: &ThreadPool<'_>,
+    threads: usize,
     x: &[N],
     g: &Geometry,
     out: &mut [N],
 ) -> Result<()> {
     let x = widen(x);
     let mut o = vec![0f32; out.len()];
-    pool_into(pool, &x, g, &mut o)?;
+    pool_into(pool, threads, &x, g, &mut o)?;
     narrow_into(&o, out);
     Ok(())
 }
