@@ -188,6 +188,32 @@ fn main() {
         one.len()
     );
 
+    // The gradient kernel (not tuned: a sort of each window, per channel).
+    let dy = Tensor::from_vec(&dims, vec![1f32; len]).unwrap();
+    let grad = || {
+        ctx.op("MedianPoolGrad")
+            .input(input.clone())
+            .input(dy.clone())
+            .attr("ksize", vec![1i64, 3, 3, 1])
+            .attr("strides", vec![1i64, 1, 1, 1])
+            .attr("padding", "SAME")
+            .run1()
+            .unwrap()
+    };
+    grad();
+    let mut g: Vec<f64> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(grad());
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    println!(
+        "median_pool_grad, the same shape, {threads} threads: {:.1} ms (median of {})",
+        median(&mut g),
+        g.len()
+    );
+
     let Some(python) = python_with_numpy() else {
         println!(
             "numpy baseline unavailable: no Python with numpy (make the repo's venv: \
