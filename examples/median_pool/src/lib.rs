@@ -598,8 +598,88 @@ fn pool_into<W: Float>(
 }
 
 /// One batch element's gradient (`dx` is image `n` of the input's shape,
-/// zeroed).
+/// zeroed). For each window position, its elements are gathered for all
+/// channels (element-major, as the forward kernel does) and each element's
+/// rank in the window is counted over the channels as SIMD lanes: the
+/// elements before it that are `<=` and the ones after it that are `<`
+/// (ties ordered by flat index, which is window order). The element of rank
+/// `k / 2` gets the gradient (odd count), the ones of ranks `k / 2 - 1` and
+/// `k / 2` half each (even count); a channel whose window holds a NaN sends
+/// it to its first NaN.
 fn grad_image<W: Float>(x: &[W], dy: &[W], g: &Geometry, n: usize, dx: &mut [W]) {
+    let c = g.c;
+    let mut buf: Vec<W> = Vec::with_capacity(g.kh * g.kw * c);
+    let mut rank: Vec<u32> = Vec::with_capacity(g.kh * g.kw * c);
+    let mut at: Vec<usize> = Vec::with_capacity(g.kh * g.kw);
+    let mut nan = vec![false; c];
+    let image = g.h * g.w * c;
+    let x = &x[n * image..(n + 1) * image];
+    for oh in 0..g.out_h {
+        let rows = g.rows(oh);
+        for ow in 0..g.out_w {
+            let cols = g.cols(ow);
+            buf.clear();
+            at.clear();
+            nan.fill(false);
+            for ih in rows.clone() {
+                for iw in cols.clone() {
+                    let base = (ih * g.w + iw) * c;
+                    let src = &x[base..base + c];
+                    buf.extend_from_slice(src);
+                    at.push(base);
+                    for (f, v) in nan.iter_mut().zip(src) {
+                        *f |= v.is_nan();
+                    }
+                }
+            }
+            let k = at.len();
+            if k == 0 {
+                continue;
+            }
+            rank.clear();
+            rank.resize(k * c, 0);
+            for i in 0..k {
+                let vi = &buf[i * c..(i + 1) * c];
+                let ri = &mut rank[i * c..(i + 1) * c];
+                for j in 0..k {
+                    let vj = &buf[j * c..(j + 1) * c];
+                    if j < i {
+                        for ch in 0..c {
+                            ri[ch] += u32::from(vj[ch] <= vi[ch]);
+                        }
+                    } else if j > i {
+                        for ch in 0..c {
+                            ri[ch] += u32::from(vj[ch] < vi[ch]);
+                        }
+                    }
+                }
+            }
+            let d = &dy[((n * g.out_h + oh) * g.out_w + ow) * c..][..c];
+            let m = (k / 2) as u32;
+            for ch in 0..c {
+                if nan[ch] {
+                    if let Some(e) = (0..k).find(|&e| buf[e * c + ch].is_nan()) {
+                        dx[at[e] + ch] = W::add(dx[at[e] + ch], d[ch]);
+                    }
+                    continue;
+                }
+                let share = if k % 2 == 1 { d[ch] } else { W::halve(d[ch]) };
+                for e in 0..k {
+                    let r = rank[e * c + ch];
+                    if r == m || (k % 2 == 0 && r + 1 == m) {
+                        dx[at[e] + ch] = W::add(dx[at[e] + ch], share);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// [`grad_image`] one channel at a time through
+/// [`select::median_positions`] (a stable sort of each window): the
+/// reference the unit tests compare it with.
+#[cfg(test)]
+fn grad_image_sorted<W: Float>(x: &[W], dy: &[W], g: &Geometry, n: usize, dx: &mut [W]) {
     let mut window: Vec<W> = Vec::with_capacity(g.kh * g.kw);
     let mut index: Vec<usize> = Vec::with_capacity(g.kh * g.kw);
     let mut scratch = Vec::new();
@@ -950,6 +1030,44 @@ mod tests {
                         (a.is_nan() && b.is_nan()) || a == b,
                         "{dims:?} {k:?} {s:?} same {same}: output {i}: {a} != {b}"
                     );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gradients_by_rank_counting_match_the_stable_sort() {
+        let mut seed = 0x9999u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as f64
+        };
+        for &(dims, k, s) in &[
+            ([2usize, 7, 6, 3], [3i64, 3], [1i64, 1]),
+            ([1, 5, 5, 17], [3, 3], [2, 2]),
+            ([1, 6, 4, 2], [2, 3], [1, 2]),
+            ([1, 4, 9, 2], [4, 2], [3, 1]),
+        ] {
+            for same in [false, true] {
+                let idims = dims.map(|d| d as i64);
+                let g = Geometry::new(&idims, k, s, same).unwrap();
+                let len: usize = dims.iter().product();
+                // Few distinct values: many ties.
+                let mut x: Vec<f64> = (0..len).map(|_| next() % 4.0).collect();
+                x[len / 2] = f64::NAN;
+                x[len / 5] = f64::NAN;
+                let dy: Vec<f64> = (0..g.n * g.out_h * g.out_w * g.c)
+                    .map(|_| next() % 5.0 + 1.0)
+                    .collect();
+                for n in 0..g.n {
+                    let image = g.h * g.w * g.c;
+                    let mut fast = vec![0.0; image];
+                    let mut want = vec![0.0; image];
+                    grad_image(&x, &dy, &g, n, &mut fast);
+                    grad_image_sorted(&x, &dy, &g, n, &mut want);
+                    assert_eq!(fast, want, "{dims:?} {k:?} {s:?} same {same} image {n}");
                 }
             }
         }
