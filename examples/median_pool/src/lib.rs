@@ -597,6 +597,9 @@ fn pool_into<W: Float>(
     })
 }
 
+/// The largest window whose gradient counts ranks ([`grad_image`]).
+const RANK_COUNT_MAX: usize = 49;
+
 /// One batch element's gradient (`dx` is image `n` of the input's shape,
 /// zeroed). For each window position, its elements are gathered for all
 /// channels (element-major, as the forward kernel does) and each element's
@@ -676,9 +679,10 @@ fn grad_image<W: Float>(x: &[W], dy: &[W], g: &Geometry, n: usize, dx: &mut [W])
 }
 
 /// [`grad_image`] one channel at a time through
-/// [`select::median_positions`] (a stable sort of each window): the
-/// reference the unit tests compare it with.
-#[cfg(test)]
+/// [`select::median_positions`] (a stable sort of each window): used for
+/// windows of more than [`RANK_COUNT_MAX`] elements (rank counting is
+/// quadratic in the window), and the reference the unit tests compare
+/// [`grad_image`] with.
 fn grad_image_sorted<W: Float>(x: &[W], dy: &[W], g: &Geometry, n: usize, dx: &mut [W]) {
     let mut window: Vec<W> = Vec::with_capacity(g.kh * g.kw);
     let mut index: Vec<usize> = Vec::with_capacity(g.kh * g.kw);
@@ -732,7 +736,11 @@ fn grad_into<W: Float>(
     let cost = (g.out_h * g.out_w * g.c * (g.kh * g.kw * 40 + 20)) as u64;
     pool.parallel_chunks_mut(&mut images, cost, |first, chunk| {
         for (i, d) in chunk.iter_mut().enumerate() {
-            grad_image(x, dy, g, first + i, d);
+            if g.kh * g.kw <= RANK_COUNT_MAX {
+                grad_image(x, dy, g, first + i, d);
+            } else {
+                grad_image_sorted(x, dy, g, first + i, d);
+            }
         }
     })
 }
