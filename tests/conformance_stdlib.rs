@@ -66,6 +66,8 @@ const STANDARD_OPS: &[&str] = &[
     "Reverse",
     "ReverseV2",
     "InvertPermutation",
+    "GuaranteeConst",
+    "CheckNumerics",
     // math
     "Add",
     "AddV2",

@@ -26,12 +26,25 @@ fn shape(dims: &[i64]) -> TensorShapeProto {
 #[test]
 fn ops_without_kernels_say_so_when_run() {
     opforge_core::Registry::global().verify().unwrap();
-    for (name, input) in [
-        ("Diag", t(&[2], vec![1f32, 2.])),
-        ("Unique", t(&[3], vec![1i32, 1, 2])),
-        ("GuaranteeConst", t(&[1], vec![5f64])),
+    for (name, inputs) in [
+        (
+            "MatrixSetDiag",
+            vec![t(&[2, 2], vec![1f32, 2., 3., 4.]), t(&[2], vec![0f32, 0.])],
+        ),
+        (
+            "MatrixBandPart",
+            vec![
+                t(&[2, 2], vec![1f32, 2., 3., 4.]),
+                t(&[], vec![0i64]),
+                t(&[], vec![0i64]),
+            ],
+        ),
     ] {
-        let e = ctx().op(name).input(input).run().unwrap_err();
+        let mut call = ctx().op(name);
+        for input in inputs {
+            call = call.input(input);
+        }
+        let e = call.run().unwrap_err();
         assert_eq!(e.code(), Code::NotFound, "{e}");
         assert!(
             e.message().starts_with(&format!(

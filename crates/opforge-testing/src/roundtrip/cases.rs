@@ -247,6 +247,12 @@ pub fn cases() -> Vec<Case> {
     }
     c.push(op("IdentityN").l(vec![f32s(&[2, 3]), i32s(&[1]), strs(&[2]), s(false)]));
     c.push(op("IdentityN").l(vec![f64s(&[4])]));
+    for x in [f32s(&[2, 3]), strs(&[3]), i64s(&[]), bools(&[0])] {
+        c.push(op("GuaranteeConst").i(x));
+    }
+    for x in [fin32(&[2, 3]), fin64(&[4]), fin16(&[0]), t(&[2], &[opforge_core::half::bf16::ONE, opforge_core::half::bf16::MAX])] {
+        c.push(op("CheckNumerics").i(x).a("message", "roundtrip"));
+    }
     c.push(op("PlaceholderWithDefault").i(f32s(&[2])).a("dtype", DataType::Float).a("shape", shape(&[2])));
     c.push(op("PlaceholderWithDefault").i(strs(&[])).a("dtype", DataType::String).a("shape", shape(&[])));
     c.push(op("PlaceholderWithDefault").i(i64s(&[2, 3])).a("dtype", DataType::Int64).a("shape", unknown_shape()));
