@@ -68,6 +68,11 @@ const STANDARD_OPS: &[&str] = &[
     "InvertPermutation",
     "GuaranteeConst",
     "CheckNumerics",
+    "Diag",
+    "DiagPart",
+    "MatrixDiag",
+    "MatrixDiagPart",
+    "MatrixSetDiag",
     // math
     "Add",
     "AddV2",

@@ -250,6 +250,21 @@ pub fn cases() -> Vec<Case> {
     for x in [f32s(&[2, 3]), strs(&[3]), i64s(&[]), bools(&[0])] {
         c.push(op("GuaranteeConst").i(x));
     }
+    // Diagonal ops.
+    for x in [f32s(&[3]), i32s(&[2, 2]), c64s(&[1, 2, 1]), f64s(&[0]), bf16s(&[2])] {
+        c.push(op("Diag").i(x));
+    }
+    for x in [f32s(&[3, 3]), i64s(&[2, 1, 2, 1]), f16s(&[0, 0])] {
+        c.push(op("DiagPart").i(x));
+    }
+    for x in [f32s(&[2, 3]), bools(&[2]), u8s(&[3, 0]), c64s(&[2])] {
+        c.push(op("MatrixDiag").i(x));
+    }
+    for x in [f32s(&[2, 2, 3]), i32s(&[3, 2]), bools(&[2, 2]), f64s(&[4, 0, 5])] {
+        c.push(op("MatrixDiagPart").i(x));
+    }
+    c.push(op("MatrixSetDiag").i(f32s(&[2, 3])).i(f32b(&[2])));
+    c.push(op("MatrixSetDiag").i(i64s(&[2, 3, 2])).i(i64nz(&[2, 2])));
     for x in [fin32(&[2, 3]), fin64(&[4]), fin16(&[0]), t(&[2], &[opforge_core::half::bf16::ONE, opforge_core::half::bf16::MAX])] {
         c.push(op("CheckNumerics").i(x).a("message", "roundtrip"));
     }
