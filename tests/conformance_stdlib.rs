@@ -73,6 +73,8 @@ const STANDARD_OPS: &[&str] = &[
     "MatrixDiag",
     "MatrixDiagPart",
     "MatrixSetDiag",
+    "Unique",
+    "UniqueWithCounts",
     // math
     "Add",
     "AddV2",

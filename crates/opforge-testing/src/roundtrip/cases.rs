@@ -250,6 +250,14 @@ pub fn cases() -> Vec<Case> {
     for x in [f32s(&[2, 3]), strs(&[3]), i64s(&[]), bools(&[0])] {
         c.push(op("GuaranteeConst").i(x));
     }
+    // Unique elements.
+    for o in ["Unique", "UniqueWithCounts"] {
+        c.push(op(o).i(t(&[7], &[3i32, 1, 3, 3, 0, 1, 7])));
+        c.push(op(o).i(t(&[5], &[2.5f32, -0.0, 0.0, 2.5, 1.0])).a("out_idx", DataType::Int64));
+        c.push(op(o).i(str_list(&[4], &["a", "b", "a", ""])));
+        c.push(op(o).i(bools(&[5])));
+        c.push(op(o).i(u8s(&[0])).a("out_idx", DataType::Int64));
+    }
     // Diagonal ops.
     for x in [f32s(&[3]), i32s(&[2, 2]), c64s(&[1, 2, 1]), f64s(&[0]), bf16s(&[2])] {
         c.push(op("Diag").i(x));
