@@ -75,6 +75,7 @@ const STANDARD_OPS: &[&str] = &[
     "MatrixSetDiag",
     "Unique",
     "UniqueWithCounts",
+    "QuantizeAndDequantize",
     // math
     "Add",
     "AddV2",

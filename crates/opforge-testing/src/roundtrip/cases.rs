@@ -250,6 +250,11 @@ pub fn cases() -> Vec<Case> {
     for x in [f32s(&[2, 3]), strs(&[3]), i64s(&[]), bools(&[0])] {
         c.push(op("GuaranteeConst").i(x));
     }
+    // QuantizeAndDequantize (V1), float and double.
+    c.push(op("QuantizeAndDequantize").i(fin32(&[2, 3])));
+    c.push(op("QuantizeAndDequantize").i(fin64(&[4])).a("signed_input", false).a("num_bits", 4i64));
+    c.push(op("QuantizeAndDequantize").i(fin32(&[0])).a("range_given", true).a("input_min", -1.0f32).a("input_max", 1.0f32));
+    c.push(op("QuantizeAndDequantize").i(fin64(&[3, 2])).a("range_given", true).a("input_min", -0.5f32).a("input_max", 2.0f32));
     // Unique elements.
     for o in ["Unique", "UniqueWithCounts"] {
         c.push(op(o).i(t(&[7], &[3i32, 1, 3, 3, 0, 1, 7])));
