@@ -1,5 +1,6 @@
-//! Shape-function tests of the array ops registered without kernels yet
-//! (`Diag`, `SpaceToBatchND`, `Gather`, `MirrorPad`, ...).
+//! Shape-function tests of array ops whose kernels are tested elsewhere or
+//! that have no kernel yet (`Diag`, `SpaceToBatchND`, `Gather`,
+//! `MirrorPad`, ...).
 
 use opforge_core::proto::TensorShapeProto;
 use opforge_core::{Code, DataType, Tensor};
