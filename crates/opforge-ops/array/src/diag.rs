@@ -1,12 +1,33 @@
 //! The diagonal ops of TensorFlow's `array_ops`: `Diag`, `DiagPart`,
-//! `MatrixDiag`, `MatrixSetDiag`, `MatrixDiagPart` and `MatrixBandPart`
-//! (OpDefs and shape functions; no CPU kernels yet: running one eagerly
-//! fails with TensorFlow's "No OpKernel was registered" error).
+//! `MatrixDiag`, `MatrixSetDiag`, `MatrixDiagPart` and `MatrixBandPart`.
+//!
+//! `Diag`, `DiagPart`, `MatrixDiag`, `MatrixDiagPart` and `MatrixSetDiag`
+//! have TensorFlow's CPU kernels, as bodies of the element mover
+//! (`opforge_ops_base::cpu::mover`: they only move elements, and write
+//! zeros, the carrier's default, off the diagonal), and the gradients of
+//! `array_grad.py`. `MatrixBandPart` has its OpDef and shape function only
+//! (no CPU kernel yet: running it eagerly fails with TensorFlow's "No
+//! OpKernel was registered" error).
 
+use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
+use opforge_core::device::ThreadPool;
+use opforge_core::kernel::{
+    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+};
 use opforge_core::shape_inference::common::unchanged_shape;
 use opforge_core::shape_inference::{DimensionHandle, InferenceContext};
-use opforge_core::{register_op, OpDefBuilder, Result, Status};
+use opforge_core::{
+    ensure, register_gradient, register_kernel, register_op, DataType, OpDefBuilder, Result,
+    Status, TensorShape,
+};
+use opforge_ops_base::cpu::mover::{
+    for_each_chunk, for_each_rows, move_to_output, Carrier, MoveElements,
+};
 use opforge_ops_base::shape::*;
+use opforge_ops_base::types::POD_TYPES;
+
+#[cfg(test)]
+mod tests;
 
 register_op!(OpDefBuilder::new("Diag")
     .input("diagonal: T")
@@ -156,3 +177,327 @@ register_op!(OpDefBuilder::new("MatrixBandPart")
         "Copy a tensor setting everything outside a central band in each innermost matrix to zero.\n\n\
          `num_lower` and `num_upper` are the number of sub- and superdiagonals to keep (negative: all).",
     ));
+
+// ---------------------------------------------------------------------------
+// CPU kernels
+// ---------------------------------------------------------------------------
+
+/// The dtypes of TensorFlow's `Diag` and `DiagPart` CPU kernels (the
+/// OpDefs' type list).
+const DIAG_TYPES: &[DataType] = &[
+    DataType::BFloat16,
+    DataType::Half,
+    DataType::Float,
+    DataType::Double,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::Complex64,
+    DataType::Complex128,
+];
+
+/// Rows of `n` elements, row `r` zero but for element `r % n`, which is
+/// `src[r]`: `Diag` (one `[n, n]` matrix) and `MatrixDiag` (a batch of
+/// them) alike.
+struct DiagRows {
+    n: usize,
+}
+
+impl MoveElements for DiagRows {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+        let (src, n) = (srcs[0], self.n);
+        for_each_rows(pool, dst, n, |first, rows| {
+            for (i, row) in rows.chunks_mut(n).enumerate() {
+                let r = first + i;
+                row.fill(T::default());
+                row[r % n].clone_from(&src[r]);
+            }
+        });
+    }
+}
+
+/// The main diagonals of a batch of `[m, n]` matrices, `k = min(m, n)`
+/// elements each: `DiagPart` (one `[n, n]` matrix) and `MatrixDiagPart`.
+struct DiagParts {
+    m: usize,
+    n: usize,
+    k: usize,
+}
+
+impl MoveElements for DiagParts {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+        let (src, (m, n, k)) = (srcs[0], (self.m, self.n, self.k));
+        for_each_rows(pool, dst, k, |first, rows| {
+            for (i, row) in rows.chunks_mut(k).enumerate() {
+                let base = (first + i) * m * n;
+                for (j, d) in row.iter_mut().enumerate() {
+                    d.clone_from(&src[base + j * n + j]);
+                }
+            }
+        });
+    }
+}
+
+/// A batch of `[m, n]` matrices (`srcs[0]`) with their main diagonals
+/// (`k = min(m, n)` elements each) replaced by `srcs[1]`: `MatrixSetDiag`.
+struct SetDiags {
+    m: usize,
+    n: usize,
+    k: usize,
+}
+
+impl MoveElements for SetDiags {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+        let (input, diag) = (srcs[0], srcs[1]);
+        let (mn, n, k) = (self.m * self.n, self.n, self.k);
+        for_each_chunk(pool, dst, mn, 8 * mn, |start, chunk| {
+            chunk.clone_from_slice(&input[start..start + chunk.len()]);
+            for (b, matrix) in chunk.chunks_mut(mn).enumerate() {
+                let d = &diag[(start / mn + b) * k..][..k];
+                for (j, v) in d.iter().enumerate() {
+                    matrix[j * n + j].clone_from(v);
+                }
+            }
+        });
+    }
+}
+
+/// `Diag`: `[D1, ..., Dk]` to `[D1, ..., Dk, D1, ..., Dk]`, zero but for
+/// `output[i1, ..., ik, i1, ..., ik] = diagonal[i1, ..., ik]`.
+struct DiagOp;
+
+impl CreateKernel for DiagOp {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(DiagOp)
+    }
+}
+
+impl OpKernel for DiagOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let diagonal = ctx.input(0).clone();
+        ensure!(
+            diagonal.rank() != 0,
+            InvalidArgument,
+            "Input must be at least rank 1, got 0"
+        );
+        let mut dims = diagonal.dims().to_vec();
+        dims.extend_from_slice(diagonal.dims());
+        let shape = TensorShape::new(&dims)?;
+        let n = diagonal.num_elements();
+        move_to_output(ctx, 0, &[&diagonal], shape, &DiagRows { n })
+    }
+}
+
+/// `DiagPart`: `[D1, ..., Dk, D1, ..., Dk]` to its diagonal `[D1, ..., Dk]`.
+struct DiagPartOp;
+
+impl CreateKernel for DiagPartOp {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(DiagPartOp)
+    }
+}
+
+impl OpKernel for DiagPartOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let input = ctx.input(0).clone();
+        let rank = input.rank();
+        ensure!(
+            rank % 2 == 0 && rank > 0,
+            InvalidArgument,
+            "The rank of the tensor should be even and positive, got shape {}",
+            input.shape()
+        );
+        let half = rank / 2;
+        let dims = input.dims();
+        for i in 0..half {
+            ensure!(
+                dims[i] == dims[i + half],
+                InvalidArgument,
+                "Invalid shape {}: dimensions {i} and {} do not match.",
+                input.shape(),
+                i + half
+            );
+        }
+        let shape = TensorShape::new(&dims[..half])?;
+        let n = shape.num_elements();
+        move_to_output(ctx, 0, &[&input], shape, &DiagParts { m: n, n, k: n })
+    }
+}
+
+/// `MatrixDiag`: `[..., N]` to `[..., N, N]`.
+struct MatrixDiagOp;
+
+impl CreateKernel for MatrixDiagOp {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(MatrixDiagOp)
+    }
+}
+
+impl OpKernel for MatrixDiagOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let diagonal = ctx.input(0).clone();
+        ensure!(
+            diagonal.rank() >= 1,
+            InvalidArgument,
+            "diagonal must be at least 1-dim, received shape: {}",
+            diagonal.shape()
+        );
+        let mut dims = diagonal.dims().to_vec();
+        let n = dims[dims.len() - 1];
+        dims.push(n);
+        let shape = TensorShape::new(&dims)?;
+        move_to_output(ctx, 0, &[&diagonal], shape, &DiagRows { n: n as usize })
+    }
+}
+
+/// `MatrixDiagPart`: `[..., M, N]` to `[..., min(M, N)]`.
+struct MatrixDiagPartOp;
+
+impl CreateKernel for MatrixDiagPartOp {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(MatrixDiagPartOp)
+    }
+}
+
+/// The `(m, n)` of the innermost matrices of `t`, after TensorFlow's
+/// "input must be at least 2-dim" check.
+fn matrix_dims(t: &opforge_core::Tensor) -> Result<(usize, usize)> {
+    let rank = t.rank();
+    ensure!(
+        rank >= 2,
+        InvalidArgument,
+        "input must be at least 2-dim, received shape: {}",
+        t.shape()
+    );
+    Ok((t.dims()[rank - 2] as usize, t.dims()[rank - 1] as usize))
+}
+
+impl OpKernel for MatrixDiagPartOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let input = ctx.input(0).clone();
+        let (m, n) = matrix_dims(&input)?;
+        let k = m.min(n);
+        let rank = input.rank();
+        let mut dims = input.dims()[..rank - 2].to_vec();
+        dims.push(k as i64);
+        let shape = TensorShape::new(&dims)?;
+        move_to_output(ctx, 0, &[&input], shape, &DiagParts { m, n, k })
+    }
+}
+
+/// `MatrixSetDiag`: `input` with the main diagonals of its innermost
+/// matrices replaced by `diagonal`.
+struct MatrixSetDiagOp;
+
+impl CreateKernel for MatrixSetDiagOp {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(MatrixSetDiagOp)
+    }
+}
+
+impl OpKernel for MatrixSetDiagOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let input = ctx.input(0).clone();
+        let diagonal = ctx.input(1).clone();
+        let (m, n) = matrix_dims(&input)?;
+        ensure!(
+            diagonal.rank() >= 1,
+            InvalidArgument,
+            "diagonal must be at least 1-dim, received shape: {}",
+            diagonal.shape()
+        );
+        let k = m.min(n);
+        let rank = input.rank();
+        let mut expected = input.dims()[..rank - 2].to_vec();
+        expected.push(k as i64);
+        ensure!(
+            diagonal.dims() == expected.as_slice(),
+            InvalidArgument,
+            "Either first dimensions of diagonal don't match input.shape[:-2], or \
+             diagonal.shape[:-1] is not equal to the longests diagonal in range \
+             [lower_diag_index:upper_diag_index].\nInput shape: {}\nDiagonal shape: {}\n\
+             Expected diagonal shape: {}",
+            input.shape(),
+            diagonal.shape(),
+            TensorShape::new(&expected)?
+        );
+        let shape = input.shape().clone();
+        move_to_output(ctx, 0, &[&input, &diagonal], shape, &SetDiags { m, n, k })
+    }
+}
+
+register_kernel!(
+    KernelDefBuilder::new("Diag").type_constraint_list("T", DIAG_TYPES),
+    DiagOp
+);
+register_kernel!(
+    KernelDefBuilder::new("DiagPart").type_constraint_list("T", DIAG_TYPES),
+    DiagPartOp
+);
+register_kernel!(
+    KernelDefBuilder::new("MatrixDiag").type_constraint_list("T", POD_TYPES),
+    MatrixDiagOp
+);
+register_kernel!(
+    KernelDefBuilder::new("MatrixDiagPart").type_constraint_list("T", POD_TYPES),
+    MatrixDiagPartOp
+);
+register_kernel!(
+    KernelDefBuilder::new("MatrixSetDiag").type_constraint_list("T", POD_TYPES),
+    MatrixSetDiagOp
+);
+
+// ---------------------------------------------------------------------------
+// Gradients (TensorFlow's array_grad.py)
+// ---------------------------------------------------------------------------
+
+type Grads = Result<Vec<Option<Sym>>>;
+
+/// A gradient that is one op applied to the incoming gradient.
+fn one_op(o: &mut dyn Ops, op: &str, grads: &[Option<Sym>]) -> Grads {
+    Ok(vec![match grads[0] {
+        Some(g) => Some(o.op1(op, &[g], &[])?),
+        None => None,
+    }])
+}
+
+fn diag_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    one_op(o, "DiagPart", grads)
+}
+
+fn diag_part_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    one_op(o, "Diag", grads)
+}
+
+fn matrix_diag_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    one_op(o, "MatrixDiagPart", grads)
+}
+
+register_gradient!("Diag", diag_grad);
+register_gradient!("DiagPart", diag_part_grad);
+register_gradient!("MatrixDiag", matrix_diag_grad);
+
+/// `MatrixDiagPart`: the gradient on the diagonal of zeros shaped like the
+/// input (TensorFlow's `matrix_set_diag(zeros_like(input), grad)`, which
+/// for square matrices is its `matrix_diag(grad)`).
+fn matrix_diag_part_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None]);
+    };
+    let zeros = o.zeros_like(op.inputs[0])?;
+    Ok(vec![Some(o.op1("MatrixSetDiag", &[zeros, g], &[])?)])
+}
+
+/// `MatrixSetDiag`: the gradient with its diagonals zeroed for `input`, its
+/// diagonals for `diagonal` (TensorFlow's `_MatrixSetDiagGrad`).
+fn matrix_set_diag_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let diag = o.op1("MatrixDiagPart", &[g], &[])?;
+    let zeros = o.zeros_like(diag)?;
+    let input = o.op1("MatrixSetDiag", &[g, zeros], &[])?;
+    Ok(vec![Some(input), Some(diag)])
+}
+
+register_gradient!("MatrixDiagPart", matrix_diag_part_grad);
+register_gradient!("MatrixSetDiag", matrix_set_diag_grad);

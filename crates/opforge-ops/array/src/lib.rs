@@ -1,4 +1,4 @@
-//! Array ops (TensorFlow's `array_ops`): shapes and reshaping, filling and broadcasting, indexing and gathering, joining, splitting, slicing and padding, placeholders, and the quantization ops of `array_ops` (OpDefs and shape functions only).
+//! Array ops (TensorFlow's `array_ops`): shapes and reshaping, filling and broadcasting, indexing and gathering, joining, splitting, slicing and padding, placeholders, the diagonal ops, `Unique`/`UniqueWithCounts`, `CheckNumerics`/`GuaranteeConst`, and the quantization ops of `array_ops` (OpDefs and shape functions; `QuantizeAndDequantize` V1 has a kernel).
 //!
 //! Part of opforge's standard op library: link it through the umbrella
 //! crate `opforge-ops` (`opforge_ops::link()`). Every op here registers

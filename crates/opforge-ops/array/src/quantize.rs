@@ -1,14 +1,25 @@
 //! Quantization ops of TensorFlow's shape-inference corpus, registered with
-//! TensorFlow 2.21's exact OpDefs and TensorFlow's shape functions but
-//! without kernels yet (running one eagerly fails with TensorFlow's
-//! "No OpKernel was registered to support Op ..." error): `Dequantize`,
-//! `FakeQuantWithMinMaxVars`, `FakeQuantWithMinMaxVarsPerChannel`,
+//! TensorFlow 2.21's exact OpDefs and TensorFlow's shape functions:
+//! `Dequantize`, `FakeQuantWithMinMaxVars`,
+//! `FakeQuantWithMinMaxVarsPerChannel`,
 //! `FakeQuantWithMinMaxVarsPerChannelGradient`, `QuantizeAndDequantize`,
 //! `QuantizeAndDequantizeV2`, `QuantizedConcat` and `QuantizedReshape`.
+//!
+//! Only the deprecated `QuantizeAndDequantize` (V1) has a CPU kernel here,
+//! TensorFlow's (`QuantizeAndDequantizeOp`, float and double), with the
+//! pass-through gradient of `array_grad.py`; the others have no kernel yet
+//! (running one eagerly fails with TensorFlow's "No OpKernel was
+//! registered to support Op ..." error).
 
+use opforge_core::autodiff::{GradOp, Ops, Sym};
+use opforge_core::kernel::{
+    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+};
 use opforge_core::shape_inference::common::{concat_shape_helper, unchanged_shape};
 use opforge_core::shape_inference::InferenceContext;
-use opforge_core::{register_op, OpDefBuilder, Result, Status};
+use opforge_core::{
+    ensure, register_gradient, register_kernel, register_op, DataType, OpDefBuilder, Result, Status,
+};
 use opforge_ops_base::shape::{reshape_shape, with_inputs};
 
 register_op!(OpDefBuilder::new("QuantizeAndDequantize")
@@ -262,6 +273,151 @@ fn fake_quant_per_channel_gradient_shape(c: &mut InferenceContext) -> Result<()>
     Ok(())
 }
 
+// ---------------------------------------------------------------------------
+// QuantizeAndDequantize (V1): TensorFlow's CPU kernel
+// ---------------------------------------------------------------------------
+
+/// `QuantizeAndDequantize`: one scale for the whole tensor, from the
+/// attrs' range (`range_given`, values clamped to it) or the input's min
+/// and max, rounding half to even, not narrow range (TensorFlow's
+/// `QuantizeAndDequantizeOneScaleImpl`).
+struct QuantizeAndDequantizeOp {
+    signed_input: bool,
+    num_bits: i64,
+    range_given: bool,
+    input_min: f32,
+    input_max: f32,
+}
+
+impl CreateKernel for QuantizeAndDequantizeOp {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        let signed_input: bool = ctx.get_attr("signed_input")?;
+        let num_bits: i64 = ctx.get_attr("num_bits")?;
+        ensure!(
+            num_bits > 0 && num_bits < if signed_input { 62 } else { 63 },
+            InvalidArgument,
+            "num_bits is out of range: {num_bits} with signed_input_ {}",
+            signed_input as i32
+        );
+        let range_given: bool = ctx.get_attr("range_given")?;
+        let input_min: f32 = ctx.get_attr("input_min")?;
+        let input_max: f32 = ctx.get_attr("input_max")?;
+        if range_given {
+            ensure!(
+                input_min <= input_max,
+                InvalidArgument,
+                "Invalid range: input_min {input_min} > input_max {input_max}"
+            );
+        }
+        Ok(QuantizeAndDequantizeOp {
+            signed_input,
+            num_bits,
+            range_given,
+            input_min,
+            input_max,
+        })
+    }
+}
+
+macro_rules! quantize_and_dequantize_impl {
+    ($name:ident, $t:ty) => {
+        /// Quantizes and dequantizes `x` into `out`, computing in the
+        /// element type as TensorFlow does.
+        fn $name(op: &QuantizeAndDequantizeOp, x: &[$t], out: &mut [$t]) {
+            let (mut min_range, mut max_range): ($t, $t) = if op.range_given {
+                (op.input_min as $t, op.input_max as $t)
+            } else if x.is_empty() {
+                (0.0, 0.0)
+            } else {
+                x.iter().fold((x[0], x[0]), |(lo, hi), &v| {
+                    (if v < lo { v } else { lo }, if v > hi { v } else { hi })
+                })
+            };
+            let bits = op.num_bits as u32;
+            let (min_q, max_q): (i64, i64) = if op.signed_input {
+                (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+            } else {
+                (0, (1i64 << bits) - 1)
+            };
+            let (min_q, max_q) = (min_q as $t, max_q as $t);
+            // The largest scale that keeps [min_range, max_range] within
+            // [min_q, max_q] and 0 at 0.
+            let from_min = if min_q * min_range > 0.0 {
+                min_q / min_range
+            } else {
+                <$t>::MAX
+            };
+            let from_max = if max_q * max_range > 0.0 {
+                max_q / max_range
+            } else {
+                <$t>::MAX
+            };
+            let (scale, inverse_scale) = if from_min < from_max {
+                let inverse = min_range / min_q;
+                max_range = max_q * inverse;
+                (from_min, inverse)
+            } else {
+                let inverse = max_range / max_q;
+                min_range = min_q * inverse;
+                (from_max, inverse)
+            };
+            for (o, &v) in out.iter_mut().zip(x) {
+                let v = if op.range_given {
+                    v.min(max_range).max(min_range)
+                } else {
+                    v
+                };
+                *o = (v * scale).round_ties_even() * inverse_scale;
+            }
+        }
+    };
+}
+
+quantize_and_dequantize_impl!(quantize_and_dequantize_f32, f32);
+quantize_and_dequantize_impl!(quantize_and_dequantize_f64, f64);
+
+impl OpKernel for QuantizeAndDequantizeOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let input = ctx.input(0).clone();
+        let out = ctx.allocate_output(0, input.shape().clone())?;
+        match input.dtype() {
+            DataType::Float => {
+                quantize_and_dequantize_f32(self, input.flat::<f32>()?, out.flat_mut::<f32>()?)
+            }
+            DataType::Double => {
+                quantize_and_dequantize_f64(self, input.flat::<f64>()?, out.flat_mut::<f64>()?)
+            }
+            dt => {
+                return Err(Status::internal(format!(
+                    "QuantizeAndDequantize has no CPU implementation for dtype {dt}"
+                )))
+            }
+        }
+        Ok(())
+    }
+}
+
+register_kernel!(
+    KernelDefBuilder::new("QuantizeAndDequantize")
+        .type_constraint_list("T", &[DataType::Float, DataType::Double]),
+    QuantizeAndDequantizeOp
+);
+
+/// `QuantizeAndDequantize`: the gradient passes through (array_grad.py's
+/// `_QuantizeAndDequantizeGrad`).
+fn quantize_and_dequantize_grad(
+    _: &mut dyn Ops,
+    _: &GradOp<'_>,
+    grads: &[Option<Sym>],
+) -> Result<Vec<Option<Sym>>> {
+    Ok(vec![grads[0]])
+}
+
+register_gradient!("QuantizeAndDequantize", quantize_and_dequantize_grad);
+
+#[cfg(test)]
+mod kernel_tests;
+
 #[cfg(test)]
 mod tests {
     use opforge_core::{Code, DataType, Tensor};
@@ -276,14 +432,16 @@ mod tests {
     fn quantize_ops_have_no_kernels() {
         let x = Tensor::from_vec(&[2], vec![1f32, 2.]).unwrap();
         let e = opforge_testing::util::ctx()
-            .op("QuantizeAndDequantize")
+            .op("QuantizeAndDequantizeV2")
             .input(x)
+            .input(Tensor::scalar(0f32))
+            .input(Tensor::scalar(1f32))
             .run1()
             .unwrap_err();
         assert_eq!(e.code(), Code::NotFound);
         assert!(
             e.message()
-                .starts_with("No OpKernel was registered to support Op 'QuantizeAndDequantize'"),
+                .starts_with("No OpKernel was registered to support Op 'QuantizeAndDequantizeV2'"),
             "{e}"
         );
         assert!(e.message().contains("<no registered kernels>"), "{e}");

@@ -247,6 +247,40 @@ pub fn cases() -> Vec<Case> {
     }
     c.push(op("IdentityN").l(vec![f32s(&[2, 3]), i32s(&[1]), strs(&[2]), s(false)]));
     c.push(op("IdentityN").l(vec![f64s(&[4])]));
+    for x in [f32s(&[2, 3]), strs(&[3]), i64s(&[]), bools(&[0])] {
+        c.push(op("GuaranteeConst").i(x));
+    }
+    // QuantizeAndDequantize (V1), float and double.
+    c.push(op("QuantizeAndDequantize").i(fin32(&[2, 3])));
+    c.push(op("QuantizeAndDequantize").i(fin64(&[4])).a("signed_input", false).a("num_bits", 4i64));
+    c.push(op("QuantizeAndDequantize").i(fin32(&[0])).a("range_given", true).a("input_min", -1.0f32).a("input_max", 1.0f32));
+    c.push(op("QuantizeAndDequantize").i(fin64(&[3, 2])).a("range_given", true).a("input_min", -0.5f32).a("input_max", 2.0f32));
+    // Unique elements.
+    for o in ["Unique", "UniqueWithCounts"] {
+        c.push(op(o).i(t(&[7], &[3i32, 1, 3, 3, 0, 1, 7])));
+        c.push(op(o).i(t(&[5], &[2.5f32, -0.0, 0.0, 2.5, 1.0])).a("out_idx", DataType::Int64));
+        c.push(op(o).i(str_list(&[4], &["a", "b", "a", ""])));
+        c.push(op(o).i(bools(&[5])));
+        c.push(op(o).i(u8s(&[0])).a("out_idx", DataType::Int64));
+    }
+    // Diagonal ops.
+    for x in [f32s(&[3]), i32s(&[2, 2]), c64s(&[1, 2, 1]), f64s(&[0]), bf16s(&[2])] {
+        c.push(op("Diag").i(x));
+    }
+    for x in [f32s(&[3, 3]), i64s(&[2, 1, 2, 1]), f16s(&[0, 0])] {
+        c.push(op("DiagPart").i(x));
+    }
+    for x in [f32s(&[2, 3]), bools(&[2]), u8s(&[3, 0]), c64s(&[2])] {
+        c.push(op("MatrixDiag").i(x));
+    }
+    for x in [f32s(&[2, 2, 3]), i32s(&[3, 2]), bools(&[2, 2]), f64s(&[4, 0, 5])] {
+        c.push(op("MatrixDiagPart").i(x));
+    }
+    c.push(op("MatrixSetDiag").i(f32s(&[2, 3])).i(f32b(&[2])));
+    c.push(op("MatrixSetDiag").i(i64s(&[2, 3, 2])).i(i64nz(&[2, 2])));
+    for x in [fin32(&[2, 3]), fin64(&[4]), fin16(&[0]), t(&[2], &[opforge_core::half::bf16::ONE, opforge_core::half::bf16::MAX])] {
+        c.push(op("CheckNumerics").i(x).a("message", "roundtrip"));
+    }
     c.push(op("PlaceholderWithDefault").i(f32s(&[2])).a("dtype", DataType::Float).a("shape", shape(&[2])));
     c.push(op("PlaceholderWithDefault").i(strs(&[])).a("dtype", DataType::String).a("shape", shape(&[])));
     c.push(op("PlaceholderWithDefault").i(i64s(&[2, 3])).a("dtype", DataType::Int64).a("shape", unknown_shape()));

@@ -198,8 +198,12 @@ register_kernel!(KernelDefBuilder::new("StopGradient"), IdentityOp);
 
 // ---------------------------------------------------------------------------
 
-// `ImmutableConst`, `GuaranteeConst`, `RefIdentity`, `CheckNumerics`: OpDef and shape function only (no CPU kernel
-// yet: running it eagerly fails with TensorFlow's "No OpKernel was registered" error).
+// `ImmutableConst` and `RefIdentity`: OpDef and shape function only (no CPU
+// kernel: running one eagerly fails with TensorFlow's "No OpKernel was
+// registered" error). `ImmutableConst` needs memory-mapped regions;
+// `RefIdentity` needs ref tensors (`Ref(T)` inputs and outputs), which
+// opforge's runtimes do not have. `GuaranteeConst` and `CheckNumerics`
+// forward their input, as TensorFlow's CPU kernels do.
 
 register_op!(OpDefBuilder::new("ImmutableConst")
     .attr("dtype: type")
@@ -242,3 +246,72 @@ register_op!(OpDefBuilder::new("CheckNumerics")
         "Checks a tensor for NaN and Inf values.\n\n\
          Fails with `message` if the tensor has any; otherwise passes it through.",
     ));
+
+// `GuaranteeConst`: TensorFlow's CPU kernel (`GuaranteeConstOp`) forwards
+// its input, for every type.
+register_kernel!(KernelDefBuilder::new("GuaranteeConst"), IdentityOp);
+
+/// `CheckNumerics`: the input, forwarded, if it has no NaN and no infinity;
+/// else InvalidArgument with TensorFlow's message
+/// `"<message> : Tensor had {NaN|Inf|Inf and NaN} values"`.
+pub(super) struct CheckNumericsOp {
+    message: String,
+}
+
+impl CreateKernel for CheckNumericsOp {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(CheckNumericsOp {
+            message: ctx.get_attr("message")?,
+        })
+    }
+}
+
+/// Whether `xs` (as f64 through `to_f64`) hold a NaN and an infinity.
+fn nan_inf<T: Copy + Sync>(xs: &[T], to_f64: impl Fn(T) -> f64) -> (bool, bool) {
+    let (mut nan, mut inf) = (false, false);
+    for &x in xs {
+        let v = to_f64(x);
+        nan |= v.is_nan();
+        inf |= v.is_infinite();
+        if nan && inf {
+            break;
+        }
+    }
+    (nan, inf)
+}
+
+impl OpKernel for CheckNumericsOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let input = ctx.take_input(0);
+        let (nan, inf) = match input.dtype() {
+            DataType::Float => nan_inf(input.flat::<f32>()?, f64::from),
+            DataType::Double => nan_inf(input.flat::<f64>()?, |v| v),
+            DataType::Half => nan_inf(input.flat::<half::f16>()?, half::f16::to_f64),
+            DataType::BFloat16 => nan_inf(input.flat::<half::bf16>()?, half::bf16::to_f64),
+            dt => return Err(unsupported(ctx, dt)),
+        };
+        let status = match (nan, inf) {
+            (false, false) => return ctx.set_output(0, input),
+            (true, true) => "Inf and NaN",
+            (true, false) => "NaN",
+            (false, true) => "Inf",
+        };
+        Err(Status::invalid_argument(format!(
+            "{} : Tensor had {status} values",
+            self.message
+        )))
+    }
+}
+
+register_kernel!(
+    KernelDefBuilder::new("CheckNumerics").type_constraint_list(
+        "T",
+        &[
+            DataType::Half,
+            DataType::BFloat16,
+            DataType::Float,
+            DataType::Double
+        ]
+    ),
+    CheckNumericsOp
+);

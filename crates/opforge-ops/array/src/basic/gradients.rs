@@ -62,7 +62,24 @@ fn broadcast_to_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) ->
     Ok(vec![Some(o.reshape(summed, x_shape)?), None])
 }
 
+/// `CheckNumerics`: the gradient, checked by `CheckNumerics` with the
+/// message of TensorFlow's `_CheckNumericsGrad`.
+fn check_numerics_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None]);
+    };
+    let message: String = op.attr("message")?;
+    let message =
+        format!("Not a number (NaN) or infinity (Inf) values detected in gradient. {message}");
+    Ok(vec![Some(o.op1(
+        "CheckNumerics",
+        &[g],
+        &[("message", message.into_attr_value())],
+    )?)])
+}
+
 register_gradient!("Identity", identity_grad);
+register_gradient!("CheckNumerics", check_numerics_grad);
 register_gradient!("IdentityN", identity_n_grad);
 register_gradient!("Reshape", reshape_to_input);
 register_gradient!("ExpandDims", reshape_to_input);

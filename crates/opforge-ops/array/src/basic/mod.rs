@@ -2,7 +2,7 @@
 //! `Identity`, `IdentityN`, `StopGradient`, `Shape`, `ShapeN`, `Size`,
 //! `Rank`, `Reshape`, `ExpandDims`, `Squeeze`, `Fill`, `ZerosLike`,
 //! `OnesLike`, `BroadcastTo`, `BroadcastArgs`, `BroadcastGradientArgs`,
-//! `Range` and `InvertPermutation`.
+//! `Range`, `InvertPermutation`, `GuaranteeConst` and `CheckNumerics`.
 //!
 //! Ops that only change a tensor's shape (`Identity`, `Reshape`,
 //! `ExpandDims`, `Squeeze`, ...) never copy: their output shares the input's
@@ -54,6 +54,8 @@ const OPS: &[&str] = &[
     "BroadcastGradientArgs",
     "Range",
     "InvertPermutation",
+    "GuaranteeConst",
+    "CheckNumerics",
 ];
 
 // ---------------------------------------------------------------------------
@@ -145,3 +147,6 @@ mod tests;
 
 #[cfg(test)]
 mod shape_fn_tests;
+
+#[cfg(test)]
+mod check_tests;
