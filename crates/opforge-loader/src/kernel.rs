@@ -298,6 +298,7 @@ impl ViewSlot {
     }
 
     /// The view of the argument's current tensor, if built.
+    #[inline]
     fn get(&self) -> Option<OpforgeTensor> {
         if self.state.get() != SLOT_CURRENT {
             return None;
@@ -369,6 +370,7 @@ unsafe fn init<'a>(
 
 /// # Safety
 /// `p` is the `OpforgeKernelCtx*` the host passed to compute (R7).
+#[inline]
 unsafe fn kctx<'a>(p: *const OpforgeKernelCtx) -> Result<&'a KernelCtx<'a>> {
     if p.is_null() {
         return Err(Status::invalid_argument("a NULL OpforgeKernelCtx"));
@@ -400,6 +402,7 @@ impl<'a> KernelCtx<'a> {
         }
     }
 
+    #[inline]
     fn check_input(&self, i: usize) -> Result<()> {
         let n = self.ctx().num_inputs();
         if i >= n {
@@ -411,6 +414,7 @@ impl<'a> KernelCtx<'a> {
         Ok(())
     }
 
+    #[inline]
     fn check_output(&self, i: usize) -> Result<()> {
         let n = self.ctx().num_outputs();
         if i >= n {
@@ -433,6 +437,7 @@ impl<'a> KernelCtx<'a> {
         }
     }
 
+    #[inline]
     fn moved(&self, i: usize) -> bool {
         if i < 64 {
             self.moved.get() & (1u64 << i) != 0
@@ -451,6 +456,7 @@ impl<'a> KernelCtx<'a> {
 
     /// The read-only view of input `i` (checked, not moved), built once per
     /// compute.
+    #[inline]
     fn input_view(&self, i: usize) -> Result<OpforgeTensor> {
         let slot = self.inputs.get(i);
         if let Some(v) = slot.and_then(ViewSlot::get) {
@@ -466,6 +472,7 @@ impl<'a> KernelCtx<'a> {
 
     /// The view of output `i`'s current tensor (checked, set), built once
     /// per tensor.
+    #[inline]
     fn output_view(&self, i: usize) -> Result<OpforgeTensor> {
         let slot = self.outputs.get(i);
         if let Some(v) = slot.and_then(ViewSlot::get) {

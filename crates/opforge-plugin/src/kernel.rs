@@ -11,6 +11,7 @@
 use core::cell::Cell;
 use core::ffi::c_void;
 use core::marker::PhantomData;
+use core::mem::MaybeUninit;
 use core::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -178,6 +179,7 @@ impl<'a> KernelInit<'a> {
 
 /// A read-only view of a tensor (an input), valid during the compute.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct Tensor<'a> {
     view: OpforgeTensor,
     _borrow: PhantomData<&'a ()>,
@@ -351,51 +353,28 @@ pub struct KernelCtx<'a> {
     out_views: [Cell<Option<OpforgeTensor>>; CACHED_VIEWS],
     /// `num_inputs`, once asked (`usize::MAX`: not yet).
     n_inputs: Cell<usize>,
+    /// Where `inputs_and_output` puts the input views it returns.
+    input_buf: [MaybeUninit<Tensor<'a>>; CACHED_VIEWS],
 }
 
 /// Arguments per direction whose views a [`KernelCtx`] keeps.
 const CACHED_VIEWS: usize = 4;
 
 /// The views of a compute's inputs ([`KernelCtx::inputs_and_output`]): a
-/// slice of [`Tensor`]s, inline up to four.
-pub struct InputViews<'a> {
-    len: usize,
-    inline: [Tensor<'a>; CACHED_VIEWS],
-    heap: Vec<Tensor<'a>>,
-}
+/// slice of [`Tensor`]s, kept in the context up to four (no allocation).
+pub struct InputViews<'a>(Views<'a>);
 
-impl<'a> InputViews<'a> {
-    fn with_len(len: usize) -> InputViews<'a> {
-        let empty = Tensor::from_view(OpforgeTensor::new());
-        InputViews {
-            len,
-            inline: [empty; CACHED_VIEWS],
-            heap: if len > CACHED_VIEWS {
-                vec![empty; len]
-            } else {
-                Vec::new()
-            },
-        }
-    }
+enum Views<'a> {
+    Inline(&'a [Tensor<'a>]),
+    Heap(Vec<Tensor<'a>>),
 }
 
 impl<'a> core::ops::Deref for InputViews<'a> {
     type Target = [Tensor<'a>];
     fn deref(&self) -> &[Tensor<'a>] {
-        if self.len > CACHED_VIEWS {
-            &self.heap
-        } else {
-            &self.inline[..self.len]
-        }
-    }
-}
-
-impl core::ops::DerefMut for InputViews<'_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        if self.len > CACHED_VIEWS {
-            &mut self.heap
-        } else {
-            &mut self.inline[..self.len]
+        match &self.0 {
+            Views::Inline(v) => v,
+            Views::Heap(v) => v,
         }
     }
 }
@@ -436,7 +415,7 @@ impl<'a> Iterator for InputViewsIter<'a> {
 
 impl core::fmt::Debug for InputViews<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "InputViews({} views)", self.len)
+        write!(f, "InputViews({} views)", self.len())
     }
 }
 
@@ -679,19 +658,34 @@ impl<'a> KernelCtx<'a> {
     pub fn inputs_and_output(&mut self, i: usize) -> Result<(InputViews<'_>, TensorMut<'_>)> {
         let out = self.output_view(i)?;
         let n = self.num_inputs();
-        let mut ins = InputViews::with_len(n);
-        for (j, slot) in ins.iter_mut().enumerate() {
-            let t = self.input(j)?;
+        let check = |j: usize, t: &Tensor<'_>| {
             if !t.view.data.is_null() && t.view.data == out.data && t.view.byte_len > 0 {
                 return Err(Status::failed_precondition(format!(
                     "input {j} shares its memory with output {i}: use output_mut"
                 )));
             }
-            *slot = Tensor {
-                view: t.view,
-                _borrow: PhantomData,
-            };
-        }
+            Ok(())
+        };
+        let ins = if n > CACHED_VIEWS {
+            let mut v = Vec::with_capacity(n);
+            for j in 0..n {
+                let t = self.input(j)?;
+                check(j, &t)?;
+                v.push(Tensor::from_view(t.view));
+            }
+            InputViews(Views::Heap(v))
+        } else {
+            for j in 0..n {
+                let t = self.input(j)?;
+                check(j, &t)?;
+                self.input_buf[j] = MaybeUninit::new(Tensor::from_view(t.view));
+            }
+            // SAFETY: the first `n` (<= CACHED_VIEWS) elements were just
+            // initialised; `MaybeUninit<T>` has `T`'s layout; the slice
+            // borrows `self` for the lifetime of the result.
+            let views = unsafe { core::slice::from_raw_parts(self.input_buf.as_ptr().cast(), n) };
+            InputViews(Views::Inline(views))
+        };
         Ok((
             ins,
             TensorMut {
@@ -996,6 +990,9 @@ unsafe extern "C" fn work_trampoline<F: Fn(usize, usize) + Sync>(
 /// earlier panic left it possibly inconsistent.
 struct Instance<K> {
     kernel: K,
+    /// The flat input count create read (fixed for the instance;
+    /// `usize::MAX` if the host lacks `init_num_inputs`).
+    num_inputs: usize,
     def: &'static KernelDef,
     poisoned: AtomicBool,
 }
@@ -1029,8 +1026,14 @@ pub(crate) unsafe extern "C" fn create_trampoline<K: Kernel>(
             if let Some(missing) = init.missing.take() {
                 return Err(missing);
             }
+            let num_inputs = match host.kernel.init_num_inputs {
+                // SAFETY: the create's init (R7).
+                Some(f) => unsafe { f(init.raw) },
+                None => usize::MAX,
+            };
             let instance = Box::new(Instance {
                 kernel: kernel?,
+                num_inputs,
                 def,
                 poisoned: AtomicBool::new(false),
             });
@@ -1073,7 +1076,8 @@ pub(crate) unsafe extern "C" fn compute_trampoline<K: Kernel>(
                 missing: Cell::new(None),
                 in_views: [const { Cell::new(None) }; CACHED_VIEWS],
                 out_views: [const { Cell::new(None) }; CACHED_VIEWS],
-                n_inputs: Cell::new(usize::MAX),
+                n_inputs: Cell::new(instance.num_inputs),
+                input_buf: [const { MaybeUninit::uninit() }; CACHED_VIEWS],
             };
             let result = instance.kernel.compute(&mut c);
             match c.missing.take() {
