@@ -257,8 +257,8 @@ struct KernelCtx<'a> {
     moved: Cell<u64>,
     /// Forwarded inputs from index 64 on.
     moved_hi: RefCell<Vec<usize>>,
-    inputs: [ViewSlot; INLINE_ARGS],
-    outputs: [ViewSlot; INLINE_ARGS],
+    inputs: ViewSlots,
+    outputs: ViewSlots,
 }
 
 /// Arguments per direction whose views live in inline slots.
@@ -283,72 +283,83 @@ const SLOT_CURRENT: u8 = 1;
 /// slot is never written again.
 const SLOT_SPENT: u8 = 2;
 
-/// One argument's inline view (see [`KernelCtx`]).
-struct ViewSlot {
-    state: Cell<u8>,
-    data: UnsafeCell<MaybeUninit<SlotData>>,
+/// The inline views of the first [`INLINE_ARGS`] arguments of one
+/// direction (see [`KernelCtx`]). The storage is left uninitialised until
+/// a slot is filled, so making a context costs a few byte stores.
+struct ViewSlots {
+    state: [Cell<u8>; INLINE_ARGS],
+    data: UnsafeCell<MaybeUninit<[SlotData; INLINE_ARGS]>>,
 }
 
-impl ViewSlot {
-    const fn empty() -> ViewSlot {
-        ViewSlot {
-            state: Cell::new(SLOT_EMPTY),
+impl ViewSlots {
+    fn new() -> ViewSlots {
+        ViewSlots {
+            state: [const { Cell::new(SLOT_EMPTY) }; INLINE_ARGS],
             data: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
 
-    /// The view of the argument's current tensor, if built.
+    /// Slot `i`'s storage (`i < INLINE_ARGS`).
+    fn slot(&self, i: usize) -> *mut SlotData {
+        debug_assert!(i < INLINE_ARGS);
+        self.data.get().cast::<SlotData>().wrapping_add(i)
+    }
+
+    /// The view of argument `i`'s current tensor, if built.
     #[inline]
-    fn get(&self) -> Option<OpforgeTensor> {
-        if self.state.get() != SLOT_CURRENT {
+    fn get(&self, i: usize) -> Option<OpforgeTensor> {
+        if self.state.get(i)?.get() != SLOT_CURRENT {
             return None;
         }
-        let slot = self.data.get().cast::<SlotData>();
-        // SAFETY: a CURRENT slot's `view` was written by `fill`; the data is
+        let slot = self.slot(i);
+        // SAFETY: `i < INLINE_ARGS` (its state exists), so `slot` is in
+        // bounds; a CURRENT slot's `view` was written by `fill`; the data is
         // only written while EMPTY, and one thread uses the context (R9).
         Some(unsafe { (&raw const (*slot).view).read() })
     }
 
-    /// Stores `v` with `dims` and row-major strides and returns the view
-    /// pointing into the slot, or `None` if the slot cannot take it (in
-    /// use, or a rank above [`INLINE_RANK`]).
-    fn fill(&self, mut v: OpforgeTensor, dims: &[i64]) -> Option<OpforgeTensor> {
-        if self.state.get() != SLOT_EMPTY || dims.len() > INLINE_RANK {
+    /// Stores `v` with `dims` and row-major strides in slot `i` and returns
+    /// the view pointing into the slot, or `None` if no slot can take it
+    /// (`i` too large, the slot in use, or a rank above [`INLINE_RANK`]).
+    fn fill(&self, i: usize, mut v: OpforgeTensor, dims: &[i64]) -> Option<OpforgeTensor> {
+        let state = self.state.get(i)?;
+        if state.get() != SLOT_EMPTY || dims.len() > INLINE_RANK {
             return None;
         }
-        let slot = self.data.get().cast::<SlotData>();
-        // SAFETY: an EMPTY slot was never handed out, so no pointer into it
-        // exists; `slot` points to this slot's (uninitialised) storage,
-        // written field by field through raw pointers before being read;
-        // one thread uses the context (R9).
+        let slot = self.slot(i);
+        // SAFETY: `i < INLINE_ARGS`, so `slot` is in bounds; an EMPTY slot
+        // was never handed out, so no pointer into it exists; its
+        // (uninitialised) storage is written field by field through raw
+        // pointers, within the arrays (`dims.len() <= INLINE_RANK`), before
+        // being read; one thread uses the context (R9).
         unsafe {
-            let d = &raw mut (*slot).dims;
-            let st = &raw mut (*slot).strides;
-            let d = d.cast::<i64>();
-            let st = st.cast::<i64>();
+            let d = (&raw mut (*slot).dims).cast::<i64>();
+            let st = (&raw mut (*slot).strides).cast::<i64>();
             let mut stride = 1i64;
             for j in (0..dims.len()).rev() {
                 d.add(j).write(dims[j]);
                 st.add(j).write(stride);
                 stride = stride.saturating_mul(dims[j].max(1));
             }
-            if !dims.is_empty() {
-                v.dims = d;
-                v.strides = st;
-            } else {
+            if dims.is_empty() {
                 v.dims = std::ptr::null();
                 v.strides = std::ptr::null();
+            } else {
+                v.dims = d;
+                v.strides = st;
             }
             (&raw mut (*slot).view).write(v);
         }
-        self.state.set(SLOT_CURRENT);
+        state.set(SLOT_CURRENT);
         Some(v)
     }
 
-    /// The argument's tensor is replaced: a built view stays where it is.
-    fn retire(&self) {
-        if self.state.get() == SLOT_CURRENT {
-            self.state.set(SLOT_SPENT);
+    /// Argument `i`'s tensor is replaced: a built view stays where it is.
+    fn retire(&self, i: usize) {
+        if let Some(state) = self.state.get(i) {
+            if state.get() == SLOT_CURRENT {
+                state.set(SLOT_SPENT);
+            }
         }
     }
 }
@@ -397,8 +408,8 @@ impl<'a> KernelCtx<'a> {
             temps: RefCell::new(Vec::new()),
             moved: Cell::new(0),
             moved_hi: RefCell::new(Vec::new()),
-            inputs: [const { ViewSlot::empty() }; INLINE_ARGS],
-            outputs: [const { ViewSlot::empty() }; INLINE_ARGS],
+            inputs: ViewSlots::new(),
+            outputs: ViewSlots::new(),
         }
     }
 
@@ -429,9 +440,7 @@ impl<'a> KernelCtx<'a> {
     /// Keeps output `i`'s current tensor (if any) alive until compute
     /// returns, before the output is set again: views of it stay valid (R7).
     fn retire_output(&self, i: usize) {
-        if let Some(slot) = self.outputs.get(i) {
-            slot.retire();
-        }
+        self.outputs.retire(i);
         if let Some(old) = self.ctx().output(i).cloned() {
             self.temps.borrow_mut().push(old);
         }
@@ -458,13 +467,12 @@ impl<'a> KernelCtx<'a> {
     /// compute.
     #[inline]
     fn input_view(&self, i: usize) -> Result<OpforgeTensor> {
-        let slot = self.inputs.get(i);
-        if let Some(v) = slot.and_then(ViewSlot::get) {
+        if let Some(v) = self.inputs.get(i) {
             return Ok(v);
         }
         let t = &self.ctx().inputs()[i];
         let v = view_body(t, &self.arena)?;
-        if let Some(v) = slot.and_then(|s| s.fill(v, t.dims())) {
+        if let Some(v) = self.inputs.fill(i, v, t.dims()) {
             return Ok(v);
         }
         Ok(with_arena_shape(v, t.dims(), &self.arena))
@@ -474,13 +482,12 @@ impl<'a> KernelCtx<'a> {
     /// per tensor.
     #[inline]
     fn output_view(&self, i: usize) -> Result<OpforgeTensor> {
-        let slot = self.outputs.get(i);
-        if let Some(v) = slot.and_then(ViewSlot::get) {
+        if let Some(v) = self.outputs.get(i) {
             return Ok(v);
         }
         let t = self.ctx().output_mut(i)?;
         let v = view_body_mut(t, true, &self.arena)?;
-        if let Some(v) = slot.and_then(|s| s.fill(v, t.dims())) {
+        if let Some(v) = self.outputs.fill(i, v, t.dims()) {
             return Ok(v);
         }
         Ok(with_arena_shape(v, t.dims(), &self.arena))
