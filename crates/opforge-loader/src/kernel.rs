@@ -170,7 +170,11 @@ impl OpKernel for PluginKernel {
             .lock
             .as_ref()
             .map(|l| l.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        let k = KernelCtx::new((ctx as *mut OpKernelContext<'_>).cast(), &self.def);
+        let slots: [SlotStorage; 2] = [
+            UnsafeCell::new(MaybeUninit::uninit()),
+            UnsafeCell::new(MaybeUninit::uninit()),
+        ];
+        let k = KernelCtx::new((ctx as *mut OpKernelContext<'_>).cast(), &self.def, &slots);
         let mut status = HostStatus::default();
         let inst = self
             .state
@@ -257,8 +261,8 @@ struct KernelCtx<'a> {
     moved: Cell<u64>,
     /// Forwarded inputs from index 64 on.
     moved_hi: RefCell<Vec<usize>>,
-    inputs: ViewSlots,
-    outputs: ViewSlots,
+    inputs: ViewSlots<'a>,
+    outputs: ViewSlots<'a>,
 }
 
 /// Arguments per direction whose views live in inline slots.
@@ -286,16 +290,21 @@ const SLOT_SPENT: u8 = 2;
 /// The inline views of the first [`INLINE_ARGS`] arguments of one
 /// direction (see [`KernelCtx`]). The storage is left uninitialised until
 /// a slot is filled, so making a context costs a few byte stores.
-struct ViewSlots {
+struct ViewSlots<'a> {
     state: [Cell<u8>; INLINE_ARGS],
-    data: UnsafeCell<MaybeUninit<[SlotData; INLINE_ARGS]>>,
+    data: &'a SlotStorage,
 }
 
-impl ViewSlots {
-    fn new() -> ViewSlots {
+/// The storage of [`ViewSlots`]: a separate local of the compute, so that
+/// making the context does not zero it (an uninitialised field inside a
+/// larger value is memset).
+type SlotStorage = UnsafeCell<MaybeUninit<[SlotData; INLINE_ARGS]>>;
+
+impl<'a> ViewSlots<'a> {
+    fn new(data: &'a SlotStorage) -> ViewSlots<'a> {
         ViewSlots {
             state: [const { Cell::new(SLOT_EMPTY) }; INLINE_ARGS],
-            data: UnsafeCell::new(MaybeUninit::uninit()),
+            data,
         }
     }
 
@@ -400,7 +409,11 @@ impl<'a> KernelCtx<'a> {
         unsafe { &mut *self.ctx }
     }
 
-    fn new(ctx: *mut OpKernelContext<'static>, def: &'a PluginKernelDef) -> KernelCtx<'a> {
+    fn new(
+        ctx: *mut OpKernelContext<'static>,
+        def: &'a PluginKernelDef,
+        slots: &'a [SlotStorage; 2],
+    ) -> KernelCtx<'a> {
         KernelCtx {
             ctx,
             def,
@@ -408,8 +421,8 @@ impl<'a> KernelCtx<'a> {
             temps: RefCell::new(Vec::new()),
             moved: Cell::new(0),
             moved_hi: RefCell::new(Vec::new()),
-            inputs: ViewSlots::new(),
-            outputs: ViewSlots::new(),
+            inputs: ViewSlots::new(&slots[0]),
+            outputs: ViewSlots::new(&slots[1]),
         }
     }
 
