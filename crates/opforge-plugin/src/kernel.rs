@@ -629,6 +629,22 @@ impl<'a> KernelCtx<'a> {
         Ok(from)
     }
 
+    /// [`forward_input_or_allocate_output`](Self::forward_input_or_allocate_output)
+    /// with the dims of input `like` (the elementwise case, as
+    /// opforge-core's `forward_input_or_allocate_output_like`), without
+    /// the caller copying them.
+    pub fn forward_input_or_allocate_output_like(
+        &mut self,
+        candidates: &[usize],
+        i: usize,
+        like: usize,
+    ) -> Result<Option<usize>> {
+        let view = self.input(like)?.view;
+        // The host reads the dims before it forwards anything (the view's
+        // dims are host memory valid until then).
+        self.forward_input_or_allocate_output(candidates, i, dims_of(&view))
+    }
+
     /// The writable view of output `i`, once it is set.
     pub fn output_mut(&mut self, i: usize) -> Result<TensorMut<'_>> {
         let view = self.output_view(i)?;
