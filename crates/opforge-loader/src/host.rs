@@ -79,6 +79,7 @@ pub(crate) fn guard<R>(on_panic: R, f: impl FnOnce() -> R) -> R {
 ///
 /// # Safety
 /// `status` is NULL or a live host status.
+#[inline]
 pub(crate) unsafe fn guard_status(
     status: *mut OpforgeStatus,
     f: impl FnOnce() -> Result<()>,
@@ -129,6 +130,7 @@ pub(crate) unsafe fn bytes<'a>(s: OpforgeStr, what: &str) -> Result<&'a [u8]> {
 ///
 /// # Safety
 /// `ptr` is NULL or points to `len` valid, aligned `T`s living for `'a`.
+#[inline]
 pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a [T]> {
     if len == 0 {
         return Ok(&[]);
@@ -207,6 +209,7 @@ impl<T: Versioned> StructSize for T {
 ///
 /// # Safety
 /// `dst` is NULL or a plugin out-struct of this type with its struct_size set.
+#[inline]
 pub(crate) unsafe fn write_struct<T: Versioned>(value: &T, dst: *mut T) -> Result<()> {
     if dst.is_null() || (dst as usize) % align_of::<T>() != 0 {
         return Err(Status::invalid_argument(format!(
@@ -222,6 +225,7 @@ pub(crate) unsafe fn write_struct<T: Versioned>(value: &T, dst: *mut T) -> Resul
 ///
 /// # Safety
 /// `dst` is NULL or valid for a write of `T`.
+#[inline]
 pub(crate) unsafe fn write_out<T>(dst: *mut T, v: T, what: &str) -> Result<()> {
     if dst.is_null() || (dst as usize) % align_of::<T>() != 0 {
         return Err(Status::invalid_argument(format!(

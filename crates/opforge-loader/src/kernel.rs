@@ -8,7 +8,9 @@ use opforge_abi::*;
 use opforge_core::kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
 use opforge_core::tensor::{Buffer, Location};
 use opforge_core::{DataType, Result, Status, Tensor, TensorShape};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -168,14 +170,11 @@ impl OpKernel for PluginKernel {
             .lock
             .as_ref()
             .map(|l| l.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        let n_in = ctx.num_inputs();
-        let k = KernelCtx {
-            ctx: (ctx as *mut OpKernelContext<'_>).cast(),
-            def: &self.def,
-            arena: Arena::default(),
-            temps: Mutex::new(Vec::new()),
-            moved: Mutex::new(vec![false; n_in]),
-        };
+        let slots: [SlotStorage; 2] = [
+            UnsafeCell::new(MaybeUninit::uninit()),
+            UnsafeCell::new(MaybeUninit::uninit()),
+        ];
+        let k = KernelCtx::new((ctx as *mut OpKernelContext<'_>).cast(), &self.def, &slots);
         let mut status = HostStatus::default();
         let inst = self
             .state
@@ -243,15 +242,135 @@ struct KernelInit {
     arena: *const Arena,
 }
 
-/// What `OpforgeKernelCtx*` points to.
+/// What `OpforgeKernelCtx*` points to: made on the stack of each compute.
+/// It belongs to the compute's thread (R9: parallel_for workers never call
+/// context functions), so its state is in `Cell`s, not behind locks, and the
+/// common case allocates nothing: the views of the first [`INLINE_ARGS`]
+/// inputs and outputs of rank up to [`INLINE_RANK`] are built once per
+/// compute into inline slots whose dims and strides stay put (the context
+/// does not move during the call); the arena takes the rest.
 struct KernelCtx<'a> {
     ctx: *mut OpKernelContext<'static>,
     def: &'a PluginKernelDef,
+    /// What has no slot: string tables, attr values, temporaries' and
+    /// other views' dims and strides.
     arena: Arena,
-    /// Temporaries: freed when compute returns.
-    temps: Mutex<Vec<Tensor>>,
-    /// Inputs forwarded or moved to an output (their views are dead).
-    moved: Mutex<Vec<bool>>,
+    /// Temporaries and retired outputs: freed when compute returns.
+    temps: RefCell<Vec<Tensor>>,
+    /// Bit `i`: input `i` (< 64) was forwarded to an output (its view is dead).
+    moved: Cell<u64>,
+    /// Forwarded inputs from index 64 on.
+    moved_hi: RefCell<Vec<usize>>,
+    inputs: ViewSlots<'a>,
+    outputs: ViewSlots<'a>,
+}
+
+/// Arguments per direction whose views live in inline slots.
+const INLINE_ARGS: usize = 4;
+/// The largest rank whose dims and strides fit in a slot.
+const INLINE_RANK: usize = 6;
+
+/// A view built in this compute, with its dims and strides.
+#[derive(Clone, Copy)]
+struct SlotData {
+    view: OpforgeTensor,
+    dims: [i64; INLINE_RANK],
+    strides: [i64; INLINE_RANK],
+}
+
+/// Nothing stored yet.
+const SLOT_EMPTY: u8 = 0;
+/// Holds the view of the argument's current tensor.
+const SLOT_CURRENT: u8 = 1;
+/// Holds a view handed out for an earlier tensor of the (output) argument:
+/// its dims and strides must stay valid until compute returns (R7), so the
+/// slot is never written again.
+const SLOT_SPENT: u8 = 2;
+
+/// The inline views of the first [`INLINE_ARGS`] arguments of one
+/// direction (see [`KernelCtx`]). The storage is left uninitialised until
+/// a slot is filled, so making a context costs a few byte stores.
+struct ViewSlots<'a> {
+    state: [Cell<u8>; INLINE_ARGS],
+    data: &'a SlotStorage,
+}
+
+/// The storage of [`ViewSlots`]: a separate local of the compute, so that
+/// making the context does not zero it (an uninitialised field inside a
+/// larger value is memset).
+type SlotStorage = UnsafeCell<MaybeUninit<[SlotData; INLINE_ARGS]>>;
+
+impl<'a> ViewSlots<'a> {
+    fn new(data: &'a SlotStorage) -> ViewSlots<'a> {
+        ViewSlots {
+            state: [const { Cell::new(SLOT_EMPTY) }; INLINE_ARGS],
+            data,
+        }
+    }
+
+    /// Slot `i`'s storage (`i < INLINE_ARGS`).
+    fn slot(&self, i: usize) -> *mut SlotData {
+        debug_assert!(i < INLINE_ARGS);
+        self.data.get().cast::<SlotData>().wrapping_add(i)
+    }
+
+    /// The view of argument `i`'s current tensor, if built.
+    #[inline]
+    fn get(&self, i: usize) -> Option<OpforgeTensor> {
+        if self.state.get(i)?.get() != SLOT_CURRENT {
+            return None;
+        }
+        let slot = self.slot(i);
+        // SAFETY: `i < INLINE_ARGS` (its state exists), so `slot` is in
+        // bounds; a CURRENT slot's `view` was written by `fill`; the data is
+        // only written while EMPTY, and one thread uses the context (R9).
+        Some(unsafe { (&raw const (*slot).view).read() })
+    }
+
+    /// Stores `v` with `dims` and row-major strides in slot `i` and returns
+    /// the view pointing into the slot, or `None` if no slot can take it
+    /// (`i` too large, the slot in use, or a rank above [`INLINE_RANK`]).
+    fn fill(&self, i: usize, mut v: OpforgeTensor, dims: &[i64]) -> Option<OpforgeTensor> {
+        let state = self.state.get(i)?;
+        if state.get() != SLOT_EMPTY || dims.len() > INLINE_RANK {
+            return None;
+        }
+        let slot = self.slot(i);
+        // SAFETY: `i < INLINE_ARGS`, so `slot` is in bounds; an EMPTY slot
+        // was never handed out, so no pointer into it exists; its
+        // (uninitialised) storage is written field by field through raw
+        // pointers, within the arrays (`dims.len() <= INLINE_RANK`), before
+        // being read; one thread uses the context (R9).
+        unsafe {
+            let d = (&raw mut (*slot).dims).cast::<i64>();
+            let st = (&raw mut (*slot).strides).cast::<i64>();
+            let mut stride = 1i64;
+            for j in (0..dims.len()).rev() {
+                d.add(j).write(dims[j]);
+                st.add(j).write(stride);
+                stride = stride.saturating_mul(dims[j].max(1));
+            }
+            if dims.is_empty() {
+                v.dims = std::ptr::null();
+                v.strides = std::ptr::null();
+            } else {
+                v.dims = d;
+                v.strides = st;
+            }
+            (&raw mut (*slot).view).write(v);
+        }
+        state.set(SLOT_CURRENT);
+        Some(v)
+    }
+
+    /// Argument `i`'s tensor is replaced: a built view stays where it is.
+    fn retire(&self, i: usize) {
+        if let Some(state) = self.state.get(i) {
+            if state.get() == SLOT_CURRENT {
+                state.set(SLOT_SPENT);
+            }
+        }
+    }
 }
 
 /// # Safety
@@ -271,6 +390,7 @@ unsafe fn init<'a>(
 
 /// # Safety
 /// `p` is the `OpforgeKernelCtx*` the host passed to compute (R7).
+#[inline]
 unsafe fn kctx<'a>(p: *const OpforgeKernelCtx) -> Result<&'a KernelCtx<'a>> {
     if p.is_null() {
         return Err(Status::invalid_argument("a NULL OpforgeKernelCtx"));
@@ -279,7 +399,7 @@ unsafe fn kctx<'a>(p: *const OpforgeKernelCtx) -> Result<&'a KernelCtx<'a>> {
     Ok(unsafe { &*p.cast::<KernelCtx>() })
 }
 
-impl KernelCtx<'_> {
+impl<'a> KernelCtx<'a> {
     #[allow(clippy::mut_from_ref)]
     fn ctx(&self) -> &mut OpKernelContext<'static> {
         // SAFETY: the OpKernelContext outlives the compute call this
@@ -289,6 +409,24 @@ impl KernelCtx<'_> {
         unsafe { &mut *self.ctx }
     }
 
+    fn new(
+        ctx: *mut OpKernelContext<'static>,
+        def: &'a PluginKernelDef,
+        slots: &'a [SlotStorage; 2],
+    ) -> KernelCtx<'a> {
+        KernelCtx {
+            ctx,
+            def,
+            arena: Arena::default(),
+            temps: RefCell::new(Vec::new()),
+            moved: Cell::new(0),
+            moved_hi: RefCell::new(Vec::new()),
+            inputs: ViewSlots::new(&slots[0]),
+            outputs: ViewSlots::new(&slots[1]),
+        }
+    }
+
+    #[inline]
     fn check_input(&self, i: usize) -> Result<()> {
         let n = self.ctx().num_inputs();
         if i >= n {
@@ -300,6 +438,7 @@ impl KernelCtx<'_> {
         Ok(())
     }
 
+    #[inline]
     fn check_output(&self, i: usize) -> Result<()> {
         let n = self.ctx().num_outputs();
         if i >= n {
@@ -314,34 +453,105 @@ impl KernelCtx<'_> {
     /// Keeps output `i`'s current tensor (if any) alive until compute
     /// returns, before the output is set again: views of it stay valid (R7).
     fn retire_output(&self, i: usize) {
+        self.outputs.retire(i);
         if let Some(old) = self.ctx().output(i).cloned() {
-            self.temps
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(old);
+            self.temps.borrow_mut().push(old);
         }
     }
 
+    #[inline]
     fn moved(&self, i: usize) -> bool {
-        self.moved
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)[i]
+        if i < 64 {
+            self.moved.get() & (1u64 << i) != 0
+        } else {
+            self.moved_hi.borrow().contains(&i)
+        }
     }
 
     fn set_moved(&self, i: usize) {
-        self.moved
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)[i] = true;
+        if i < 64 {
+            self.moved.set(self.moved.get() | (1u64 << i));
+        } else {
+            self.moved_hi.borrow_mut().push(i);
+        }
+    }
+
+    /// The read-only view of input `i` (checked, not moved), built once per
+    /// compute.
+    #[inline]
+    fn input_view(&self, i: usize) -> Result<OpforgeTensor> {
+        if let Some(v) = self.inputs.get(i) {
+            return Ok(v);
+        }
+        let t = &self.ctx().inputs()[i];
+        let v = view_body(t, &self.arena)?;
+        if let Some(v) = self.inputs.fill(i, v, t.dims()) {
+            return Ok(v);
+        }
+        Ok(with_arena_shape(v, t.dims(), &self.arena))
+    }
+
+    /// The view of output `i`'s current tensor (checked, set), built once
+    /// per tensor.
+    #[inline]
+    fn output_view(&self, i: usize) -> Result<OpforgeTensor> {
+        if let Some(v) = self.outputs.get(i) {
+            return Ok(v);
+        }
+        let t = self.ctx().output_mut(i)?;
+        let v = view_body_mut(t, true, &self.arena)?;
+        if let Some(v) = self.outputs.fill(i, v, t.dims()) {
+            return Ok(v);
+        }
+        Ok(with_arena_shape(v, t.dims(), &self.arena))
     }
 }
 
-/// A view of `t` lent to the plugin.
+/// A view of `t` lent to the plugin, its dims and strides in `arena`.
 fn view(t: &mut Tensor, writable: bool, arena: &Arena) -> Result<OpforgeTensor> {
+    let v = view_body_mut(t, writable, arena)?;
+    Ok(with_arena_shape(v, t.dims(), arena))
+}
+
+/// `v` with `dims` and their row-major strides copied into `arena`.
+fn with_arena_shape(mut v: OpforgeTensor, dims: &[i64], arena: &Arena) -> OpforgeTensor {
+    v.dims = arena.i64s(dims);
+    v.strides = arena.i64s(&row_major_strides(dims));
+    v
+}
+
+/// A view of `t` without dims and strides; writable when `writable` and
+/// `t` is not shared.
+fn view_body_mut(t: &mut Tensor, writable: bool, arena: &Arena) -> Result<OpforgeTensor> {
+    if writable
+        && !matches!(
+            t.dtype(),
+            DataType::String | DataType::Resource | DataType::Variant
+        )
+    {
+        // A shared output gets a read-only view (below).
+        let (num_elements, rank) = (t.num_elements() as i64, t.rank());
+        let dtype = t.dtype() as i32;
+        if let Ok(b) = t.bytes_mut() {
+            let mut v = OpforgeTensor::new();
+            v.dtype = dtype;
+            v.rank = u32::try_from(rank).unwrap_or(u32::MAX);
+            v.num_elements = num_elements;
+            v.flags =
+                OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY | OPFORGE_TENSOR_WRITABLE;
+            v.byte_len = b.len() as u64;
+            v.data = b.as_mut_ptr().cast();
+            return Ok(v);
+        }
+    }
+    view_body(t, arena)
+}
+
+/// A read-only view of `t` without dims and strides.
+fn view_body(t: &Tensor, arena: &Arena) -> Result<OpforgeTensor> {
     let mut v = OpforgeTensor::new();
     v.dtype = t.dtype() as i32;
     v.rank = u32::try_from(t.rank()).unwrap_or(u32::MAX);
-    v.dims = arena.i64s(t.dims());
-    v.strides = arena.i64s(&row_major_strides(t.dims()));
     v.num_elements = t.num_elements() as i64;
     v.flags = OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY;
     match t.dtype() {
@@ -357,21 +567,21 @@ fn view(t: &mut Tensor, writable: bool, arena: &Arena) -> Result<OpforgeTensor> 
             )));
         }
         _ => {
-            if writable {
-                // A shared output gets a read-only view (below).
-                if let Ok(b) = t.bytes_mut() {
-                    v.byte_len = b.len() as u64;
-                    v.data = b.as_mut_ptr().cast();
-                    v.flags |= OPFORGE_TENSOR_WRITABLE;
-                    return Ok(v);
-                }
-            }
             let b = t.bytes()?;
             v.byte_len = b.len() as u64;
             v.data = b.as_ptr().cast_mut().cast();
         }
     }
     Ok(v)
+}
+
+/// A host string lent as is (EMPTY when empty, as the arena lends it).
+fn lend_str(s: &str) -> OpforgeStr {
+    if s.is_empty() {
+        OpforgeStr::EMPTY
+    } else {
+        OpforgeStr::from_text(s)
+    }
 }
 
 fn shape_of(dims: *const i64, rank: u32) -> Result<TensorShape> {
@@ -554,7 +764,8 @@ unsafe extern "C" fn op_name(p: *const OpforgeKernelCtx) -> OpforgeStr {
         let Ok(k) = (unsafe { kctx(p) }) else {
             return OpforgeStr::EMPTY;
         };
-        k.arena.str(k.def.op.as_bytes())
+        // The op name lives as the kernel definition, held across the compute.
+        lend_str(&k.def.op)
     })
 }
 
@@ -564,7 +775,8 @@ unsafe extern "C" fn node_name(p: *const OpforgeKernelCtx) -> OpforgeStr {
         let Ok(k) = (unsafe { kctx(p) }) else {
             return OpforgeStr::EMPTY;
         };
-        k.arena.str(k.ctx().node_name().as_bytes())
+        // The node name lives as the OpKernelContext, across the compute.
+        lend_str(k.ctx().node_name())
     })
 }
 
@@ -638,11 +850,7 @@ unsafe extern "C" fn input(
                     k.def.op
                 )));
             }
-            // Inputs are read-only: a shared reference is enough, but
-            // `view` takes `&mut` for outputs; never writable here.
-            let mut t = k.ctx().inputs()[i].clone();
-            let t = &mut t;
-            let v = view(t, false, &k.arena)?;
+            let v = k.input_view(i)?;
             write_struct(&v, out)
         })
     }
@@ -659,11 +867,13 @@ unsafe extern "C" fn output(
         guard_status(status, || {
             let k = kctx(p)?;
             k.check_output(i)?;
-            let name = k.def.op.clone();
-            let t = k.ctx().output_mut(i).map_err(|_| {
-                Status::failed_precondition(format!("{name}: output {i} is not set yet"))
-            })?;
-            let v = view(t, true, &k.arena)?;
+            if k.ctx().output(i).is_none() {
+                return Err(Status::failed_precondition(format!(
+                    "{}: output {i} is not set yet",
+                    k.def.op
+                )));
+            }
+            let v = k.output_view(i)?;
             write_struct(&v, out)
         })
     }
@@ -694,8 +904,8 @@ unsafe extern "C" fn allocate_output(
             }
             let shape = shape_of(dims, rank)?;
             k.retire_output(i);
-            let t = k.ctx().allocate_output(i, shape)?;
-            let v = view(t, true, &k.arena)?;
+            k.ctx().allocate_output(i, shape)?;
+            let v = k.output_view(i)?;
             write_struct(&v, out)
         })
     }
@@ -725,18 +935,22 @@ unsafe extern "C" fn forward_input_or_allocate_output(
                 )));
             }
             let cands = slice(candidates, num_candidates, "candidates")?;
-            let mut usable = Vec::new();
+            let mut any_moved = false;
             for &c in cands {
                 k.check_input(c)?;
-                if !k.moved(c) {
-                    usable.push(c);
-                }
+                any_moved |= k.moved(c);
             }
+            // Moved inputs are no candidates (rare: a list only then).
+            let usable: Vec<usize>;
+            let cands = if any_moved {
+                usable = cands.iter().copied().filter(|&c| !k.moved(c)).collect();
+                &usable[..]
+            } else {
+                cands
+            };
             let shape = shape_of(dims, rank)?;
             k.retire_output(i);
-            let f = k
-                .ctx()
-                .forward_input_or_allocate_output(&usable, i, &shape)?;
+            let f = k.ctx().forward_input_or_allocate_output(cands, i, &shape)?;
             if let Some(c) = f {
                 k.set_moved(c);
             }
@@ -747,8 +961,7 @@ unsafe extern "C" fn forward_input_or_allocate_output(
                     "forwarded_from",
                 )?;
             }
-            let t = k.ctx().output_mut(i)?;
-            let v = view(t, true, &k.arena)?;
+            let v = k.output_view(i)?;
             write_struct(&v, out)
         })
     }
@@ -921,10 +1134,7 @@ unsafe extern "C" fn allocate_temp(
             let mut t = k.ctx().allocate_temp(dtype, shape)?;
             let v = view(&mut t, true, &k.arena)?;
             // The buffer stays where it is when the tensor moves into the list.
-            k.temps
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(t);
+            k.temps.borrow_mut().push(t);
             write_struct(&v, out)
         })
     }

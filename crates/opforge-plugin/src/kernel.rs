@@ -11,6 +11,7 @@
 use core::cell::Cell;
 use core::ffi::c_void;
 use core::marker::PhantomData;
+use core::mem::MaybeUninit;
 use core::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -178,6 +179,7 @@ impl<'a> KernelInit<'a> {
 
 /// A read-only view of a tensor (an input), valid during the compute.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct Tensor<'a> {
     view: OpforgeTensor,
     _borrow: PhantomData<&'a ()>,
@@ -344,6 +346,77 @@ pub struct KernelCtx<'a> {
     host: &'a Host,
     def: &'a KernelDef,
     missing: Missing,
+    /// The views of the first inputs and outputs this compute received,
+    /// asked of the host once (dropped when the argument changes: an output
+    /// set again, an input forwarded or moved).
+    in_views: [Cell<Option<OpforgeTensor>>; CACHED_VIEWS],
+    out_views: [Cell<Option<OpforgeTensor>>; CACHED_VIEWS],
+    /// `num_inputs`, once asked (`usize::MAX`: not yet).
+    n_inputs: Cell<usize>,
+    /// Where `inputs_and_output` puts the input views it returns.
+    input_buf: [MaybeUninit<Tensor<'a>>; CACHED_VIEWS],
+}
+
+/// Arguments per direction whose views a [`KernelCtx`] keeps.
+const CACHED_VIEWS: usize = 4;
+
+/// The views of a compute's inputs ([`KernelCtx::inputs_and_output`]): a
+/// slice of [`Tensor`]s, kept in the context up to four (no allocation).
+pub struct InputViews<'a>(Views<'a>);
+
+enum Views<'a> {
+    Inline(&'a [Tensor<'a>]),
+    Heap(Vec<Tensor<'a>>),
+}
+
+impl<'a> core::ops::Deref for InputViews<'a> {
+    type Target = [Tensor<'a>];
+    fn deref(&self) -> &[Tensor<'a>] {
+        match &self.0 {
+            Views::Inline(v) => v,
+            Views::Heap(v) => v,
+        }
+    }
+}
+
+impl<'b, 'a> IntoIterator for &'b InputViews<'a> {
+    type Item = &'b Tensor<'a>;
+    type IntoIter = core::slice::Iter<'b, Tensor<'a>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'a> IntoIterator for InputViews<'a> {
+    type Item = Tensor<'a>;
+    type IntoIter = InputViewsIter<'a>;
+    fn into_iter(self) -> InputViewsIter<'a> {
+        InputViewsIter {
+            views: self,
+            next: 0,
+        }
+    }
+}
+
+/// The by-value iterator of [`InputViews`].
+pub struct InputViewsIter<'a> {
+    views: InputViews<'a>,
+    next: usize,
+}
+
+impl<'a> Iterator for InputViewsIter<'a> {
+    type Item = Tensor<'a>;
+    fn next(&mut self) -> Option<Tensor<'a>> {
+        let t = self.views.get(self.next).copied();
+        self.next += usize::from(t.is_some());
+        t
+    }
+}
+
+impl core::fmt::Debug for InputViews<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "InputViews({} views)", self.len())
+    }
 }
 
 fn new_view() -> OpforgeTensor {
@@ -391,7 +464,15 @@ impl<'a> KernelCtx<'a> {
     }
     /// The number of flat inputs.
     pub fn num_inputs(&self) -> usize {
-        self.count(self.host.kernel.num_inputs, "num_inputs")
+        let n = self.n_inputs.get();
+        if n != usize::MAX {
+            return n;
+        }
+        let n = self.count(self.host.kernel.num_inputs, "num_inputs");
+        if self.host.kernel.num_inputs.is_some() && n != usize::MAX {
+            self.n_inputs.set(n);
+        }
+        n
     }
     /// The number of flat outputs.
     pub fn num_outputs(&self) -> usize {
@@ -447,16 +528,36 @@ impl<'a> KernelCtx<'a> {
 
     /// A read-only view of input `i`.
     pub fn input(&self, i: usize) -> Result<Tensor<'_>> {
+        if let Some(view) = self.in_views.get(i).and_then(Cell::get) {
+            return Ok(Tensor::from_view(view));
+        }
         let f = slot!(self.host, kernel.input)?;
         let mut view = new_view();
         // SAFETY: the compute's ctx and status (R7); `view` is an
         // out-struct with its struct_size set.
         let code = unsafe { f(self.raw, i, &mut view, self.status) };
         self.host.check(code, self.status)?;
+        if let Some(c) = self.in_views.get(i) {
+            c.set(Some(view));
+        }
         Ok(Tensor {
             view,
             _borrow: PhantomData,
         })
+    }
+
+    /// Forgets the view kept of input `i` (forwarded or moved: R7).
+    fn drop_input_view(&self, i: usize) {
+        if let Some(c) = self.in_views.get(i) {
+            c.set(None);
+        }
+    }
+
+    /// Keeps (`Some`) or forgets the view of output `i`'s current tensor.
+    fn keep_output_view(&self, i: usize, view: Option<OpforgeTensor>) {
+        if let Some(c) = self.out_views.get(i) {
+            c.set(view);
+        }
     }
 
     /// The views of the inputs of argument `name` (a list input).
@@ -478,9 +579,13 @@ impl<'a> KernelCtx<'a> {
         let f = slot!(self.host, kernel.allocate_output)?;
         let rank = rank_of(dims)?;
         let mut view = new_view();
+        self.keep_output_view(i, None);
         // SAFETY: the compute's ctx and status (R7); `dims` is read during
         // the call; `view` is an out-struct.
         let code = unsafe { f(self.raw, i, dims.as_ptr(), rank, &mut view, self.status) };
+        if code == opforge_abi::OPFORGE_OK {
+            self.keep_output_view(i, Some(view));
+        }
         self.view_of(code, view)
     }
 
@@ -499,6 +604,7 @@ impl<'a> KernelCtx<'a> {
         let rank = rank_of(dims)?;
         let mut view = new_view();
         let mut from: i64 = OPFORGE_NOT_FORWARDED;
+        self.keep_output_view(i, None);
         // SAFETY: the compute's ctx and status (R7); the arrays are read
         // during the call; the out-pointers are locals.
         let code = unsafe {
@@ -515,44 +621,87 @@ impl<'a> KernelCtx<'a> {
             )
         };
         self.host.check(code, self.status)?;
-        Ok(usize::try_from(from).ok())
+        let from = usize::try_from(from).ok();
+        if let Some(c) = from {
+            self.drop_input_view(c);
+        }
+        self.keep_output_view(i, Some(view));
+        Ok(from)
+    }
+
+    /// [`forward_input_or_allocate_output`](Self::forward_input_or_allocate_output)
+    /// with the dims of input `like` (the elementwise case, as
+    /// opforge-core's `forward_input_or_allocate_output_like`), without
+    /// the caller copying them.
+    pub fn forward_input_or_allocate_output_like(
+        &mut self,
+        candidates: &[usize],
+        i: usize,
+        like: usize,
+    ) -> Result<Option<usize>> {
+        let view = self.input(like)?.view;
+        // The host reads the dims before it forwards anything (the view's
+        // dims are host memory valid until then).
+        self.forward_input_or_allocate_output(candidates, i, dims_of(&view))
     }
 
     /// The writable view of output `i`, once it is set.
     pub fn output_mut(&mut self, i: usize) -> Result<TensorMut<'_>> {
+        let view = self.output_view(i)?;
+        Ok(TensorMut {
+            view,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// Output `i`'s view, kept or asked of the host.
+    fn output_view(&self, i: usize) -> Result<OpforgeTensor> {
+        if let Some(view) = self.out_views.get(i).and_then(Cell::get) {
+            return Ok(view);
+        }
         let f = slot!(self.host, kernel.output)?;
         let mut view = new_view();
         // SAFETY: the compute's ctx and status (R7); `view` is an out-struct.
         let code = unsafe { f(self.raw, i, &mut view, self.status) };
-        self.view_of(code, view)
+        self.host.check(code, self.status)?;
+        self.keep_output_view(i, Some(view));
+        Ok(view)
     }
 
     /// The views of every input together with output `i`'s (which must be
     /// set, and not be a forwarded input): read the inputs while writing
     /// the output.
-    pub fn inputs_and_output(&mut self, i: usize) -> Result<(Vec<Tensor<'_>>, TensorMut<'_>)> {
-        let out = {
-            let f = slot!(self.host, kernel.output)?;
-            let mut view = new_view();
-            // SAFETY: as `output_mut`.
-            let code = unsafe { f(self.raw, i, &mut view, self.status) };
-            self.host.check(code, self.status)?;
-            view
-        };
+    pub fn inputs_and_output(&mut self, i: usize) -> Result<(InputViews<'_>, TensorMut<'_>)> {
+        let out = self.output_view(i)?;
         let n = self.num_inputs();
-        let mut ins = Vec::with_capacity(n);
-        for j in 0..n {
-            let t = self.input(j)?;
+        let check = |j: usize, t: &Tensor<'_>| {
             if !t.view.data.is_null() && t.view.data == out.data && t.view.byte_len > 0 {
                 return Err(Status::failed_precondition(format!(
                     "input {j} shares its memory with output {i}: use output_mut"
                 )));
             }
-            ins.push(Tensor {
-                view: t.view,
-                _borrow: PhantomData,
-            });
-        }
+            Ok(())
+        };
+        let ins = if n > CACHED_VIEWS {
+            let mut v = Vec::with_capacity(n);
+            for j in 0..n {
+                let t = self.input(j)?;
+                check(j, &t)?;
+                v.push(Tensor::from_view(t.view));
+            }
+            InputViews(Views::Heap(v))
+        } else {
+            for j in 0..n {
+                let t = self.input(j)?;
+                check(j, &t)?;
+                self.input_buf[j] = MaybeUninit::new(Tensor::from_view(t.view));
+            }
+            // SAFETY: the first `n` (<= CACHED_VIEWS) elements were just
+            // initialised; `MaybeUninit<T>` has `T`'s layout; the slice
+            // borrows `self` for the lifetime of the result.
+            let views = unsafe { core::slice::from_raw_parts(self.input_buf.as_ptr().cast(), n) };
+            InputViews(Views::Inline(views))
+        };
         Ok((
             ins,
             TensorMut {
@@ -565,6 +714,8 @@ impl<'a> KernelCtx<'a> {
     /// Output `output` is input `input`, shared (no copy).
     pub fn set_output_from_input(&mut self, output: usize, input: usize) -> Result<()> {
         let f = slot!(self.host, kernel.set_output_from_input)?;
+        self.keep_output_view(output, None);
+        self.drop_input_view(input);
         // SAFETY: the compute's ctx and status (R7).
         let code = unsafe { f(self.raw, output, input, self.status) };
         self.host.check(code, self.status)
@@ -666,6 +817,7 @@ impl<'a> KernelCtx<'a> {
         data: Vec<T>,
     ) -> Result<()> {
         let f = slot!(self.host, kernel.set_output_foreign)?;
+        self.keep_output_view(i, None);
         let n: i64 = dims.iter().product();
         if dims.iter().any(|&d| d < 0) || n != data.len() as i64 {
             return Err(Status::invalid_argument(format!(
@@ -703,6 +855,7 @@ impl<'a> KernelCtx<'a> {
     /// Sets the `DT_STRING` output `i` of `dims` to `elements` (copied).
     pub fn set_output_strings(&mut self, i: usize, dims: &[i64], elements: &[&[u8]]) -> Result<()> {
         let f = slot!(self.host, kernel.set_output_strings)?;
+        self.keep_output_view(i, None);
         let rank = rank_of(dims)?;
         let strs: Vec<OpforgeStr> = elements.iter().map(|e| OpforgeStr::from_bytes(e)).collect();
         // SAFETY: the compute's ctx and status (R7); the arrays are read
@@ -853,6 +1006,9 @@ unsafe extern "C" fn work_trampoline<F: Fn(usize, usize) + Sync>(
 /// earlier panic left it possibly inconsistent.
 struct Instance<K> {
     kernel: K,
+    /// The flat input count create read (fixed for the instance;
+    /// `usize::MAX` if the host lacks `init_num_inputs`).
+    num_inputs: usize,
     def: &'static KernelDef,
     poisoned: AtomicBool,
 }
@@ -886,8 +1042,14 @@ pub(crate) unsafe extern "C" fn create_trampoline<K: Kernel>(
             if let Some(missing) = init.missing.take() {
                 return Err(missing);
             }
+            let num_inputs = match host.kernel.init_num_inputs {
+                // SAFETY: the create's init (R7).
+                Some(f) => unsafe { f(init.raw) },
+                None => usize::MAX,
+            };
             let instance = Box::new(Instance {
                 kernel: kernel?,
+                num_inputs,
                 def,
                 poisoned: AtomicBool::new(false),
             });
@@ -928,6 +1090,10 @@ pub(crate) unsafe extern "C" fn compute_trampoline<K: Kernel>(
                 host,
                 def: instance.def,
                 missing: Cell::new(None),
+                in_views: [const { Cell::new(None) }; CACHED_VIEWS],
+                out_views: [const { Cell::new(None) }; CACHED_VIEWS],
+                n_inputs: Cell::new(instance.num_inputs),
+                input_buf: [const { MaybeUninit::uninit() }; CACHED_VIEWS],
             };
             let result = instance.kernel.compute(&mut c);
             match c.missing.take() {

@@ -76,7 +76,9 @@ pub use attr::{AttrValue, FromAttrValue, FuncAttr, ShapeAttr, TensorAttr};
 pub use dtype::{BFloat16, DataType, Element, Half};
 pub use grad::{GradCtx, Sym, SymArg};
 pub use grad_nodes::{ArgRef, GradArg, GradNode, GradSource, GradientFunction, NodeAttr};
-pub use kernel::{Kernel, KernelCtx, KernelInit, OutputRequest, Tensor, TensorMut, ThreadPool};
+pub use kernel::{
+    InputViews, Kernel, KernelCtx, KernelInit, OutputRequest, Tensor, TensorMut, ThreadPool,
+};
 pub use registry::{GradientDef, GradientForm, KernelDef, KernelDefBuilder, Library, OpDefBuilder};
 pub use shape::{DimHandle, ShapeCtx, ShapeHandle};
 pub use status::{Code, Result, Status};

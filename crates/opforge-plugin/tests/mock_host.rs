@@ -39,9 +39,9 @@ impl Kernel for ZeroOut {
     }
 
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
-        let (n, dims, dtype) = {
+        let (n, dtype) = {
             let x = ctx.input(0)?;
-            (x.num_elements(), x.dims().to_vec(), x.dtype())
+            (x.num_elements(), x.dtype())
         };
         ensure!(
             self.keep < n,
@@ -51,7 +51,7 @@ impl Kernel for ZeroOut {
             n
         );
         let forwarded = ctx
-            .forward_input_or_allocate_output(&[0], 0, &dims)?
+            .forward_input_or_allocate_output_like(&[0], 0, 0)?
             .is_some();
         let keep = self.keep;
         dispatch!(dtype, T => {
