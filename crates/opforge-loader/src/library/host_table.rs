@@ -1,0 +1,483 @@
+//! The host table a library's init gets: statuses, logging, and the
+//! registration table that stages ops, kernels, shape functions and
+//! gradients (committed by the parent module's `Loader`).
+
+use super::*;
+
+// ---- statuses and logging ------------------------------------------------------
+
+pub(super) unsafe extern "C" fn set_status(
+    status: *mut OpforgeStatus,
+    code: OpforgeCode,
+    message: OpforgeStr,
+) {
+    guard((), || {
+        if status.is_null() {
+            return;
+        }
+        // SAFETY: statuses are made only by the host (R6/R8).
+        let s = unsafe { &mut *status.cast::<HostStatus>() };
+        s.code = code;
+        // SAFETY: plugin string (R5); copied.
+        s.message = match unsafe { bytes(message, "message") } {
+            Ok(b) => String::from_utf8_lossy(b).into_owned(),
+            Err(e) => e.message().to_string(),
+        };
+        if code == OPFORGE_OK {
+            s.message.clear();
+            s.flags = 0;
+        }
+    })
+}
+
+pub(super) unsafe extern "C" fn status_code(status: *const OpforgeStatus) -> OpforgeCode {
+    guard(OPFORGE_INTERNAL, || {
+        if status.is_null() {
+            return OPFORGE_INVALID_ARGUMENT;
+        }
+        // SAFETY: a host-made status.
+        unsafe { &*status.cast::<HostStatus>() }.code
+    })
+}
+
+pub(super) unsafe extern "C" fn status_message(status: *const OpforgeStatus) -> OpforgeStr {
+    guard(OpforgeStr::EMPTY, || {
+        if status.is_null() {
+            return OpforgeStr::EMPTY;
+        }
+        // SAFETY: a host-made status; the message lives until it changes (header).
+        let s = unsafe { &*status.cast::<HostStatus>() };
+        OpforgeStr {
+            ptr: s.message.as_ptr().cast(),
+            len: s.message.len(),
+        }
+    })
+}
+
+pub(super) unsafe extern "C" fn set_status_flags(status: *mut OpforgeStatus, flags: u32) {
+    guard((), || {
+        if !status.is_null() {
+            // SAFETY: a host-made status.
+            unsafe { &mut *status.cast::<HostStatus>() }.flags |= flags;
+        }
+    })
+}
+
+pub(super) unsafe extern "C" fn status_flags(status: *const OpforgeStatus) -> u32 {
+    guard(0, || {
+        if status.is_null() {
+            return 0;
+        }
+        // SAFETY: a host-made status.
+        unsafe { &*status.cast::<HostStatus>() }.flags
+    })
+}
+
+pub(super) unsafe extern "C" fn status_new() -> *mut OpforgeStatus {
+    guard(std::ptr::null_mut(), || {
+        Box::into_raw(Box::<HostStatus>::default()).cast()
+    })
+}
+
+pub(super) unsafe extern "C" fn status_delete(status: *mut OpforgeStatus) {
+    guard((), || {
+        if !status.is_null() {
+            // SAFETY: made by status_new (R6: the plugin frees what it made with status_new).
+            drop(unsafe { Box::from_raw(status.cast::<HostStatus>()) });
+        }
+    })
+}
+
+pub(super) unsafe extern "C" fn log(host: *const OpforgeHostApi, level: u32, message: OpforgeStr) {
+    guard((), || {
+        let name = hosts()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(host as usize))
+            .cloned()
+            .unwrap_or_else(|| "unknown library".into());
+        // SAFETY: plugin string (R5).
+        let msg = unsafe { bytes(message, "message") }
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let level = match level {
+            OPFORGE_LOG_DEBUG => "DEBUG",
+            OPFORGE_LOG_INFO => "INFO",
+            OPFORGE_LOG_WARNING => "WARNING",
+            OPFORGE_LOG_ERROR => "ERROR",
+            _ => "LOG",
+        };
+        eprintln!("[opforge library {name}] {level}: {msg}");
+    })
+}
+
+pub(super) unsafe extern "C" fn extension(_name: OpforgeStr, _min_version: u32) -> *const c_void {
+    std::ptr::null()
+}
+
+// ---- registration ----------------------------------------------------------------
+
+/// What init registered, not yet visible: committed only if init succeeds.
+/// Holds no strong reference to the library or the registry once init is
+/// over (no cycles).
+#[derive(Default)]
+pub(crate) struct Staging {
+    pub(super) lib: Weak<LibInner>,
+    pub(super) registry: Option<Arc<Registry>>,
+    pub(super) active: bool,
+    pub(super) ops: Vec<(String, OpDefBuilder, bool)>,
+    pub(super) kernels: Vec<(KernelDefBuilder, Arc<PluginKernelDef>)>,
+    pub(super) gradients: Vec<(String, &'static str, GradientFn)>,
+}
+
+impl Staging {
+    fn lib(&self) -> Result<Arc<LibInner>> {
+        self.lib
+            .upgrade()
+            .ok_or_else(|| Status::internal("the library being initialised is gone"))
+    }
+
+    fn registry(&self) -> Result<&Arc<Registry>> {
+        self.registry
+            .as_ref()
+            .ok_or_else(|| Status::failed_precondition("the registrar is valid during init only"))
+    }
+
+    fn has_op(&self, op: &str) -> bool {
+        self.ops.iter().any(|(n, ..)| n == op)
+            || self.registry.as_ref().is_some_and(|r| r.lookup(op).is_ok())
+    }
+
+    fn require_op(&self, op: &str, what: &str) -> Result<()> {
+        if self.has_op(op) {
+            Ok(())
+        } else {
+            Err(Status::not_found(format!(
+                "{what} for op '{op}', which is not registered: register the op first (in this \
+                 library's init, or load the library that defines it before this one)"
+            )))
+        }
+    }
+}
+
+/// # Safety
+/// `r` is the registrar init received.
+unsafe fn staging<'a>(r: *mut OpforgeRegistrar) -> Result<&'a Mutex<Staging>> {
+    if r.is_null() {
+        return Err(Status::invalid_argument("a NULL OpforgeRegistrar"));
+    }
+    // SAFETY: the registrar is the Mutex<Staging> the loader made for init;
+    // it lives until the library is released.
+    let m = unsafe { &*r.cast::<Mutex<Staging>>() };
+    if !m.lock().unwrap_or_else(PoisonError::into_inner).active {
+        return Err(Status::failed_precondition(
+            "the registrar is valid during init only; register everything in \
+             opforge_plugin_init_v1",
+        ));
+    }
+    Ok(m)
+}
+
+pub(super) unsafe extern "C" fn reg_op(
+    r: *mut OpforgeRegistrar,
+    def: *const OpforgeOpDef,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let m = staging(r)?;
+            let d = read_struct(def)?;
+            let name = text(d.name, "op name")?.to_string();
+            let mut b = OpDefBuilder::new(name.clone());
+            for s in slice(d.attrs, d.num_attrs, "attrs")? {
+                b = b.attr(text(*s, "attr spec")?);
+            }
+            for s in slice(d.inputs, d.num_inputs, "inputs")? {
+                b = b.input(text(*s, "input spec")?);
+            }
+            for s in slice(d.outputs, d.num_outputs, "outputs")? {
+                b = b.output(text(*s, "output spec")?);
+            }
+            for s in slice(d.control_outputs, d.num_control_outputs, "control_outputs")? {
+                b = b.control_output(text(*s, "control output")?);
+            }
+            let known = OPFORGE_OP_STATEFUL
+                | OPFORGE_OP_COMMUTATIVE
+                | OPFORGE_OP_AGGREGATE
+                | OPFORGE_OP_ALLOWS_UNINITIALIZED_INPUT
+                | OPFORGE_OP_DISTRIBUTED_COMMUNICATION;
+            if d.flags & !known != 0 {
+                return Err(Status::unimplemented(format!(
+                    "op '{name}': unknown flag bits {:#x}; upgrade opforge",
+                    d.flags & !known
+                )));
+            }
+            if d.flags & OPFORGE_OP_STATEFUL != 0 {
+                b = b.stateful();
+            }
+            if d.flags & OPFORGE_OP_COMMUTATIVE != 0 {
+                b = b.commutative();
+            }
+            if d.flags & OPFORGE_OP_AGGREGATE != 0 {
+                b = b.aggregate();
+            }
+            if d.flags & OPFORGE_OP_ALLOWS_UNINITIALIZED_INPUT != 0 {
+                b = b.allows_uninitialized_input();
+            }
+            if d.flags & OPFORGE_OP_DISTRIBUTED_COMMUNICATION != 0 {
+                b = b.distributed_communication();
+            }
+            let doc = text(d.doc, "doc")?;
+            if !doc.is_empty() {
+                b = b.doc(doc);
+            }
+            if d.deprecation_version != 0 {
+                b = b.deprecated(
+                    d.deprecation_version,
+                    text(d.deprecation_explanation, "deprecation")?,
+                );
+            }
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            let has_shape_fn = d.shape_fn.is_some();
+            if let Some(f) = d.shape_fn {
+                let lib = st.lib()?;
+                let user = SendPtr(d.shape_fn_user);
+                let op = name.clone();
+                b = b.set_shape_fn(move |ic| run_shape_fn(&lib, &op, f, user, ic));
+            }
+            let op_def = b
+                .finalize()
+                .map_err(|e| e.prepend(format!("op '{name}': ")))?;
+            if st.ops.iter().any(|(n, ..)| *n == name) {
+                return Err(Status::already_exists(format!(
+                    "op '{name}' is registered twice by library {}",
+                    st.lib()?.label()
+                )));
+            }
+            if let Ok(existing) = st.registry()?.lookup(&name) {
+                if existing.op_def != op_def {
+                    return Err(Status::already_exists(format!(
+                        "Op with name '{name}' is already registered with a different \
+                         definition by {}; library {} registers another one ({}). Rename the \
+                         op in one of the libraries, or unload the other first",
+                        existing.state().describe_origins(),
+                        st.lib()?.label(),
+                        opforge_core::registry::describe_difference(&existing.op_def, &op_def)
+                    )));
+                }
+            }
+            st.ops.push((name, b, has_shape_fn));
+            Ok(())
+        })
+    }
+}
+
+pub(super) unsafe extern "C" fn reg_kernel(
+    r: *mut OpforgeRegistrar,
+    def: *const OpforgeKernelDef,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let m = staging(r)?;
+            let d = read_struct(def)?;
+            let op = text(d.op, "kernel op")?.to_string();
+            let device = text(d.device_type, "device_type")?;
+            if device != "CPU" {
+                return Err(Status::unimplemented(format!(
+                    "kernel of op '{op}' for device '{device}': this host runs plugin kernels on \
+                     CPU only"
+                )));
+            }
+            let known = OPFORGE_KERNEL_NOT_THREAD_SAFE
+                | OPFORGE_KERNEL_PARALLEL_ISOLATED
+                | OPFORGE_KERNEL_OUTPUT_REQUESTS;
+            if d.flags & !known != 0 {
+                return Err(Status::unimplemented(format!(
+                    "kernel of op '{op}': unknown flag bits {:#x}; upgrade opforge",
+                    d.flags & !known
+                )));
+            }
+            let Some(compute) = d.compute else {
+                return Err(Status::invalid_argument(format!(
+                    "kernel of op '{op}' has no compute callback"
+                )));
+            };
+            let mut kb = KernelDefBuilder::new(&op).device(device);
+            for c in read_array(d.constraints, d.num_constraints)? {
+                let attr = text(c.attr, "constraint attr")?;
+                let mut types = Vec::new();
+                for &t in slice(c.types, c.num_types, "constraint types")? {
+                    types.push(
+                        DataType::from_i32(t)
+                            .filter(|d| !d.is_ref())
+                            .ok_or_else(|| {
+                                Status::invalid_argument(format!(
+                                    "kernel of op '{op}': constraint on '{attr}' names dtype {t}, \
+                             which this host does not know"
+                                ))
+                            })?,
+                    );
+                }
+                kb = kb.type_constraint_list(attr, &types);
+            }
+            for s in slice(
+                d.host_memory_args,
+                d.num_host_memory_args,
+                "host_memory_args",
+            )? {
+                kb = kb.host_memory(text(*s, "host memory arg")?);
+            }
+            kb = kb.label(text(d.label, "label")?).priority(d.priority);
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            st.require_op(&op, "a kernel")?;
+            let pk = Arc::new(PluginKernelDef {
+                lib: st.lib()?,
+                op,
+                create: d.create,
+                compute,
+                destroy: d.destroy,
+                user: SendPtr(d.user),
+                flags: d.flags,
+            });
+            st.kernels.push((kb, pk));
+            Ok(())
+        })
+    }
+}
+
+pub(super) unsafe extern "C" fn reg_gradient_fn(
+    r: *mut OpforgeRegistrar,
+    op: OpforgeStr,
+    f: OpforgeGradFn,
+    user: *mut c_void,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let m = staging(r)?;
+            let op = text(op, "op")?.to_string();
+            let Some(f) = f else {
+                return Err(Status::invalid_argument(format!(
+                    "gradient of op '{op}': a NULL gradient function"
+                )));
+            };
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            st.require_op(&op, "a gradient")?;
+            if st.gradients.iter().any(|(o, ..)| *o == op) {
+                return Err(Status::already_exists(format!(
+                    "the gradient of op '{op}' is registered twice by this library"
+                )));
+            }
+            let lib = st.lib()?;
+            let user = SendPtr(user);
+            let g = GradientFn::from_fn(move |ops, fwd, grads| {
+                run_grad_fn(&lib, f, user, ops, fwd, grads)
+            });
+            st.gradients.push((op, "fn", g));
+            Ok(())
+        })
+    }
+}
+
+pub(super) unsafe extern "C" fn reg_gradient_function(
+    r: *mut OpforgeRegistrar,
+    def: *const OpforgeGradientFunction,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let m = staging(r)?;
+            let d = read_struct(def)?;
+            let decl = DeclGradient::read(&d)?;
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            let op = decl.op().to_string();
+            st.require_op(&op, "a gradient")?;
+            if st.gradients.iter().any(|(o, ..)| *o == op) {
+                return Err(Status::already_exists(format!(
+                    "the gradient of op '{op}' is registered twice by this library"
+                )));
+            }
+            {
+                let staged = &st.ops;
+                let registry = st.registry.clone();
+                let find = |name: &str| {
+                    staged
+                        .iter()
+                        .find(|(n, ..)| n == name)
+                        .and_then(|(_, b, _)| b.finalize().ok())
+                        .or_else(|| registry.as_ref().and_then(|r| r.op_def(name).ok()))
+                };
+                decl.validate(&find)?;
+            }
+            let label = st.lib()?.label();
+            let g = GradientFn::from_fn(move |ops, fwd, grads| {
+                decl.eval(ops, fwd, grads)
+                    .map_err(|e| e.append(format!(" [library {label}]")))
+            });
+            st.gradients.push((op, "nodes", g));
+            Ok(())
+        })
+    }
+}
+
+pub(super) unsafe extern "C" fn reg_not_differentiable(
+    r: *mut OpforgeRegistrar,
+    op: OpforgeStr,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: plugin pointers (R7).
+    unsafe {
+        guard_status(status, || {
+            let m = staging(r)?;
+            let op = text(op, "op")?.to_string();
+            let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
+            st.require_op(&op, "a gradient")?;
+            if st.gradients.iter().any(|(o, ..)| *o == op) {
+                return Err(Status::already_exists(format!(
+                    "the gradient of op '{op}' is registered twice by this library"
+                )));
+            }
+            st.gradients
+                .push((op, "not_differentiable", GradientFn::NotDifferentiable));
+            Ok(())
+        })
+    }
+}
+
+pub(super) static REGISTRATION_API: OpforgeRegistrationApi = {
+    let mut t = OpforgeRegistrationApi::new();
+    t.op = Some(reg_op);
+    t.kernel = Some(reg_kernel);
+    t.gradient_fn = Some(reg_gradient_fn);
+    t.gradient_function = Some(reg_gradient_function);
+    t.not_differentiable = Some(reg_not_differentiable);
+    t
+};
+
+const HOST_VERSION: &str = concat!("opforge ", env!("CARGO_PKG_VERSION"));
+
+pub(super) fn host_table() -> OpforgeHostApi {
+    let mut t = OpforgeHostApi::new();
+    t.abi_major = OPFORGE_ABI_MAJOR;
+    t.abi_minor = OPFORGE_ABI_MINOR;
+    t.host_version = OpforgeStr::from_text(HOST_VERSION);
+    t.registration = &REGISTRATION_API;
+    t.kernel = &KERNEL_API;
+    t.shape = &SHAPE_API;
+    t.grad = &GRAD_API;
+    t.set_status = Some(set_status);
+    t.status_code = Some(status_code);
+    t.status_message = Some(status_message);
+    t.set_status_flags = Some(set_status_flags);
+    t.status_flags = Some(status_flags);
+    t.status_new = Some(status_new);
+    t.status_delete = Some(status_delete);
+    t.log = Some(log);
+    t.extension = Some(extension);
+    t
+}
