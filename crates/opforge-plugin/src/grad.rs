@@ -16,7 +16,7 @@ use opforge_abi::{
 
 use crate::attr::{self, AttrValue, FromAttrValue};
 use crate::dtype::{DataType, Element};
-use crate::host::{self, missing_slot, slot, Host};
+use crate::host::{self, slot, Host};
 use crate::registry::{GradientDef, GradientForm};
 use crate::status::{Result, Status};
 
@@ -63,10 +63,7 @@ macro_rules! query {
 
 impl<'a> GradCtx<'a> {
     fn note(&self, name: &str) {
-        let previous = self.missing.take();
-        self.missing.set(Some(
-            previous.unwrap_or_else(|| missing_slot(self.host, "grad", name)),
-        ));
+        crate::host::note_missing(&self.missing, self.host, "grad", name);
     }
 
     /// The forward op's name.

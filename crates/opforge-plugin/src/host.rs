@@ -126,6 +126,20 @@ macro_rules! slot {
 }
 pub(crate) use slot;
 
+/// Records in `missing` that `table`'s slot `name` was asked for and the host
+/// lacks it (the first such miss is kept: it is what the callback reports).
+pub(crate) fn note_missing(
+    missing: &core::cell::Cell<Option<Status>>,
+    host: &Host,
+    table: &str,
+    name: &str,
+) {
+    let previous = missing.take();
+    missing.set(Some(
+        previous.unwrap_or_else(|| missing_slot(host, table, name)),
+    ));
+}
+
 /// The error of a slot the host lacks.
 pub(crate) fn missing_slot(host: &Host, table: &str, name: &str) -> Status {
     Status::unimplemented(format!(

@@ -61,10 +61,7 @@ macro_rules! query {
 
 impl<'a> ShapeCtx<'a> {
     fn note(&self, name: &str) {
-        let previous = self.missing.take();
-        self.missing.set(Some(
-            previous.unwrap_or_else(|| missing_slot(self.host, "shape", name)),
-        ));
+        crate::host::note_missing(&self.missing, self.host, "shape", name);
     }
 
     fn check(&self, code: OpforgeCode) -> Result<()> {

@@ -1,0 +1,141 @@
+//! The entry points the host calls for every kernel registered with
+//! [`KernelDefBuilder::build`](crate::KernelDefBuilder::build): create,
+//! compute and destroy, each under `catch_unwind`.
+
+use super::*;
+
+/// A kernel instance: the author's kernel, its definition, and whether an
+/// earlier panic left it possibly inconsistent.
+pub(super) struct Instance<K> {
+    kernel: K,
+    /// The flat input count create read (fixed for the instance;
+    /// `usize::MAX` if the host lacks `init_num_inputs`).
+    num_inputs: usize,
+    def: &'static KernelDef,
+    poisoned: AtomicBool,
+}
+
+pub(super) fn kernel_what(def: &KernelDef, phase: &str) -> String {
+    format!("{phase} of kernel {}", def.def.op())
+}
+
+pub(crate) unsafe extern "C" fn create_trampoline<K: Kernel>(
+    init: *const OpforgeKernelInit,
+    user: *mut c_void,
+    state: *mut *mut c_void,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    // SAFETY: `user` is the `'static` KernelDef given at registration.
+    let def = unsafe { &*(user as *const KernelDef) };
+    if state.is_null() {
+        return OPFORGE_INTERNAL;
+    }
+    host::guard(
+        status,
+        || kernel_what(def, "create"),
+        |host| {
+            let init = KernelInit {
+                raw: init,
+                status,
+                host,
+                missing: Cell::new(None),
+            };
+            let kernel = K::create(&init);
+            if let Some(missing) = init.missing.take() {
+                return Err(missing);
+            }
+            let num_inputs = match host.kernel.init_num_inputs {
+                // SAFETY: the create's init (R7).
+                Some(f) => unsafe { f(init.raw) },
+                None => usize::MAX,
+            };
+            let instance = Box::new(Instance {
+                kernel: kernel?,
+                num_inputs,
+                def,
+                poisoned: AtomicBool::new(false),
+            });
+            // SAFETY: `state` is the host's out-pointer (checked non-null).
+            unsafe { *state = Box::into_raw(instance).cast() };
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn compute_trampoline<K: Kernel>(
+    state: *mut c_void,
+    ctx: *mut OpforgeKernelCtx,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    if state.is_null() {
+        return OPFORGE_INTERNAL;
+    }
+    // SAFETY: `state` is the `Instance<K>` made by `create_trampoline::<K>`
+    // for this kernel (the host passes it back unchanged) and lives until
+    // destroy, after the last compute; computes share it (`K: Sync`).
+    let instance = unsafe { &*(state as *const Instance<K>) };
+    let (code, panicked) = host::guard_reporting_panic(
+        status,
+        || kernel_what(instance.def, "compute"),
+        |host| {
+            if instance.poisoned.load(Ordering::Relaxed) {
+                return Err(Status::internal(format!(
+                    "kernel {} (library {} {}) was poisoned by an earlier panic",
+                    instance.def.def.op(),
+                    host.library.name,
+                    host.library.version
+                )));
+            }
+            let mut c = KernelCtx {
+                raw: ctx,
+                status,
+                host,
+                def: instance.def,
+                missing: Cell::new(None),
+                in_views: [const { Cell::new(None) }; CACHED_VIEWS],
+                out_views: [const { Cell::new(None) }; CACHED_VIEWS],
+                n_inputs: Cell::new(instance.num_inputs),
+                input_buf: [const { MaybeUninit::uninit() }; CACHED_VIEWS],
+            };
+            let result = instance.kernel.compute(&mut c);
+            match c.missing.take() {
+                Some(missing) if result.is_ok() => Err(missing),
+                _ => result,
+            }
+        },
+    );
+    if panicked {
+        instance.poisoned.store(true, Ordering::Relaxed);
+    }
+    code
+}
+
+pub(crate) unsafe extern "C" fn destroy_trampoline<K: Kernel>(
+    state: *mut c_void,
+    user: *mut c_void,
+) {
+    if state.is_null() {
+        return;
+    }
+    // SAFETY: `user` is the `'static` KernelDef given at registration.
+    let def = unsafe { &*(user as *const KernelDef) };
+    // SAFETY: `state` is the `Instance<K>` from `create_trampoline::<K>`;
+    // destroy is called once, after the last compute, so we own it.
+    let instance = unsafe { Box::from_raw(state as *mut Instance<K>) };
+    if let Err(panic) = crate::panic::catch(move || drop(instance)) {
+        if let Some(host) = host::host() {
+            let message = host::panic_message(host, &kernel_what(def, "destroy"), &panic);
+            if let Some(log) = host.api.log {
+                // SAFETY: `raw` is init's table, as `log` asks; the message
+                // is copied (R5).
+                unsafe {
+                    log(
+                        host.raw,
+                        opforge_abi::OPFORGE_LOG_ERROR,
+                        OpforgeStr::from_text(&message),
+                    )
+                };
+            }
+        }
+    }
+}
