@@ -7,10 +7,10 @@
 //! The ops live in one crate per family, which compile in parallel and
 //! alone when one of their files changes: `opforge-ops-array`,
 //! `opforge-ops-math`, `opforge-ops-math-unary`, `opforge-ops-reduce`, `opforge-ops-nn`,
-//! `opforge-ops-linalg`, `opforge-ops-state`, and, with the `tutorial-ops`
-//! feature (on by default), `opforge-ops-tutorial` (the demo ops of
-//! TensorFlow's "Create an op" guide). Their shared engines are in
-//! `opforge-ops-base`. This crate links them all.
+//! `opforge-ops-linalg` and `opforge-ops-state`. Their shared engines are in
+//! `opforge-ops-base`. This crate links them all. (The demo ops of
+//! TensorFlow's "Create an op" guide, `ZeroOut` and its companions, are an
+//! op library of their own: `examples/zero_out`.)
 //!
 //! A binary must link this crate for its registrations to be collected:
 //! call [`link`] once (the `opforge` CLI does so at startup).
@@ -27,8 +27,6 @@ extern crate opforge_ops_math_unary as _;
 extern crate opforge_ops_nn as _;
 extern crate opforge_ops_reduce as _;
 extern crate opforge_ops_state as _;
-#[cfg(feature = "tutorial-ops")]
-extern crate opforge_ops_tutorial as _;
 
 /// The engines and helpers the standard library's kernels share (parallel
 /// loops, broadcasting, element traits, reductions, argument readers), for

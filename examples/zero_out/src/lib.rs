@@ -4,7 +4,11 @@
 //! input), and the guide's earlier variants under their own names:
 //! `ZeroOutInt32` (int32 only, keeps the first element) and `ZeroOutList`
 //! (a list input, each tensor zeroed but its first element). Each has a
-//! shape function (outputs have the inputs' shapes) and a gradient.
+//! shape function (outputs have the inputs' shapes) and a gradient. The
+//! guide's examples of attrs, defaults and polymorphic inputs
+//! (`AttrDefaultExampleForAllTypes`, `PolymorphicListExample`,
+//! `SameListInputExample`, `MinLengthIntListExample`, `MultipleInsAndOuts`)
+//! are declared too, without kernels, as in the guide.
 //!
 //! Build it with `cargo build -p zero_out`: the result
 //! (`target/debug/libzero_out.so`) is a library opforge loads at run time.
@@ -251,10 +255,72 @@ pub fn zero_out_list_grad(g: &mut GradCtx<'_>) -> Result<()> {
     Ok(())
 }
 
+// The guide's examples of attrs, defaults and polymorphic inputs: op
+// declarations only (the guide gives them no kernel), so graphs can be built
+// and shapes inferred with them.
+
+/// `AttrDefaultExampleForAllTypes`: a default value for every attr type.
+pub const ATTR_DEFAULT_EXAMPLE_FOR_ALL_TYPES: OpDefBuilder =
+    OpDefBuilder::new("AttrDefaultExampleForAllTypes")
+        .attr("s: string = 'foo'")
+        .attr("i: int = 0")
+        .attr("f: float = 1.0")
+        .attr("b: bool = true")
+        .attr("ty: type = DT_INT32")
+        .attr("sh: shape = { dim { size: 1 } dim { size: 2 } }")
+        .attr("te: tensor = { dtype: DT_INT32 int_val: 5 }")
+        .attr("l_empty: list(int) = []")
+        .attr("l_int: list(int) = [2, 3, 5, 7]")
+        .set_shape_fn(shape::no_outputs)
+        .doc("Shows a default value for an attr of every type.");
+
+/// `PolymorphicListExample`: a list input whose element types may differ.
+pub const POLYMORPHIC_LIST_EXAMPLE: OpDefBuilder = OpDefBuilder::new("PolymorphicListExample")
+    .attr("T: list(type)")
+    .input("in: T")
+    .output("out: T")
+    .set_shape_fn(shape::unknown_shape)
+    .doc("Takes a list of tensors of any types and returns a list of the same types.");
+
+/// `SameListInputExample`: a list input whose tensors all have one type.
+pub const SAME_LIST_INPUT_EXAMPLE: OpDefBuilder = OpDefBuilder::new("SameListInputExample")
+    .attr("N: int")
+    .attr("T: type")
+    .input("in: N * T")
+    .output("out: T")
+    .set_shape_fn(shape::unknown_shape)
+    .doc("Takes N tensors of one type T and returns one tensor of type T.");
+
+/// `MinLengthIntListExample`: a list input of at least two `int32` tensors.
+pub const MIN_LENGTH_INT_LIST_EXAMPLE: OpDefBuilder = OpDefBuilder::new("MinLengthIntListExample")
+    .attr("N: int >= 2")
+    .input("in: N * int32")
+    .output("out: int32")
+    .set_shape_fn(shape::unknown_shape)
+    .doc("Takes at least two int32 tensors and returns one int32 tensor.");
+
+/// `MultipleInsAndOuts`: several inputs and outputs of fixed types.
+pub const MULTIPLE_INS_AND_OUTS: OpDefBuilder = OpDefBuilder::new("MultipleInsAndOuts")
+    .input("y: int32")
+    .input("z: float")
+    .output("a: string")
+    .output("b: int32")
+    .set_shape_fn(shape::unknown_shape)
+    .doc("Takes an int32 and a float tensor and returns a string and an int32 tensor.");
+
 opforge_plugin::export! {
     name: "zero_out",
     version: env!("CARGO_PKG_VERSION"),
-    ops: [ZERO_OUT, ZERO_OUT_INT32, ZERO_OUT_LIST],
+    ops: [
+        ZERO_OUT,
+        ZERO_OUT_INT32,
+        ZERO_OUT_LIST,
+        ATTR_DEFAULT_EXAMPLE_FOR_ALL_TYPES,
+        POLYMORPHIC_LIST_EXAMPLE,
+        SAME_LIST_INPUT_EXAMPLE,
+        MIN_LENGTH_INT_LIST_EXAMPLE,
+        MULTIPLE_INS_AND_OUTS,
+    ],
     kernels: [ZERO_OUT_KERNEL, ZERO_OUT_INT32_KERNEL, ZERO_OUT_LIST_KERNEL],
     gradients: [
         GradientDef::new("ZeroOut", zero_out_grad),
