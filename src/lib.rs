@@ -22,7 +22,7 @@
 //! registry.verify().unwrap();
 //! let op = registry.op_def("TimesTwo").unwrap();
 //! assert_eq!(opforge::signature::python_signature(&op), "times_two(x, name=None)");
-//! assert!(registry.lookup("ZeroOut").is_ok());
+//! assert!(registry.lookup("MatMul").is_ok());
 //! ```
 #![warn(missing_docs)]
 pub use opforge_core::*;

@@ -162,7 +162,6 @@ const STANDARD_OPS: &[&str] = &[
     "ResourceApplyGradientDescent",
     "DestroyResourceOp",
     // seed examples
-    "ZeroOut",
     "StringToNumber",
 ];
 

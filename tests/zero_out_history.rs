@@ -7,20 +7,47 @@
 //! 2. polymorphic: `T: {float, int32} = DT_INT32`
 //! 3. `+ preserve_index: int = 0`
 //! 4. `T: realnumbertype = DT_INT32` (the registered op)
+//!
+//! `ZeroOut` is the `zero_out` example op library's (`examples/zero_out`,
+//! whose history is `examples/zero_out/ops_history/`): this test builds it
+//! and loads it into the global registry, next to the standard library.
 
 use opforge::compat::{self, check, check_history, check_node_def, validate_node_def};
 use opforge::graph::{Graph, Session};
 use opforge::proto::{self, GraphDef, NodeDef, OpDef, OpList};
 use opforge::{DataType, OpDefBuilder, Registry};
+use opforge_loader::Loader;
+use std::path::Path;
+use std::sync::OnceLock;
 
 fn history() -> Vec<OpDef> {
-    let path = format!("{}/ops_history/ZeroOut.pbtxt", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/examples/zero_out/ops_history/ZeroOut.pbtxt",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     proto::from_text::<OpList>(&text).unwrap().op
 }
 
+/// Links the standard library and loads the `zero_out` example library into
+/// the global registry (once; the loader stays for the process).
+fn load() {
+    static LOADER: OnceLock<Loader> = OnceLock::new();
+    LOADER.get_or_init(|| {
+        opforge::opforge_ops::link();
+        let lib = opforge_testing::examples::build_example(
+            "zero_out",
+            false,
+            Path::new(env!("CARGO_TARGET_TMPDIR")),
+        );
+        let loader = Loader::new(Registry::global().clone());
+        loader.load(&lib).unwrap();
+        loader
+    });
+}
+
 fn registered() -> OpDef {
-    opforge::opforge_ops::link();
+    load();
     Registry::global().op_def("ZeroOut").unwrap()
 }
 
@@ -98,7 +125,7 @@ fn a_version_1_node_validates_against_the_latest_op() {
 
 #[test]
 fn a_version_1_graph_imports_with_the_latest_op() {
-    opforge::opforge_ops::link();
+    load();
     let def: GraphDef = proto::from_text(&format!(
         r#"node {{ name: "x" op: "Placeholder" attr {{ key: "dtype" value {{ type: DT_INT32 }} }} }}
            node {{ {V1_NODE} }}
@@ -125,13 +152,11 @@ fn a_version_1_graph_imports_with_the_latest_op() {
 
 /// Runs a graph saved with version 1 (a `Const` input and a `ZeroOut` node
 /// without attrs) with the latest op.
-///
-/// Needs the `Const` op and kernel and the `ZeroOut` kernel, which come from
-/// other branches of the standard library; before they are merged this test
-/// fails at the import with "Op type not registered 'Const'".
+/// `Const` comes from the standard library, `ZeroOut` and its kernel from
+/// the example library.
 #[test]
 fn a_version_1_graph_runs_with_the_latest_op_and_gives_the_same_result() {
-    opforge::opforge_ops::link();
+    load();
     let def: GraphDef = proto::from_text(&format!(
         r#"node {{
              name: "x" op: "Const"

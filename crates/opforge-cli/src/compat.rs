@@ -161,12 +161,27 @@ enum OpState {
     },
 }
 
-/// Compares every registered op with the history, by op name. Removed ops
-/// are only looked for when the registry holds every op (`partial` false).
-fn compare(registry: &Registry, history: &History, partial: bool) -> Vec<(String, OpState)> {
+/// Which registered ops a check covers.
+#[derive(Clone, Copy, Debug)]
+pub enum Scope<'a> {
+    /// Every registered op; ops of the history that are not registered are
+    /// reported as removed unless the binary registers a selection of ops
+    /// (`OPFORGE_OPS_TO_REGISTER`).
+    All,
+    /// The ops of the op libraries given with `--library` (every op they
+    /// register, so an op of the history missing from them was removed).
+    Libraries(&'a [String]),
+}
+
+/// Compares the ops of `scope` with the history, by op name.
+fn compare(registry: &Registry, history: &History, scope: Scope<'_>) -> Vec<(String, OpState)> {
     let mut states = Vec::new();
     let registered = registry.op_list().op;
-    for op in &registered {
+    let in_scope = |name: &str| match scope {
+        Scope::All => true,
+        Scope::Libraries(ops) => ops.iter().any(|o| o == name),
+    };
+    for op in registered.iter().filter(|op| in_scope(&op.name)) {
         let current = compat::strip_docs(op);
         let state = match history.get(&op.name) {
             None => OpState::New { current },
@@ -191,9 +206,17 @@ fn compare(registry: &Registry, history: &History, partial: bool) -> Vec<(String
         };
         states.push((op.name.clone(), state));
     }
-    if !partial {
+    let complete = match scope {
+        Scope::All => OPS_TO_REGISTER.is_none(),
+        Scope::Libraries(_) => true,
+    };
+    if complete {
         for (name, versions) in history {
-            if registry.lookup(name).is_err() {
+            let present = match scope {
+                Scope::All => registry.lookup(name).is_ok(),
+                Scope::Libraries(ops) => ops.iter().any(|o| o == name),
+            };
+            if !present {
                 states.push((
                     name.clone(),
                     OpState::Removed {
@@ -295,18 +318,19 @@ fn count(states: &[(String, OpState)]) -> Counts {
     c
 }
 
-/// `opforge compat check`: compares every registered op with the history in
-/// `dir` (see the module docs). Fails (after printing why) on an
+/// `opforge compat check`: compares the registered ops of `scope` with the
+/// history in `dir` (see the module docs). Fails (after printing why) on an
 /// incompatible change, a changed default or a removed op, and with
 /// `strict` also when the history is out of date.
 pub fn check(
     registry: &Registry,
+    scope: Scope<'_>,
     dir: &Path,
     strict: bool,
     out: &mut dyn Write,
 ) -> std::result::Result<(), CliError> {
     let history = read_history(dir)?;
-    let states = compare(registry, &history, OPS_TO_REGISTER.is_some());
+    let states = compare(registry, &history, scope);
     for (name, state) in &states {
         match state {
             OpState::Changed { versions, .. } => writeln!(
@@ -343,7 +367,7 @@ pub fn check(
             dir.display()
         )?;
     }
-    if OPS_TO_REGISTER.is_some() {
+    if OPS_TO_REGISTER.is_some() && matches!(scope, Scope::All) {
         writeln!(
             out,
             "note: this binary registers a selection of ops (OPFORGE_OPS_TO_REGISTER): ops \
@@ -370,6 +394,7 @@ pub fn check(
 /// Idempotent: a second run changes nothing.
 pub fn update(
     registry: &Registry,
+    scope: Scope<'_>,
     dir: &Path,
     out: &mut dyn Write,
 ) -> std::result::Result<(), CliError> {
@@ -378,7 +403,7 @@ pub fn update(
     } else {
         History::new()
     };
-    let states = compare(registry, &history, OPS_TO_REGISTER.is_some());
+    let states = compare(registry, &history, scope);
     if print_failures(out, dir, &states)? > 0 {
         writeln!(
             out,
@@ -623,17 +648,17 @@ mod tests {
         // No history yet: check says so.
         let r1 = registry(v1());
         let mut sink = Vec::new();
-        match check(&r1, &dir, false, &mut sink) {
+        match check(&r1, Scope::All, &dir, false, &mut sink) {
             Err(CliError::Status(s)) => assert!(s.message().contains("compat update"), "{s}"),
             other => panic!("{other:?}"),
         }
-        let (ok, text) = run(|o| update(&r1, &dir, o));
+        let (ok, text) = run(|o| update(&r1, Scope::All, &dir, o));
         assert!(ok, "{text}");
         assert!(text.contains("ZeroOut: added"), "{text}");
         assert!(text.contains("2 added, 0 updated"), "{text}");
-        let (ok, text) = run(|o| update(&r1, &dir, o));
+        let (ok, text) = run(|o| update(&r1, Scope::All, &dir, o));
         assert!(ok && text.contains("is up to date (2 ops)"), "{text}");
-        let (ok, text) = run(|o| check(&r1, &dir, true, o));
+        let (ok, text) = run(|o| check(&r1, Scope::All, &dir, true, o));
         assert!(ok, "{text}");
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(
@@ -647,25 +672,25 @@ mod tests {
 
         // A compatible change: reported, then recorded.
         let r2 = registry(v2());
-        let (ok, text) = run(|o| check(&r2, &dir, false, o));
+        let (ok, text) = run(|o| check(&r2, Scope::All, &dir, false, o));
         assert!(ok, "{text}");
         assert!(text.contains("ZeroOut: compatible change"), "{text}");
         assert!(text.contains("as version 2"), "{text}");
-        let (ok, _) = run(|o| check(&r2, &dir, true, o));
+        let (ok, _) = run(|o| check(&r2, Scope::All, &dir, true, o));
         assert!(!ok, "--strict fails on an out-of-date history");
-        let (ok, text) = run(|o| update(&r2, &dir, o));
+        let (ok, text) = run(|o| update(&r2, Scope::All, &dir, o));
         assert!(ok && text.contains("ZeroOut: recorded version 2"), "{text}");
         assert_eq!(read_history(&dir).unwrap()["ZeroOut"].len(), 2);
-        let (ok, text) = run(|o| update(&r2, &dir, o));
+        let (ok, text) = run(|o| update(&r2, Scope::All, &dir, o));
         assert!(ok && text.contains("up to date"), "{text}");
 
         // Going back to v1 is incompatible with v2: nothing is written.
-        let (ok, text) = run(|o| check(&r1, &dir, false, o));
+        let (ok, text) = run(|o| check(&r1, Scope::All, &dir, false, o));
         assert!(!ok);
         assert!(text.contains("ZeroOut: INCOMPATIBLE change"), "{text}");
         assert!(text.contains("  - Attr 'T' removed"), "{text}");
         assert!(text.contains("fix: "), "{text}");
-        let (ok, text) = run(|o| update(&r1, &dir, o));
+        let (ok, text) = run(|o| update(&r1, Scope::All, &dir, o));
         assert!(!ok && text.contains("nothing written"), "{text}");
         assert_eq!(read_history(&dir).unwrap()["ZeroOut"].len(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -712,10 +737,10 @@ mod tests {
         let dir = temp_dir("removed");
         std::fs::create_dir_all(&dir).unwrap();
         let r = registry(v2());
-        let (ok, _) = run(|o| update(&r, &dir, o));
+        let (ok, _) = run(|o| update(&r, Scope::All, &dir, o));
         assert!(ok);
         std::fs::write(dir.join("Gone.pbtxt"), "op { name: 'Gone' }").unwrap();
-        let (ok, text) = run(|o| check(&r, &dir, false, o));
+        let (ok, text) = run(|o| check(&r, Scope::All, &dir, false, o));
         assert!(!ok);
         assert!(text.contains("Gone: REMOVED"), "{text}");
         std::fs::remove_file(dir.join("Gone.pbtxt")).unwrap();
@@ -725,7 +750,7 @@ mod tests {
                 .input("to_zero: T")
                 .output("zeroed: T"),
         );
-        let (ok, text) = run(|o| check(&changed, &dir, false, o));
+        let (ok, text) = run(|o| check(&changed, Scope::All, &dir, false, o));
         assert!(!ok);
         assert!(text.contains("ZeroOut: attr default changed"), "{text}");
         assert!(

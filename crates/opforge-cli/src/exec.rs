@@ -237,7 +237,7 @@ mod tests {
         let c = ctx();
         let v = run(
             &c,
-            r#"{"op": "ZeroOut", "node_def": {"attr": {"preserve_index": {"i": "2"}}},
+            r#"{"op": "ExecTestZeroOut", "node_def": {"attr": {"preserve_index": {"i": "2"}}},
                "inputs": [{"dtype": "DT_FLOAT", "shape": [2, 2], "values": [1, 2, 3, "inf"]}]}"#,
         );
         assert_eq!(
@@ -247,7 +247,7 @@ mod tests {
         // node_def may carry a name, op and inputs (ignored); attrs may be explicit.
         let v = run(
             &c,
-            r#"{"op": "ZeroOut", "node_def": {"name": "z", "op": "ZeroOut", "input": ["x"],
+            r#"{"op": "ExecTestZeroOut", "node_def": {"name": "z", "op": "ExecTestZeroOut", "input": ["x"],
                "attr": {"T": {"type": "DT_INT64"}}},
                "inputs": [{"dtype": "DT_INT64", "shape": [2], "values": [5, 6]}]}"#,
         );
@@ -264,14 +264,14 @@ mod tests {
         assert!(error_message(&v).contains("not a JSON object"), "{v}");
         let v = run(&c, r#"{"inputs": []}"#);
         assert!(error_message(&v).contains("no \"op\""), "{v}");
-        let v = run(&c, r#"{"op": "ZeroOut", "input": []}"#);
+        let v = run(&c, r#"{"op": "ExecTestZeroOut", "input": []}"#);
         assert!(error_message(&v).contains("unknown key \"input\""), "{v}");
-        let v = run(&c, r#"{"op": "ZeroOutt"}"#);
+        let v = run(&c, r#"{"op": "ExecTestZeroOutt"}"#);
         assert_eq!(error_code(&v), "NOT_FOUND");
-        assert!(error_message(&v).contains("ZeroOut"), "{v}");
+        assert!(error_message(&v).contains("ExecTestZeroOut"), "{v}");
         let v = run(
             &c,
-            r#"{"op": "ZeroOut", "node_def": {"attr": {"preserve_index": {"i": "-1"}}},
+            r#"{"op": "ExecTestZeroOut", "node_def": {"attr": {"preserve_index": {"i": "-1"}}},
                "inputs": [{"dtype": "DT_INT32", "shape": [1], "values": [1]}]}"#,
         );
         assert!(
@@ -280,21 +280,21 @@ mod tests {
         );
         let v = run(
             &c,
-            r#"{"op": "ZeroOut", "node_def": {"attr": {"preserve_index": {"q": 1}}}}"#,
+            r#"{"op": "ExecTestZeroOut", "node_def": {"attr": {"preserve_index": {"q": 1}}}}"#,
         );
         assert!(
             error_message(&v).starts_with("attr 'preserve_index': "),
             "{v}"
         );
-        let v = run(&c, r#"{"op": "ZeroOut", "node_def": {"attr": 5}}"#);
+        let v = run(&c, r#"{"op": "ExecTestZeroOut", "node_def": {"attr": 5}}"#);
         assert!(error_message(&v).contains("must be an object"), "{v}");
-        let v = run(&c, r#"{"op": "ZeroOut", "node_def": 5}"#);
+        let v = run(&c, r#"{"op": "ExecTestZeroOut", "node_def": 5}"#);
         assert!(error_message(&v).contains("must be an object"), "{v}");
-        let v = run(&c, r#"{"op": "ZeroOut", "inputs": {}}"#);
+        let v = run(&c, r#"{"op": "ExecTestZeroOut", "inputs": {}}"#);
         assert!(error_message(&v).contains("must be an array"), "{v}");
         let v = run(
             &c,
-            r#"{"op": "ZeroOut", "inputs": [{"dtype": "DT_UINT8", "shape": [1], "values": [300]}]}"#,
+            r#"{"op": "ExecTestZeroOut", "inputs": [{"dtype": "DT_UINT8", "shape": [1], "values": [300]}]}"#,
         );
         assert_eq!(
             error_message(&v),
@@ -302,11 +302,11 @@ mod tests {
         );
         let v = run(
             &c,
-            r#"{"op": "ZeroOut", "inputs": [[{"dtype": "DT_INT32", "shape": [], "values": []}]]}"#,
+            r#"{"op": "ExecTestZeroOut", "inputs": [[{"dtype": "DT_INT32", "shape": [], "values": []}]]}"#,
         );
         assert!(error_message(&v).starts_with("inputs[0][0]: "), "{v}");
         // Wrong number of inputs.
-        let v = run(&c, r#"{"op": "ZeroOut"}"#);
+        let v = run(&c, r#"{"op": "ExecTestZeroOut"}"#);
         assert_eq!(error_code(&v), "INVALID_ARGUMENT");
         let v = run(
             &c,
@@ -377,6 +377,44 @@ mod tests {
         assert_eq!(error_code(&v), "FAILED_PRECONDITION");
     }
 
+    /// A test op as the guide's `ZeroOut`: every element but
+    /// `preserve_index` (checked at construction) zeroed.
+    struct ZeroOutKernel(usize);
+    impl opforge::kernel::OpKernel for ZeroOutKernel {
+        fn compute(&self, ctx: &mut opforge::kernel::OpKernelContext<'_>) -> Result<()> {
+            let x = ctx.input(0).clone();
+            if self.0 >= x.num_elements() {
+                return Err(opforge::Status::invalid_argument(
+                    "preserve_index out of range",
+                ));
+            }
+            let mut y = Tensor::zeros(x.dtype(), x.dims())?;
+            match x.dtype() {
+                DataType::Int32 => y.flat_mut::<i32>()?[self.0] = x.flat::<i32>()?[self.0],
+                DataType::Int64 => y.flat_mut::<i64>()?[self.0] = x.flat::<i64>()?[self.0],
+                _ => y.flat_mut::<f32>()?[self.0] = x.flat::<f32>()?[self.0],
+            }
+            ctx.set_output(0, y)
+        }
+    }
+    impl opforge::kernel::CreateKernel for ZeroOutKernel {
+        fn create(c: &opforge::kernel::OpKernelConstruction<'_>) -> Result<Self> {
+            let i: i64 = c.get_attr("preserve_index")?;
+            usize::try_from(i).map(ZeroOutKernel).map_err(|_| {
+                opforge::Status::invalid_argument(format!("Need preserve_index >= 0, got {i}"))
+            })
+        }
+    }
+    opforge::register_op!(opforge::OpDefBuilder::new("ExecTestZeroOut")
+        .attr("T: {int32, int64, float} = DT_INT32")
+        .attr("preserve_index: int = 0")
+        .input("to_zero: T")
+        .output("zeroed: T"));
+    opforge::register_kernel!(
+        opforge::kernel::KernelDefBuilder::new("ExecTestZeroOut"),
+        ZeroOutKernel
+    );
+
     /// A test op with a list input: `out = sum(xs) + 100 * y`.
     struct SumList;
     impl opforge::kernel::OpKernel for SumList {
@@ -444,7 +482,7 @@ mod tests {
         // A list given for a single-tensor argument is an error.
         let v = run(
             &c,
-            &format!(r#"{{"op": "ZeroOut", "inputs": [[{}]]}}"#, t(7)),
+            &format!(r#"{{"op": "ExecTestZeroOut", "inputs": [[{}]]}}"#, t(7)),
         );
         assert_eq!(error_code(&v), "INVALID_ARGUMENT", "{v}");
         let rec = parse_record(

@@ -172,6 +172,11 @@ pub enum ShapeCommand {
 pub enum CompatCommand {
     /// Compare every registered op with its recorded history.
     ///
+    /// With --library, only the libraries' ops are compared, against the
+    /// library's own history folder (e.g. `--history
+    /// examples/zero_out/ops_history`); a recorded op the libraries no longer
+    /// register is reported as removed.
+    ///
     /// An up-to-date history prints one summary line. A compatible change or a
     /// new op is reported (run `opforge compat update`); an incompatible
     /// change, a changed or removed attr default, or a removed op lists
@@ -186,6 +191,8 @@ pub enum CompatCommand {
         strict: bool,
     },
     /// Record new ops and compatible changes in the op history.
+    ///
+    /// With --library, only the libraries' ops are recorded.
     ///
     /// The current version of each is appended to its file (or a new
     /// file is made). Writes nothing and exits 1 if
@@ -339,6 +346,18 @@ impl From<io::Error> for CliError {
     }
 }
 
+/// The ops of the libraries a command loaded (`None`: no `--library`).
+struct LibraryOps(Option<Vec<String>>);
+
+impl LibraryOps {
+    fn as_scope(&self) -> compat::Scope<'_> {
+        match &self.0 {
+            None => compat::Scope::All,
+            Some(ops) => compat::Scope::Libraries(ops),
+        }
+    }
+}
+
 /// Runs one parsed command against `registry`, writing its output to `out`.
 pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(), CliError> {
     // The libraries stay loaded while the command runs (and until exit).
@@ -353,6 +372,18 @@ pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(
         Command::Lib { .. } | Command::New { .. } => None,
         _ => Some(lib_cmd::load_all(registry, &cli.libraries)?),
     };
+    // `compat` with --library covers the libraries' ops only.
+    let scope = LibraryOps(
+        _loader
+            .as_ref()
+            .filter(|_| !cli.libraries.is_empty())
+            .map(|l| {
+                l.libraries()
+                    .iter()
+                    .flat_map(|h| registry.ops_of(h.owner()))
+                    .collect()
+            }),
+    );
     match &cli.command {
         Command::Ops { command } => match command {
             OpsCommand::List => ops::list(registry, out),
@@ -377,9 +408,11 @@ pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(
         } => shape::infer_jsonl(io::BufReader::new(open_input(jsonl)?), out),
         Command::Compat { command } => match command {
             CompatCommand::Check { history, strict } => {
-                compat::check(registry, history, *strict, out)
+                compat::check(registry, scope.as_scope(), history, *strict, out)
             }
-            CompatCommand::Update { history } => compat::update(registry, history, out),
+            CompatCommand::Update { history } => {
+                compat::update(registry, scope.as_scope(), history, out)
+            }
             CompatCommand::CheckPair { old, new } => {
                 let old_text = read_text(old)?;
                 let new_text = read_text(new)?;

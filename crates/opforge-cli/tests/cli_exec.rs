@@ -1,5 +1,6 @@
 //! `opforge exec` through a real process: a file mixing good and bad lines,
-//! variables living across lines, stdin input.
+//! variables living across lines, stdin input; the session's `ZeroOut`
+//! lines run the `zero_out` example library's kernel (`--library`).
 
 mod common;
 use common::*;
@@ -221,7 +222,14 @@ fn a_file_of_good_and_bad_lines() {
         bytes.push(b'\n');
     }
     let path = temp_file("session.jsonl", &bytes);
-    let out = lines(&opforge(&["exec", "--jsonl", path.to_str().unwrap()]));
+    let lib = zero_out_lib();
+    let out = lines(&opforge(&[
+        "exec",
+        "--jsonl",
+        path.to_str().unwrap(),
+        "--library",
+        &lib,
+    ]));
     assert_eq!(out.len(), checks.len() + 1, "{out:#?}");
     checks[0](&out[0]);
     assert!(
@@ -237,7 +245,11 @@ fn a_file_of_good_and_bad_lines() {
 #[test]
 fn stdin_input() {
     let (input, checks) = session();
-    let out = lines(&opforge_stdin(&["exec", "--jsonl", "-"], input.as_bytes()));
+    let lib = zero_out_lib();
+    let out = lines(&opforge_stdin(
+        &["--library", &lib, "exec", "--jsonl", "-"],
+        input.as_bytes(),
+    ));
     assert_eq!(out.len(), checks.len());
     for (check, v) in checks.iter().zip(&out) {
         check(v);

@@ -114,7 +114,7 @@ fn ops_list_and_show_load_libraries() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     let names: Vec<&str> = out.lines().collect();
-    for n in ["ProbeAttrs", "ProbeForward", "ZeroOut", "MatMul"] {
+    for n in ["ProbeAttrs", "ProbeForward", "MatMul"] {
         assert!(names.contains(&n), "{n} not in the list");
     }
     let o = opforge(&[
@@ -139,17 +139,27 @@ fn ops_list_and_show_load_libraries() {
         "{}",
         text(&o).0
     );
-    // The C ZeroOut conflicts with the standard library's tutorial ZeroOut.
+    // The C ZeroOut (int32 only) conflicts with the Rust example's
+    // (polymorphic): the second library is refused, naming both.
     let zo = cc(
         &repo().join("examples/c_zero_out/zero_out.c"),
         "zo_cli_conflict",
         &[],
     );
-    let o = opforge(&["ops", "list", "--library", zo.to_str().unwrap()]);
+    let rust_zo = zero_out_lib();
+    let o = opforge(&[
+        "ops",
+        "list",
+        "--library",
+        &rust_zo,
+        "--library",
+        zo.to_str().unwrap(),
+    ]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1));
     assert!(err.starts_with("error: ALREADY_EXISTS: "), "{err}");
     assert!(err.contains("zero_out_c"), "{err}");
+    assert!(err.contains("libzero_out"), "{err}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Smoke tests of the `opforge` binary: each command once, through a real
-//! process, with the standard op library linked in.
+//! process, with the standard op library linked in and the `zero_out`
+//! example library loaded with `--library` where a test needs its ops.
 
 mod common;
 use common::*;
@@ -30,6 +31,15 @@ fn ops_list_is_sorted_and_has_the_examples() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let names: Vec<&str> = out.lines().collect();
+    assert!(names.contains(&"StringToNumber"), "{names:?}");
+    // The guide's demo ops are the example library's, not the standard
+    // library's.
+    assert!(!names.contains(&"ZeroOut"), "{names:?}");
+    let lib = zero_out_lib();
+    let o = opforge(&["ops", "list", "--library", &lib]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let names: Vec<&str> = out.lines().collect();
     for name in ["ZeroOut", "StringToNumber", "MultipleInsAndOuts"] {
         assert!(names.contains(&name), "{name} not in {names:?}");
     }
@@ -38,7 +48,8 @@ fn ops_list_is_sorted_and_has_the_examples() {
 
 #[test]
 fn ops_show_zero_out() {
-    let o = opforge(&["ops", "show", "ZeroOut"]);
+    let lib = zero_out_lib();
+    let o = opforge(&["ops", "show", "ZeroOut", "--library", &lib]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
@@ -50,7 +61,15 @@ fn ops_show_zero_out() {
         "{out}"
     );
 
-    let o = opforge(&["ops", "show", "ZeroOut", "--format", "pbtxt"]);
+    let o = opforge(&[
+        "--library",
+        &lib,
+        "ops",
+        "show",
+        "ZeroOut",
+        "--format",
+        "pbtxt",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stdout(&o).starts_with("name: \"ZeroOut\"\n"),
@@ -66,7 +85,8 @@ fn ops_show_zero_out() {
 
 #[test]
 fn ops_show_unknown_op_suggests_a_name() {
-    let o = opforge(&["ops", "show", "ZeroOutt"]);
+    let lib = zero_out_lib();
+    let o = opforge(&["ops", "show", "ZeroOutt", "--library", &lib]);
     assert_eq!(o.status.code(), Some(1));
     assert!(o.stdout.is_empty());
     let err = stderr(&o);
@@ -78,7 +98,7 @@ fn ops_show_unknown_op_suggests_a_name() {
 fn usage_errors_exit_1() {
     let o = opforge(&["ops", "frobnicate"]);
     assert_eq!(o.status.code(), Some(1));
-    let o = opforge(&["ops", "show", "ZeroOut", "--format", "yaml"]);
+    let o = opforge(&["ops", "show", "StringToNumber", "--format", "yaml"]);
     assert_eq!(o.status.code(), Some(1));
     let o = opforge(&["--help"]);
     assert_eq!(o.status.code(), Some(0));
@@ -86,10 +106,12 @@ fn usage_errors_exit_1() {
 
 #[test]
 fn ops_export_binary_is_an_op_list() {
-    let o = opforge(&["ops", "export", "--format", "binary"]);
+    let lib = zero_out_lib();
+    let o = opforge(&["ops", "export", "--format", "binary", "--library", &lib]);
     assert!(o.status.success(), "{}", stderr(&o));
     let list: opforge::proto::OpList = opforge::proto::from_binary(&o.stdout).unwrap();
     assert!(list.op.iter().any(|op| op.name == "ZeroOut"));
+    assert!(list.op.iter().any(|op| op.name == "StringToNumber"));
 }
 
 #[test]

@@ -1,6 +1,10 @@
-//! `opforge compat` through the real binary: the committed op history, a
-//! history that an edit made incompatible (what CI catches), updates, and
-//! the `check-pair` / `check-jsonl` batch commands.
+//! `opforge compat` through the real binary: the committed op histories
+//! (the standard library's `ops_history/` and the `zero_out` example
+//! library's, checked with `--library`), a history that an edit made
+//! incompatible (what CI catches), updates, and the `check-pair` /
+//! `check-jsonl` batch commands.
+
+mod common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -31,14 +35,18 @@ fn both(o: &Output) -> String {
     format!("{}{}", stdout(o), String::from_utf8_lossy(&o.stderr))
 }
 
-/// A copy of the committed history in a fresh folder of the target dir.
-fn history_copy(scenario: &str) -> PathBuf {
+/// The `zero_out` example library's committed op history.
+const ZERO_OUT_HISTORY: &str = "examples/zero_out/ops_history";
+
+/// A copy of the committed history `from` (a folder of the repository) in
+/// a fresh folder of the target dir.
+fn history_copy(from: &str, scenario: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("compat")
         .join(scenario);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    for entry in std::fs::read_dir(repo().join("ops_history")).unwrap() {
+    for entry in std::fs::read_dir(repo().join(from)).unwrap() {
         let path = entry.unwrap().path();
         std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
     }
@@ -47,6 +55,15 @@ fn history_copy(scenario: &str) -> PathBuf {
 
 fn check(dir: &Path) -> Output {
     opforge(&["compat", "check", "--history", dir.to_str().unwrap()])
+}
+
+/// `opforge compat ARGS --library <zero_out> --history DIR`.
+fn compat_lib(args: &[&str], dir: &Path) -> Output {
+    let lib = common::zero_out_lib();
+    let mut all = vec!["compat"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--library", &lib, "--history", dir.to_str().unwrap()]);
+    opforge(&all)
 }
 
 /// Replaces the latest recorded version of op `name` in `dir` by `version`
@@ -70,7 +87,7 @@ const ZERO_OUT_V4: &str = r#"
 "#;
 
 #[test]
-fn the_committed_history_passes() {
+fn the_committed_histories_pass() {
     let o = opforge(&["compat", "check"]);
     assert!(o.status.success(), "{}", both(&o));
     let out = stdout(&o);
@@ -82,13 +99,47 @@ fn the_committed_history_passes() {
         !out.contains("INCOMPATIBLE") && !out.contains("REMOVED"),
         "{out}"
     );
+    // The example library's ops against its own history, and only those.
+    let o = compat_lib(&["check", "--strict"], &repo().join(ZERO_OUT_HISTORY));
+    assert!(o.status.success(), "{}", both(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "compat check: 8 ops, all unchanged ({})\n",
+            repo().join(ZERO_OUT_HISTORY).display()
+        )
+    );
+}
+
+#[test]
+fn a_library_check_covers_the_librarys_ops_only() {
+    // A standard op's history in the library's folder: the library does not
+    // register it, so for the library it was removed.
+    let dir = history_copy(ZERO_OUT_HISTORY, "library_scope");
+    std::fs::copy(
+        repo().join("ops_history/StringToNumber.pbtxt"),
+        dir.join("StringToNumber.pbtxt"),
+    )
+    .unwrap();
+    let o = compat_lib(&["check"], &dir);
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+    let out = stdout(&o);
+    assert!(out.contains("StringToNumber: REMOVED"), "{out}");
+    assert!(out.contains("compat check: 9 ops"), "{out}");
+    // Without --library the standard library is checked against the
+    // library's folder: its ops are new, the library's are removed.
+    let o = check(&dir);
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+    assert!(stdout(&o).contains("ZeroOut: REMOVED"), "{}", both(&o));
 }
 
 #[test]
 fn the_committed_history_is_canonical() {
     // Every file (including ZeroOut's hand-written versions) reads back as
     // `opforge compat update` writes it: one op's versions, text format.
-    for entry in std::fs::read_dir(repo().join("ops_history")).unwrap() {
+    let std_files = std::fs::read_dir(repo().join("ops_history")).unwrap();
+    let lib_files = std::fs::read_dir(repo().join(ZERO_OUT_HISTORY)).unwrap();
+    for entry in std_files.chain(lib_files) {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
         let list: opforge::proto::OpList = opforge::proto::from_text(&text).unwrap();
@@ -105,14 +156,14 @@ fn the_committed_history_is_canonical() {
 #[test]
 fn an_incompatible_edit_fails_the_check() {
     // The recorded ZeroOut has an attr that the registered one lost.
-    let dir = history_copy("removed_attr");
+    let dir = history_copy(ZERO_OUT_HISTORY, "removed_attr");
     let extra = format!(
         "{}  attr {{ name: \"extra\" type: \"int\" }}\n",
         ZERO_OUT_V4
     );
     replace_latest(&dir, "ZeroOut", &extra);
     let before = std::fs::read_to_string(dir.join("ZeroOut.pbtxt")).unwrap();
-    let o = check(&dir);
+    let o = compat_lib(&["check"], &dir);
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
     let out = stdout(&o);
     assert!(
@@ -127,7 +178,7 @@ fn an_incompatible_edit_fails_the_check() {
     assert!(out.contains("recorded: Op<name=ZeroOut;"), "{out}");
     assert!(out.contains("1 failing"), "{out}");
     // update refuses and writes nothing.
-    let o = opforge(&["compat", "update", "--history", dir.to_str().unwrap()]);
+    let o = compat_lib(&["update"], &dir);
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
     assert!(stdout(&o).contains("nothing written"), "{}", both(&o));
     assert_eq!(
@@ -139,7 +190,7 @@ fn an_incompatible_edit_fails_the_check() {
 #[test]
 fn a_new_attr_without_default_fails_with_the_guides_advice() {
     // As if SameListInputExample had been `in: N * int32` and gained `T: type`.
-    let dir = history_copy("no_default");
+    let dir = history_copy(ZERO_OUT_HISTORY, "no_default");
     replace_latest(
         &dir,
         "SameListInputExample",
@@ -148,7 +199,7 @@ fn a_new_attr_without_default_fails_with_the_guides_advice() {
            output_arg { name: "out" type: DT_INT32 }
            attr { name: "N" type: "int" has_minimum: true minimum: 1 }"#,
     );
-    let o = check(&dir);
+    let o = compat_lib(&["check"], &dir);
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
     let out = stdout(&o);
     assert!(out.contains("SameListInputExample: INCOMPATIBLE"), "{out}");
@@ -159,13 +210,13 @@ fn a_new_attr_without_default_fails_with_the_guides_advice() {
 #[test]
 fn narrowing_a_constraint_fails() {
     // The recorded version allowed string too; the registered ZeroOut does not.
-    let dir = history_copy("narrowed");
+    let dir = history_copy(ZERO_OUT_HISTORY, "narrowed");
     replace_latest(
         &dir,
         "ZeroOut",
         &ZERO_OUT_V4.replace("DT_UINT64]", "DT_UINT64, DT_STRING]"),
     );
-    let o = check(&dir);
+    let o = compat_lib(&["check"], &dir);
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
     let out = stdout(&o);
     assert!(
@@ -176,13 +227,13 @@ fn narrowing_a_constraint_fails() {
 
 #[test]
 fn a_changed_default_fails_and_is_reported_separately() {
-    let dir = history_copy("default");
+    let dir = history_copy(ZERO_OUT_HISTORY, "default");
     replace_latest(
         &dir,
         "ZeroOut",
         &ZERO_OUT_V4.replace("default_value { i: 0 }", "default_value { i: 1 }"),
     );
-    let o = check(&dir);
+    let o = compat_lib(&["check"], &dir);
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
     let out = stdout(&o);
     assert!(
@@ -198,7 +249,7 @@ fn a_changed_default_fails_and_is_reported_separately() {
 
 #[test]
 fn a_removed_op_fails() {
-    let dir = history_copy("removed_op");
+    let dir = history_copy("ops_history", "removed_op");
     std::fs::write(dir.join("GoneOp.pbtxt"), "op {\n  name: \"GoneOp\"\n}\n").unwrap();
     let o = check(&dir);
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
@@ -207,39 +258,58 @@ fn a_removed_op_fails() {
 
 #[test]
 fn compatible_changes_and_new_ops_are_recorded_by_update() {
-    let dir = history_copy("update");
-    // ZeroOut's history stops at version 3; StringToNumber is not recorded.
+    let dir = history_copy(ZERO_OUT_HISTORY, "update");
+    // ZeroOut's history stops at version 3; MultipleInsAndOuts is not
+    // recorded.
     let path = dir.join("ZeroOut.pbtxt");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, &text[..text.rfind("op {").unwrap()]).unwrap();
-    std::fs::remove_file(dir.join("StringToNumber.pbtxt")).unwrap();
-    let o = check(&dir);
+    std::fs::remove_file(dir.join("MultipleInsAndOuts.pbtxt")).unwrap();
+    let o = compat_lib(&["check"], &dir);
     assert!(o.status.success(), "{}", both(&o));
     let out = stdout(&o);
     assert!(
         out.contains("ZeroOut: compatible change, not recorded yet: run `opforge compat update` to record it as version 4"),
         "{out}"
     );
-    assert!(out.contains("StringToNumber: new op, not in"), "{out}");
-    let d = dir.to_str().unwrap();
-    let strict = opforge(&["compat", "check", "--strict", "--history", d]);
+    assert!(out.contains("MultipleInsAndOuts: new op, not in"), "{out}");
+    let strict = compat_lib(&["check", "--strict"], &dir);
     assert_eq!(strict.status.code(), Some(1), "{}", both(&strict));
-    let o = opforge(&["compat", "update", "--history", d]);
+    let o = compat_lib(&["update"], &dir);
     assert!(o.status.success(), "{}", both(&o));
     assert!(
         stdout(&o).contains("ZeroOut: recorded version 4"),
         "{}",
         both(&o)
     );
-    assert!(stdout(&o).contains("StringToNumber: added"), "{}", both(&o));
+    assert!(
+        stdout(&o).contains("MultipleInsAndOuts: added"),
+        "{}",
+        both(&o)
+    );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // Only the library's ops were written.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 8);
     // Now up to date: quiet, and update is a no-op.
-    let o = opforge(&["compat", "check", "--strict", "--history", d]);
+    let o = compat_lib(&["check", "--strict"], &dir);
     assert!(o.status.success(), "{}", both(&o));
     assert_eq!(stdout(&o).lines().count(), 1, "{}", both(&o));
     assert!(stdout(&o).contains("all unchanged"), "{}", both(&o));
-    let o = opforge(&["compat", "update", "--history", d]);
+    let o = compat_lib(&["update"], &dir);
     assert!(stdout(&o).contains("is up to date"), "{}", both(&o));
+    // The standard library's history: a new op is recorded too.
+    let dir = history_copy("ops_history", "update_std");
+    std::fs::remove_file(dir.join("StringToNumber.pbtxt")).unwrap();
+    let d = dir.to_str().unwrap();
+    let o = check(&dir);
+    assert!(o.status.success(), "{}", both(&o));
+    assert!(
+        stdout(&o).contains("StringToNumber: new op, not in"),
+        "{}",
+        both(&o)
+    );
+    let o = opforge(&["compat", "update", "--history", d]);
+    assert!(stdout(&o).contains("StringToNumber: added"), "{}", both(&o));
 }
 
 #[test]
@@ -275,7 +345,7 @@ fn check_pair_prints_the_verdict() {
         ]})
     );
     // A history file gives its latest version.
-    let history = repo().join("ops_history/ZeroOut.pbtxt");
+    let history = repo().join(ZERO_OUT_HISTORY).join("ZeroOut.pbtxt");
     let o = opforge(&["compat", "check-pair", &v2, history.to_str().unwrap()]);
     assert!(o.status.success(), "{}", both(&o));
     let o = opforge(&["compat", "check-pair", &v1, "/nonexistent/op.pbtxt"]);

@@ -21,38 +21,17 @@ use opforge_core::Code;
 use opforge_core::{DataType, OpDefBuilder, Tensor};
 use opforge_loader::{LibraryHandle, Loader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-/// Builds `examples/median_pool` once per test binary with a nested cargo
-/// into its own target dir under `CARGO_TARGET_TMPDIR`; the cdylib's path.
+/// Builds `examples/median_pool` once per test binary; the path of the cdylib.
 fn built_plugin() -> &'static Path {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
-        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("median_pool_plugin");
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(&repo)
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "median_pool",
-                "--lib",
-                "--target-dir",
-            ])
-            .arg(&target)
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "cargo build -p median_pool failed");
-        let lib = target.join("debug").join(format!(
-            "{}median_pool{}",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        ));
-        assert!(lib.is_file(), "{} was not built", lib.display());
-        lib
+        opforge_testing::examples::build_example(
+            "median_pool",
+            false,
+            Path::new(env!("CARGO_TARGET_TMPDIR")),
+        )
     })
 }
 

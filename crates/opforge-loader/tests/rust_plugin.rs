@@ -1,8 +1,8 @@
 //! The Rust SDK's example plugin (`examples/zero_out`, package `zero_out`,
 //! a cdylib built here with a nested `cargo build`) through the real host
 //! loader: inspected without being loaded, loaded into a sandbox registry
-//! (never the global one: the standard library's `tutorial-ops` defines a
-//! built-in `ZeroOut` there), run eagerly and in a session, differentiated,
+//! (so each test sees only what it loaded), run eagerly and in a session,
+//! differentiated,
 //! called from 16 threads, loaded and unloaded 1000 times with flat memory,
 //! and unloaded under a live session.
 //!
@@ -25,41 +25,40 @@ use opforge_core::Code;
 use opforge_core::{DataType, OpDefBuilder, Tensor};
 use opforge_loader::{inspect, LibraryHandle, Loader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-/// The ops the plugin registers.
-const PLUGIN_OPS: [&str; 3] = ["ZeroOut", "ZeroOutInt32", "ZeroOutList"];
+/// The ops the plugin registers: the guide's ZeroOut variants, then its
+/// declaration-only examples of attrs, defaults and lists.
+const PLUGIN_OPS: [&str; 8] = [
+    "ZeroOut",
+    "ZeroOutInt32",
+    "ZeroOutList",
+    "AttrDefaultExampleForAllTypes",
+    "PolymorphicListExample",
+    "SameListInputExample",
+    "MinLengthIntListExample",
+    "MultipleInsAndOuts",
+];
 
-/// Builds `examples/zero_out` once per test binary with a nested cargo into
-/// its own target dir under `CARGO_TARGET_TMPDIR`; the path of the cdylib.
+/// [`PLUGIN_OPS`] sorted by name, as the registry lists an owner's ops.
+fn plugin_ops_sorted() -> Vec<&'static str> {
+    let mut v = PLUGIN_OPS.to_vec();
+    v.sort_unstable();
+    v
+}
+
+/// The plugin's ops with kernels and gradients.
+const ZERO_OUT_OPS: [&str; 3] = ["ZeroOut", "ZeroOutInt32", "ZeroOutList"];
+
+/// Builds `examples/zero_out` once per test binary; the path of the cdylib.
 fn built_plugin() -> &'static Path {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
-        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zero_out_plugin");
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(&repo)
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "zero_out",
-                "--lib",
-                "--target-dir",
-            ])
-            .arg(&target)
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "cargo build -p zero_out failed");
-        let lib = target.join("debug").join(format!(
-            "{}zero_out{}",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        ));
-        assert!(lib.is_file(), "{} was not built", lib.display());
-        lib
+        opforge_testing::examples::build_example(
+            "zero_out",
+            false,
+            Path::new(env!("CARGO_TARGET_TMPDIR")),
+        )
     })
 }
 
@@ -110,17 +109,13 @@ fn registry() -> Arc<Registry> {
 }
 
 /// A sandbox with the standard op library (what autodiff calls: AddN,
-/// OnesLike, ...) but not its `tutorial-ops` demo ops of the plugin's names:
-/// every op of the global registry but those, copied with its kernels,
+/// OnesLike, ...): every op of the global registry, copied with its kernels,
 /// shape function and gradient.
 fn std_registry() -> Arc<Registry> {
     opforge_ops::link();
     let g = Registry::global();
     let r = Registry::new();
     for name in g.names() {
-        if PLUGIN_OPS.contains(&name.as_str()) {
-            continue;
-        }
         r.register_op_def(g.op_def(&name).unwrap()).unwrap();
         if let Some(f) = g.attr::<ShapeFn>(&name) {
             r.set_attr::<ShapeFn>(&name, f).unwrap();
@@ -249,7 +244,7 @@ fn inspect_reads_name_version_abi_ops_and_kernels_without_loading() {
         .iter()
         .map(|g| g["op"].as_str().unwrap())
         .collect();
-    assert_eq!(grads, PLUGIN_OPS);
+    assert_eq!(grads, ZERO_OUT_OPS);
     // Nothing was loaded: the file is not mapped, and a loader maps it fresh.
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     assert!(
@@ -259,7 +254,7 @@ fn inspect_reads_name_version_abi_ops_and_kernels_without_loading() {
     let r = registry();
     let h = Loader::new(r.clone()).load(&lib).unwrap();
     assert_eq!((h.name(), h.version()), ("zero_out", "0.1.0"));
-    assert_eq!(r.ops_of(h.owner()), PLUGIN_OPS);
+    assert_eq!(r.ops_of(h.owner()), plugin_ops_sorted());
 }
 
 #[test]
@@ -701,7 +696,7 @@ fn load_run_unload_1000_cycles_with_flat_rss() {
         }
         let report = loader.unload(&h).unwrap();
         assert!(report.unmapped, "cycle {i}: {report:?}");
-        assert_eq!(report.ops, PLUGIN_OPS, "cycle {i}");
+        assert_eq!(report.ops, plugin_ops_sorted(), "cycle {i}");
         assert!(r.op_def("ZeroOut").is_err());
         if i == 100 {
             at_100 = rss_bytes();
@@ -748,7 +743,7 @@ fn unload_under_a_live_session_fails_it_cleanly_and_eager_calls_are_not_found() 
     zero_out(&ctx, Tensor::scalar(1i32), 0).unwrap();
 
     let report = loader.unload(&h).unwrap();
-    assert_eq!(report.ops, PLUGIN_OPS);
+    assert_eq!(report.ops, plugin_ops_sorted());
     assert_eq!(report.kernels, 3);
     // The session (and the eager cache) still hold kernel instances.
     assert!(!report.unmapped, "{report:?}");
@@ -839,7 +834,7 @@ fn unload_while_threads_call_the_kernel() {
         std::thread::sleep(std::time::Duration::from_millis(50));
         loader.unload(&h).unwrap()
     });
-    assert_eq!(report.ops, PLUGIN_OPS);
+    assert_eq!(report.ops, plugin_ops_sorted());
     // Once the context is dropped and the threads are gone (their
     // recent-kernel caches are thread-locals, dropped when each thread
     // exits, which a scope's join does not wait for), nothing holds the
@@ -905,4 +900,64 @@ fn a_second_loader_of_the_same_file_is_refused_and_a_copy_works() {
     // The other registry's copy is untouched: new kernels still work.
     let y = zero_out(&eager(&rb), x(), 0).unwrap();
     assert_eq!(y.flat::<i32>().unwrap(), &[1, 0]);
+}
+
+#[test]
+fn the_guides_declaration_examples_load_as_the_guide_writes_them() {
+    let _s = serial();
+    let lib = plugin("zo_rs_guide_decls");
+    let r = registry();
+    let _h = Loader::new(r.clone()).load(&lib).unwrap();
+    let sig = opforge_core::signature::python_signature;
+
+    let op = r.op_def("AttrDefaultExampleForAllTypes").unwrap();
+    assert!(op.input_arg.is_empty() && op.output_arg.is_empty());
+    let names: Vec<&str> = op.attr.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["s", "i", "f", "b", "ty", "sh", "te", "l_empty", "l_int"]
+    );
+    assert!(op.attr.iter().all(|a| a.default_value.is_some()));
+    assert_eq!(
+        sig(&op),
+        "attr_default_example_for_all_types(s='foo', i=0, f=1.0, b=True, ty=tf.int32, \
+         sh=[1, 2], te=\"\"\"dtype: DT_INT32 int_val: 5\"\"\", l_empty=[], \
+         l_int=[2, 3, 5, 7], name=None)"
+    );
+
+    let op = r.op_def("PolymorphicListExample").unwrap();
+    assert_eq!(op.input_arg[0].type_list_attr, "T");
+    assert_eq!(op.output_arg[0].type_list_attr, "T");
+
+    let op = r.op_def("SameListInputExample").unwrap();
+    assert_eq!(op.input_arg[0].number_attr, "N");
+    assert_eq!(op.input_arg[0].type_attr, "T");
+    assert_eq!(sig(&op), "same_list_input_example(in_, name=None)");
+
+    let op = r.op_def("MinLengthIntListExample").unwrap();
+    assert_eq!(op.input_arg[0].number_attr, "N");
+    assert_eq!(op.input_arg[0].r#type, DataType::Int32 as i32);
+    assert!(op.attr[0].has_minimum);
+    assert_eq!(op.attr[0].minimum, 2);
+
+    let op = r.op_def("MultipleInsAndOuts").unwrap();
+    let types = |args: &[opforge_core::proto::op_def::ArgDef]| -> Vec<(String, i32)> {
+        args.iter().map(|a| (a.name.clone(), a.r#type)).collect()
+    };
+    assert_eq!(
+        types(&op.input_arg),
+        [
+            ("y".to_string(), DataType::Int32 as i32),
+            ("z".to_string(), DataType::Float as i32)
+        ]
+    );
+    assert_eq!(
+        types(&op.output_arg),
+        [
+            ("a".to_string(), DataType::String as i32),
+            ("b".to_string(), DataType::Int32 as i32)
+        ]
+    );
+    let op = r.op_def("ZeroOut").unwrap();
+    assert_eq!(sig(&op), "zero_out(to_zero, preserve_index=0, name=None)");
 }

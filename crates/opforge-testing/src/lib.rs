@@ -5,6 +5,7 @@
 //! the same case tables run on the CPU and on a device that needs copies.
 #![warn(missing_docs)]
 
+pub mod examples;
 pub mod fake_device;
 pub mod gradcheck;
 pub mod roundtrip;

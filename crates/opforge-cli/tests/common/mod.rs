@@ -25,3 +25,16 @@ pub fn opforge_stdin(args: &[&str], stdin: &[u8]) -> Output {
     child.stdin.take().unwrap().write_all(stdin).unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// The `zero_out` example op library (`examples/zero_out`: the guide's
+/// `ZeroOut` and its companions), built once per test binary.
+pub fn zero_out_lib() -> String {
+    opforge_testing::examples::build_example(
+        "zero_out",
+        false,
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+    )
+    .to_str()
+    .expect("a UTF-8 target path")
+    .to_string()
+}

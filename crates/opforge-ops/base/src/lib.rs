@@ -1,6 +1,6 @@
 //! The base of opforge's standard op library: what the op-family crates
-//! (`opforge-ops-array`, `-math`, `-reduce`, `-nn`, `-linalg`, `-state`,
-//! `-tutorial`) share, and an op author's kernel can use too.
+//! (`opforge-ops-array`, `-math`, `-reduce`, `-nn`, `-linalg`, `-state`)
+//! share, and an op author's kernel can use too.
 //!
 //! - [`cpu`]: the engines of the CPU kernels: the parallel-loop engine
 //!   ([`cpu::par`]), broadcasting and the elementwise kernel bodies

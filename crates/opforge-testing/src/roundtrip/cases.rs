@@ -284,9 +284,6 @@ pub fn cases() -> Vec<Case> {
     c.push(op("PlaceholderWithDefault").i(f32s(&[2])).a("dtype", DataType::Float).a("shape", shape(&[2])));
     c.push(op("PlaceholderWithDefault").i(strs(&[])).a("dtype", DataType::String).a("shape", shape(&[])));
     c.push(op("PlaceholderWithDefault").i(i64s(&[2, 3])).a("dtype", DataType::Int64).a("shape", unknown_shape()));
-    c.push(op("ZeroOut").i(i32s(&[2, 2])));
-    c.push(op("ZeroOut").i(f32s(&[2, 3])).a("preserve_index", 5i64));
-    c.push(op("ZeroOut").i(s(9u8)));
     c.push(op("ZerosLike").i(f32s(&[2, 3])));
     c.push(op("ZerosLike").i(strs(&[2])));
     c.push(op("ZerosLike").i(bools(&[3])));

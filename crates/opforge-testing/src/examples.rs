@@ -1,0 +1,65 @@
+//! The repository's op-library examples (`examples/zero_out`,
+//! `examples/median_pool`, ...) built for tests and benchmarks: a nested
+//! `cargo build -p NAME --lib` into a target directory of the caller's, so
+//! the outer cargo's lock is not needed. Test binaries that share the
+//! directory share the build (cargo's own lock serialises them, and the
+//! second finds it done).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, PoisonError};
+
+/// The repository root (the workspace this crate belongs to).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The file name of a cdylib named `name` on this platform
+/// (`libzero_out.so` on Linux).
+pub fn cdylib_file_name(name: &str) -> String {
+    format!(
+        "{}{name}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+/// Builds the workspace package `package` (an op-library example) as a
+/// cdylib into `target_dir/examples` (`target_dir` is a test's
+/// `env!("CARGO_TARGET_TMPDIR")` or a bench's) and returns the library's
+/// path. Each `(package, release)` is built once per process.
+///
+/// # Panics
+/// If cargo cannot run or the build fails: this is test machinery, and the
+/// message says which build failed (cargo's own output is on stderr).
+pub fn build_example(package: &str, release: bool, target_dir: &Path) -> PathBuf {
+    static BUILT: Mutex<Option<HashMap<(String, bool), PathBuf>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    let built = built.get_or_insert_with(HashMap::new);
+    if let Some(p) = built.get(&(package.to_string(), release)) {
+        return p.clone();
+    }
+    let target = target_dir.join("examples");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(repo_root())
+        .args(["build", "--quiet", "-p", package, "--lib", "--target-dir"])
+        .arg(&target);
+    if release {
+        cmd.arg("--release");
+    }
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run cargo to build {package}: {e}"));
+    assert!(
+        status.success(),
+        "cargo build -p {package} --lib failed ({status})"
+    );
+    let lib = target
+        .join(if release { "release" } else { "debug" })
+        .join(cdylib_file_name(package));
+    assert!(lib.is_file(), "{} was not built", lib.display());
+    built.insert((package.to_string(), release), lib.clone());
+    lib
+}
