@@ -108,8 +108,8 @@ fn check_file(path: &Path) {
     assert_eq!(
         kinds,
         [
-            "library", "op", "op", "op", "kernel", "kernel", "kernel", "gradient", "gradient",
-            "gradient"
+            "library", "op", "op", "op", "op", "op", "op", "op", "op", "kernel", "kernel",
+            "kernel", "gradient", "gradient", "gradient"
         ]
     );
     let lib = &r[0];
@@ -129,11 +129,23 @@ fn check_file(path: &Path) {
     };
     assert_eq!(negotiate(&abi), Ok(()));
     assert_eq!(lib["panic"], "unwind");
-    let ops: Vec<&str> = r[1..4]
+    let ops: Vec<&str> = r[1..9]
         .iter()
         .map(|o| o["name"].as_str().unwrap())
         .collect();
-    assert_eq!(ops, ["ZeroOut", "ZeroOutInt32", "ZeroOutList"]);
+    assert_eq!(
+        ops,
+        [
+            "ZeroOut",
+            "ZeroOutInt32",
+            "ZeroOutList",
+            "AttrDefaultExampleForAllTypes",
+            "PolymorphicListExample",
+            "SameListInputExample",
+            "MinLengthIntListExample",
+            "MultipleInsAndOuts"
+        ]
+    );
     assert_eq!(
         r[1]["attrs"],
         json!(["T: realnumbertype = DT_INT32", "preserve_index: int = 0"])
@@ -160,13 +172,15 @@ fn check_file(path: &Path) {
         "DT_UINT32",
         "DT_UINT64"
     ]);
-    assert_eq!(r[4]["op"], "ZeroOut");
-    assert_eq!(r[4]["device"], "CPU");
-    assert_eq!(r[4]["constraints"], json!({ "T": real }));
-    assert_eq!(r[5]["op"], "ZeroOutInt32");
-    assert_eq!(r[5]["constraints"], json!({}));
-    assert_eq!(r[6]["op"], "ZeroOutList");
-    let grads: Vec<(&str, &str)> = r[7..]
+    // The declaration-only examples have shape functions, no kernels.
+    assert!(r[4..9].iter().all(|o| o["shape_fn"] == true), "{r:?}");
+    assert_eq!(r[9]["op"], "ZeroOut");
+    assert_eq!(r[9]["device"], "CPU");
+    assert_eq!(r[9]["constraints"], json!({ "T": real }));
+    assert_eq!(r[10]["op"], "ZeroOutInt32");
+    assert_eq!(r[10]["constraints"], json!({}));
+    assert_eq!(r[11]["op"], "ZeroOutList");
+    let grads: Vec<(&str, &str)> = r[12..]
         .iter()
         .map(|g| (g["op"].as_str().unwrap(), g["form"].as_str().unwrap()))
         .collect();
@@ -201,7 +215,7 @@ fn the_example_runs_against_the_mock_host() {
     let fini: libloading::Symbol<'_, unsafe extern "C" fn()> =
         unsafe { lib.get(OPFORGE_PLUGIN_FINI_SYMBOL.as_bytes()) }.unwrap();
     let r = init(*init_fn, &HOST).unwrap();
-    assert_eq!(r.ops.len(), 3);
+    assert_eq!(r.ops.len(), 8);
     assert_eq!(r.kernels.len(), 3);
 
     // ZeroOut, polymorphic, with preserve_index.
