@@ -32,12 +32,15 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod decl;
+mod elf_edit;
 mod grad;
 mod host;
 mod kernel;
 mod library;
 pub mod manifest;
+pub mod seal;
 mod shape;
 
 pub use library::{LibraryHandle, Loader, UnloadReport};
 pub use manifest::{inspect, Manifest};
+pub use seal::{seal, SealOutcome};
