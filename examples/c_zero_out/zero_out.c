@@ -16,13 +16,17 @@
  *   ZERO_OUT_FAIL_INIT   init registers the op, then fails.
  *   ZERO_OUT_LIB_NAME / ZERO_OUT_T  the library name and the element type
  *       in the op's spec (a different T makes a conflicting OpDef).
- *   ZERO_OUT_NO_DECLARATION  no op/kernel records in the manifest.
+ *   ZERO_OUT_NO_DECLARATION  no op/kernel records in the manifest (a
+ *       library that registers by code: `opforge lib seal` records them).
+ *   ZERO_OUT_ABORT_INIT / ZERO_OUT_HANG_INIT  init calls abort() / never
+ *       returns (what `opforge lib seal` must survive).
  *   ZERO_OUT_MARKER  a string literal: a file the library's constructor
  *       creates when the library is loaded.
  */
 #include <opforge/opforge.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #ifndef ZERO_OUT_ABI_MAJOR
 #define ZERO_OUT_ABI_MAJOR OPFORGE_ABI_MAJOR
@@ -116,6 +120,13 @@ OPFORGE_EXPORT OpforgeCode opforge_plugin_init_v1(const OpforgeHostApi* h,
   OpforgeCode code;
   if (h->abi_major != OPFORGE_ABI_MAJOR) return OPFORGE_FAILED_PRECONDITION;
   host = h;
+#ifdef ZERO_OUT_ABORT_INIT
+  abort();
+#endif
+#ifdef ZERO_OUT_HANG_INIT
+  for (;;) {
+  }
+#endif
 
   memset(&op, 0, sizeof op);
   op.struct_size = sizeof op;

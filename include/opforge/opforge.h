@@ -1224,12 +1224,49 @@ typedef void (*OpforgePluginFiniFn)(void);
  * code, e.g. hand-written C): it loads normally, and `opforge lib inspect`
  * prints null for its lists until `opforge lib seal` records them.
  *
+ * The sealed declaration (ELF only). `opforge lib seal FILE` runs the init
+ * of a library that declares nothing, in a child process with a fresh
+ * registry, and writes what init registered into FILE as the section
+ * `opforge_manifest_sealed`: SHT_PROGBITS, sh_flags 0 (not allocated: the
+ * dynamic linker never maps it, and the library loads as before),
+ * sh_addralign 8. It is appended after the file's existing contents together
+ * with a copy of `.shstrtab` that names it and a new section header table
+ * (the ELF header's e_shoff and e_shnum point at them; program headers,
+ * segments and every existing section keep their bytes and indices). Its
+ * bytes are RECORDS in the format above, every crc32 computed (a record
+ * with crc32 0 is DATA_LOSS here):
+ *
+ *   first exactly one seal record, binding the section to the file:
+ *     {"kind":"seal",
+ *      "library":{"name":STR, "version":STR, "layout_hash":"16 hex digits"},
+ *      "image_fnv1a64":"16 hex digits", ["sealed_by":STR]}
+ *     library: the name, version and abi.layout_hash of the file's library
+ *     record. image_fnv1a64: FNV-1a 64 (offset basis 0xcbf29ce484222325,
+ *     prime 0x100000001b3) over, for each section with SHF_ALLOC in
+ *     section-header order, its byte count in the file as 8 little-endian
+ *     bytes (0 for SHT_NOBITS) followed by those bytes;
+ *   then one op, kernel and gradient record per op, kernel and gradient
+ *     init registered, in registration order, exactly as above (op records
+ *     always carry "shape_fn"; kernel records "host_memory", "label",
+ *     "priority" and "flags"). No library record.
+ *
+ * A reader takes a sealed declaration as the file's declaration (`lib
+ * inspect` prints its lists and "sealed":true, and the host checks init
+ * against it at load) only if the seal record matches the file: a
+ * different name, version, layout hash or image digest is
+ * FAILED_PRECONDITION (the library changed after it was sealed: seal it
+ * again), a corrupt record DATA_LOSS, and a sealed section in a file whose
+ * manifest declares its ops FAILED_PRECONDITION. Sealing again replaces the
+ * section (the same declaration gives the same bytes); sealing a library
+ * whose manifest declares its ops changes nothing.
+ *
  * `opforge lib inspect FILE` prints one JSON object:
  *   {"name", "version", "abi":{"major", "minor", "min_host_minor"},
  *    "ops":[OpDef in proto3 JSON, as `opforge ops show --format json`] | null,
  *    "kernels":[{"op", "device", "constraints":{"T":["DT_FLOAT"]}}] | null,
  *    "shape_fns":[op names] | null,
- *    "gradients":[{"op", "form"}] | null}
+ *    "gradients":[{"op", "form"}] | null,
+ *    "sealed": true if the lists come from a sealed declaration}
  * (kernels may carry their other record keys too; more top-level keys may
  * follow these).
  */

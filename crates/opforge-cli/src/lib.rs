@@ -6,6 +6,7 @@
 //! opforge ops list                                  every registered op, sorted
 //! opforge ops show NAME [--format text|pbtxt|json]  one op
 //! opforge lib inspect FILE [--format json|text]     an op library's manifest, without loading it
+//! opforge lib seal FILE [--timeout SECS]            record the ops of a library that registers by code
 //! opforge ops export [--format pbtxt|binary|json]   the whole OpList
 //! opforge opdef build --jsonl FILE                  builder calls -> OpDefs, one JSON line each
 //! opforge opdef check FILE.pbtxt                    validate a text-format OpList
@@ -43,6 +44,7 @@ pub mod lib_cmd;
 pub mod new_cmd;
 pub mod opdef;
 pub mod ops;
+pub mod seal_cmd;
 pub mod shape;
 
 /// `opforge`: define, inspect and check TensorFlow-compatible tensor ops.
@@ -143,6 +145,37 @@ pub enum LibCommand {
     /// directory of opforge/opforge.h), as TensorFlow's
     /// `tf.sysconfig.get_compile_flags()`.
     Cflags,
+    /// Record in the file the ops, kernels, shape functions and gradients
+    /// of a library that registers them by code (hand-written C, TensorFlow
+    /// C++ sources: `lib inspect` prints "ops": null for it), so that `lib
+    /// inspect` lists them without running it and loading checks init
+    /// against them.
+    ///
+    /// The library's init runs once, in a child process with a fresh
+    /// registry (a crash or a hang there is reported, not inherited). What
+    /// it registered is written into the ELF section
+    /// `opforge_manifest_sealed`, bound to the library's name, version,
+    /// layout hash and allocated bytes; the file is replaced atomically and
+    /// keeps its permissions. Sealing again replaces the earlier
+    /// declaration. A library that declares its ops itself (Rust SDK, the
+    /// header's declaration macros) is left as it is (exit 0). ELF only.
+    Seal {
+        /// The shared library (changed in place).
+        file: PathBuf,
+        /// Seconds the library's init may take in the child process.
+        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        timeout: u64,
+    },
+    /// (Internal: the child process of `lib seal`.) Loads FILE into a fresh
+    /// registry and writes what its init registered to OUT as JSON.
+    #[command(hide = true)]
+    SealProbe {
+        /// The shared library.
+        file: PathBuf,
+        /// Where to write the result.
+        #[arg(long, value_name = "OUT")]
+        out: PathBuf,
+    },
 }
 
 /// The formats of `opforge lib inspect`.
@@ -364,8 +397,8 @@ pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(
     let _loader = match &cli.command {
         Command::Lib { .. } if !cli.libraries.is_empty() => {
             return Err(Status::invalid_argument(
-                "--library is not used by `opforge lib` commands, which never load a library: \
-                 pass the file as their argument",
+                "--library is not used by `opforge lib` commands, which never load a library \
+                 into this process: pass the file as their argument",
             )
             .into());
         }
@@ -437,6 +470,12 @@ pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(
         Command::Lib {
             command: LibCommand::Cflags,
         } => new_cmd::cflags(out),
+        Command::Lib {
+            command: LibCommand::Seal { file, timeout },
+        } => seal_cmd::seal(file, std::time::Duration::from_secs(*timeout), out),
+        Command::Lib {
+            command: LibCommand::SealProbe { file, out: result },
+        } => seal_cmd::seal_probe(file, result),
         Command::New { name, sdk_path } => new_cmd::new_crate(name, sdk_path.as_deref(), out),
         Command::Exec { jsonl } => {
             // Kernels come from the global registries (those of the linked op libraries).

@@ -323,6 +323,16 @@ pub(crate) unsafe fn attr_from_c(v: &OpforgeAttrValue) -> Result<AttrValue> {
                         l.shape.push(shape_of(&s)?);
                     }
                 }
+                OPFORGE_ATTR_TENSOR => {
+                    for t in read_array(v.list.cast::<OpforgeTensor>(), n)? {
+                        l.tensor.push(tensor_from_c(&t)?.to_proto()?);
+                    }
+                }
+                OPFORGE_ATTR_FUNC => {
+                    for f in read_array(v.list.cast::<OpforgeFuncValue>(), n)? {
+                        l.func.push(func_from_c(&f)?);
+                    }
+                }
                 other => {
                     return Err(Status::unimplemented(format!(
                         "attr values of kind list({other}) are not accepted by this host yet"
@@ -344,15 +354,96 @@ pub(crate) unsafe fn attr_from_c(v: &OpforgeAttrValue) -> Result<AttrValue> {
                 let s = unsafe { read_struct(v.shape)? };
                 AV::Shape(shape_of(&s)?)
             }
+            OPFORGE_ATTR_TENSOR => {
+                // SAFETY: the plugin's tensor view (R7).
+                let t = unsafe { read_struct(v.tensor)? };
+                // SAFETY: as above.
+                AV::Tensor(Box::new(unsafe { tensor_from_c(&t) }?.to_proto()?))
+            }
+            OPFORGE_ATTR_FUNC => {
+                // SAFETY: the plugin's func value (R7).
+                let f = unsafe { read_struct(v.func)? };
+                // SAFETY: as above.
+                AV::Func(unsafe { func_from_c(&f) }?)
+            }
             other => {
                 return Err(Status::unimplemented(format!(
-                    "attr values of kind {other} are not accepted by this host yet (tensor, \
-                     func and placeholder values are not implemented)"
+                    "attr values of kind {other} are not accepted here (placeholders are only \
+                     for the nodes of declarative gradients)"
                 )));
             }
         }
     };
     Ok(AttrValue { value: Some(value) })
+}
+
+/// A func attr (NameAttrList) copied from a plugin's OpforgeFuncValue.
+///
+/// # Safety
+/// `f`'s pointers are the plugin's, valid for the call (R5, R7).
+unsafe fn func_from_c(f: &OpforgeFuncValue) -> Result<opforge_core::proto::NameAttrList> {
+    // SAFETY: the caller's contract; the helpers check NULL, alignment and
+    // struct_size.
+    unsafe {
+        let mut out = opforge_core::proto::NameAttrList {
+            name: text(f.name, "func name")?.to_string(),
+            ..Default::default()
+        };
+        for a in read_array(f.attrs, f.num_attrs)? {
+            let name = text(a.name, "func attr name")?.to_string();
+            let value = attr_from_c(&read_struct(a.value)?)?;
+            out.attr.insert(name, value);
+        }
+        Ok(out)
+    }
+}
+
+/// A host tensor copied from a plugin-made view (row-major: NULL strides
+/// or the row-major ones; DT_STRING data is `num_elements` OpforgeStr).
+///
+/// # Safety
+/// `v`'s pointers are the plugin's, valid for the call (R5, R7).
+pub(crate) unsafe fn tensor_from_c(v: &OpforgeTensor) -> Result<Tensor> {
+    // SAFETY: the caller's contract; `slice` refuses NULL and misaligned
+    // pointers, and the lengths are the header's.
+    unsafe {
+        let dtype = DataType::from_i32(v.dtype)
+            .filter(|d| !d.is_ref())
+            .ok_or_else(|| Status::invalid_argument(format!("dtype {} is unknown", v.dtype)))?;
+        let dims = slice(v.dims, v.rank as usize, "dims")?;
+        let shape = TensorShape::new(dims)?;
+        if !v.strides.is_null() {
+            let strides = slice(v.strides, v.rank as usize, "strides")?;
+            if strides != row_major_strides(dims).as_slice() {
+                return Err(Status::unimplemented(
+                    "a tensor value: only row-major values are accepted (pass NULL strides)",
+                ));
+            }
+        }
+        let t = if dtype == DataType::String {
+            let elems = slice(
+                v.data.cast::<OpforgeStr>().cast_const(),
+                shape.num_elements(),
+                "elements",
+            )?;
+            let mut out = Vec::with_capacity(elems.len());
+            for e in elems {
+                out.push(bytes(*e, "string element")?.to_vec());
+            }
+            Tensor::from_strings(dims, out)?
+        } else {
+            let need = shape.num_elements() * dtype.size();
+            if (v.byte_len as usize) < need {
+                return Err(Status::invalid_argument(format!(
+                    "a tensor value: {} bytes for a {dtype} value of shape {shape} ({need} bytes)",
+                    v.byte_len
+                )));
+            }
+            let data = slice(v.data.cast::<u8>().cast_const(), need, "data")?;
+            Tensor::from_bytes(dtype, shape, data)?
+        };
+        Ok(t)
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -421,42 +512,7 @@ unsafe extern "C" fn constant(
     unsafe {
         guard_status(status, || {
             let g = gctx(p)?;
-            let v = read_struct(value)?;
-            let dtype = DataType::from_i32(v.dtype)
-                .filter(|d| !d.is_ref())
-                .ok_or_else(|| Status::invalid_argument(format!("dtype {} is unknown", v.dtype)))?;
-            let dims = slice(v.dims, v.rank as usize, "dims")?;
-            let shape = TensorShape::new(dims)?;
-            if !v.strides.is_null() {
-                let strides = slice(v.strides, v.rank as usize, "strides")?;
-                if strides != row_major_strides(dims).as_slice() {
-                    return Err(Status::unimplemented(
-                        "constant: only row-major values are accepted (pass NULL strides)",
-                    ));
-                }
-            }
-            let t = if dtype == DataType::String {
-                let elems = slice(
-                    v.data.cast::<OpforgeStr>().cast_const(),
-                    shape.num_elements(),
-                    "elements",
-                )?;
-                let mut out = Vec::with_capacity(elems.len());
-                for e in elems {
-                    out.push(bytes(*e, "string element")?.to_vec());
-                }
-                Tensor::from_strings(dims, out)?
-            } else {
-                let need = shape.num_elements() * dtype.size();
-                if (v.byte_len as usize) < need {
-                    return Err(Status::invalid_argument(format!(
-                        "constant: {} bytes for a {dtype} value of shape {shape} ({need} bytes)",
-                        v.byte_len
-                    )));
-                }
-                let data = slice(v.data.cast::<u8>().cast_const(), need, "data")?;
-                Tensor::from_bytes(dtype, shape, data)?
-            };
+            let t = tensor_from_c(&read_struct(value)?)?;
             let s = g.ops().constant(t)?;
             write_out(out, g.push(s), "out")
         })

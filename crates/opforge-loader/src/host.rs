@@ -271,6 +271,12 @@ enum Item {
     Strs(Box<[OpforgeStr]>),
     Shapes(Box<[OpforgeShapeValue]>),
     Shape(Box<OpforgeShapeValue>),
+    /// The host tensor a tensor attr's view points into.
+    Tensor(opforge_core::Tensor),
+    Views(Box<[OpforgeTensor]>),
+    Funcs(Box<[OpforgeFuncValue]>),
+    Named(Box<[OpforgeNamedAttr]>),
+    Values(Box<[OpforgeAttrValue]>),
 }
 
 // SAFETY: the items are owned heap blocks the host writes only before
@@ -350,6 +356,56 @@ impl Arena {
         v
     }
 
+    /// A read-only view of a tensor attr: the proto is decoded into a host
+    /// tensor that the arena keeps, so the view's data, dims and strides
+    /// live as the arena (for kernel creation: until destroy). DT_STRING
+    /// tensors are views of OpforgeStr (the header's representation);
+    /// resource and variant tensors are UNIMPLEMENTED.
+    fn tensor_view(&self, p: &opforge_core::proto::TensorProto) -> Result<OpforgeTensor> {
+        let mut t = opforge_core::Tensor::from_proto(p)
+            .map_err(|e| e.prepend("a tensor attr value cannot be decoded: "))?;
+        let v = crate::kernel::view_pub(&mut t, self)?;
+        // The view points into `t`'s buffer (a heap block that moving `t`
+        // does not move), kept alive here.
+        self.push(Item::Tensor(t));
+        Ok(v)
+    }
+
+    /// A func attr (NameAttrList): the name and its attrs, sorted by name,
+    /// each an attr value as [`attr`](Self::attr) lends it (an empty list
+    /// has kind LIST with no element kind: the function's OpDef is not
+    /// known here).
+    fn func_value(&self, f: &opforge_core::proto::NameAttrList) -> Result<OpforgeFuncValue> {
+        let mut values = Vec::with_capacity(f.attr.len());
+        for v in f.attr.values() {
+            values.push(self.attr(v, OPFORGE_ATTR_NONE)?);
+        }
+        let values: Box<[OpforgeAttrValue]> = values.into();
+        let named: Vec<OpforgeNamedAttr> = f
+            .attr
+            .keys()
+            .zip(values.iter())
+            .map(|(name, value)| {
+                let mut n = OpforgeNamedAttr::new();
+                n.name = self.str(name.as_bytes());
+                n.value = value;
+                n
+            })
+            .collect();
+        let named: Box<[OpforgeNamedAttr]> = named.into();
+        let mut out = OpforgeFuncValue::new();
+        out.name = self.str(f.name.as_bytes());
+        out.num_attrs = named.len();
+        out.attrs = if named.is_empty() {
+            std::ptr::null()
+        } else {
+            named.as_ptr()
+        };
+        self.push(Item::Values(values));
+        self.push(Item::Named(named));
+        Ok(out)
+    }
+
     /// An attr value lent to the plugin. `list_kind` is the element kind of
     /// the attr's OpDef type, for empty lists.
     pub(crate) fn attr(&self, v: &AttrValue, list_kind: u32) -> Result<OpforgeAttrValue> {
@@ -408,12 +464,24 @@ impl Arena {
                     let p = b.as_ptr();
                     self.push(Item::Shapes(b));
                     (OPFORGE_ATTR_SHAPE, p.cast(), l.shape.len())
-                } else if !l.tensor.is_empty() || !l.func.is_empty() {
-                    return Err(Status::unimplemented(
-                        "list(tensor) and list(func) attrs are not readable through this host \
-                         yet (the opforge loader does not implement them); read a list of \
-                         another type",
-                    ));
+                } else if !l.tensor.is_empty() {
+                    let mut v = Vec::with_capacity(l.tensor.len());
+                    for t in &l.tensor {
+                        v.push(self.tensor_view(t)?);
+                    }
+                    let b: Box<[OpforgeTensor]> = v.into();
+                    let p = b.as_ptr();
+                    self.push(Item::Views(b));
+                    (OPFORGE_ATTR_TENSOR, p.cast(), l.tensor.len())
+                } else if !l.func.is_empty() {
+                    let mut v = Vec::with_capacity(l.func.len());
+                    for f in &l.func {
+                        v.push(self.func_value(f)?);
+                    }
+                    let b: Box<[OpforgeFuncValue]> = v.into();
+                    let p = b.as_ptr();
+                    self.push(Item::Funcs(b));
+                    (OPFORGE_ATTR_FUNC, p.cast(), l.func.len())
                 } else {
                     (list_kind, std::ptr::null(), 0)
                 };
@@ -421,11 +489,17 @@ impl Arena {
                 out.list = ptr;
                 out.list_len = len;
             }
-            AV::Tensor(_) | AV::Func(_) => {
-                return Err(Status::unimplemented(
-                    "tensor and func attrs are not readable through this host yet (the \
-                     opforge loader does not implement them)",
-                ));
+            AV::Tensor(t) => {
+                out.kind = OPFORGE_ATTR_TENSOR;
+                let b: Box<[OpforgeTensor]> = vec![self.tensor_view(t)?].into();
+                out.tensor = b.as_ptr();
+                self.push(Item::Views(b));
+            }
+            AV::Func(f) => {
+                out.kind = OPFORGE_ATTR_FUNC;
+                let b: Box<[OpforgeFuncValue]> = vec![self.func_value(f)?].into();
+                out.func = b.as_ptr();
+                self.push(Item::Funcs(b));
             }
             AV::Placeholder(p) => {
                 out.kind = OPFORGE_ATTR_PLACEHOLDER;
@@ -497,4 +571,173 @@ pub(crate) fn row_major_strides(dims: &[i64]) -> Vec<i64> {
         s[i] = s[i + 1].saturating_mul(dims[i + 1].max(1));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opforge_core::proto::attr_value::ListValue;
+    use opforge_core::proto::NameAttrList;
+    use opforge_core::{DataType, Tensor};
+
+    fn av(v: AV) -> AttrValue {
+        AttrValue { value: Some(v) }
+    }
+
+    fn tensor_attr(t: &Tensor) -> AttrValue {
+        av(AV::Tensor(Box::new(t.to_proto().unwrap())))
+    }
+
+    /// Reads a host-made view back (what a plugin sees).
+    fn read_view(v: &OpforgeTensor) -> (i32, Vec<i64>, Vec<i64>, Vec<u8>) {
+        // SAFETY: a view the arena of the test made and still holds.
+        unsafe {
+            let dims = slice(v.dims, v.rank as usize, "dims").unwrap().to_vec();
+            let strides = slice(v.strides, v.rank as usize, "strides")
+                .unwrap()
+                .to_vec();
+            let data = slice(v.data.cast::<u8>().cast_const(), v.byte_len as usize, "d")
+                .unwrap()
+                .to_vec();
+            (v.dtype, dims, strides, data)
+        }
+    }
+
+    #[test]
+    fn tensor_attrs_are_lent_as_views_the_arena_keeps() {
+        let arena = Arena::default();
+        let t = Tensor::from_vec(&[2, 3], vec![1f32, 2., 3., 4., 5., 6.]).unwrap();
+        let out = arena.attr(&tensor_attr(&t), OPFORGE_ATTR_NONE).unwrap();
+        assert_eq!(out.kind, OPFORGE_ATTR_TENSOR);
+        // SAFETY: the arena holds the view.
+        let view = unsafe { read_struct(out.tensor) }.unwrap();
+        assert_eq!(view.num_elements, 6);
+        assert_ne!(view.flags & OPFORGE_TENSOR_CONTIGUOUS, 0);
+        assert_eq!(view.flags & OPFORGE_TENSOR_WRITABLE, 0);
+        assert_eq!(view.data as usize % 4, 0, "aligned to its element size");
+        let (dtype, dims, strides, data) = read_view(&view);
+        assert_eq!(dtype, DataType::Float as i32);
+        assert_eq!((dims, strides), (vec![2, 3], vec![3, 1]));
+        let want: Vec<u8> = [1f32, 2., 3., 4., 5., 6.]
+            .iter()
+            .flat_map(|x| x.to_ne_bytes())
+            .collect();
+        assert_eq!(data, want);
+        // Back into a host value (attrs of gradient calls): the same tensor.
+        // SAFETY: as above.
+        let back = unsafe { crate::grad::attr_from_c(&out) }.unwrap();
+        let Some(AV::Tensor(p)) = back.value else {
+            panic!("{back:?}")
+        };
+        assert_eq!(Tensor::from_proto(&p).unwrap(), t);
+
+        // Strings: a view of OpforgeStr (the header's DT_STRING form).
+        let s = Tensor::from_strings(&[2], vec![b"ab".to_vec(), b"".to_vec()]).unwrap();
+        let out = arena.attr(&tensor_attr(&s), OPFORGE_ATTR_NONE).unwrap();
+        // SAFETY: as above.
+        let view = unsafe { read_struct(out.tensor) }.unwrap();
+        assert_eq!(view.dtype, DataType::String as i32);
+        // SAFETY: a DT_STRING view holds num_elements OpforgeStr.
+        let elems: Vec<Vec<u8>> = unsafe {
+            slice(view.data.cast::<OpforgeStr>().cast_const(), 2, "s")
+                .unwrap()
+                .iter()
+                .map(|e| bytes(*e, "e").unwrap().to_vec())
+                .collect()
+        };
+        assert_eq!(elems, [b"ab".to_vec(), Vec::new()]);
+        // SAFETY: as above.
+        let back = unsafe { crate::grad::attr_from_c(&out) }.unwrap();
+        let Some(AV::Tensor(p)) = back.value else {
+            panic!("{back:?}")
+        };
+        assert_eq!(Tensor::from_proto(&p).unwrap(), s);
+
+        // A scalar, and a list of tensors.
+        let a = Tensor::from_vec(&[], vec![7i32]).unwrap();
+        let list = av(AV::List(Box::new(ListValue {
+            tensor: vec![a.to_proto().unwrap(), t.to_proto().unwrap()],
+            ..Default::default()
+        })));
+        let out = arena.attr(&list, OPFORGE_ATTR_TENSOR).unwrap();
+        assert_eq!(out.kind, OPFORGE_ATTR_TENSOR | OPFORGE_ATTR_LIST);
+        // SAFETY: the arena's array of list_len views.
+        let views = unsafe { read_array(out.list.cast::<OpforgeTensor>(), out.list_len) }.unwrap();
+        assert_eq!(views.len(), 2);
+        assert_eq!(read_view(&views[0]).3, 7i32.to_ne_bytes());
+        assert_eq!(views[0].rank, 0);
+        assert_eq!(read_view(&views[1]).1, [2, 3]);
+        // SAFETY: as above.
+        let back = unsafe { crate::grad::attr_from_c(&out) }.unwrap();
+        let Some(AV::List(l)) = back.value else {
+            panic!("{back:?}")
+        };
+        assert_eq!(Tensor::from_proto(&l.tensor[0]).unwrap(), a);
+    }
+
+    #[test]
+    fn func_attrs_carry_their_name_and_attrs() {
+        let arena = Arena::default();
+        let mut inner = NameAttrList {
+            name: "Inner".into(),
+            ..Default::default()
+        };
+        inner.attr.insert("k".into(), av(AV::I(3)));
+        let mut f = NameAttrList {
+            name: "MyFn".into(),
+            ..Default::default()
+        };
+        f.attr
+            .insert("T".into(), av(AV::Type(DataType::Float as i32)));
+        f.attr.insert("g".into(), av(AV::Func(inner)));
+        f.attr.insert("n".into(), av(AV::I(-4)));
+        let value = av(AV::Func(f.clone()));
+        let out = arena.attr(&value, OPFORGE_ATTR_NONE).unwrap();
+        assert_eq!(out.kind, OPFORGE_ATTR_FUNC);
+        // SAFETY: the arena holds the func value and everything it points to.
+        unsafe {
+            let fv = read_struct(out.func).unwrap();
+            assert_eq!(text(fv.name, "n").unwrap(), "MyFn");
+            let attrs = read_array(fv.attrs, fv.num_attrs).unwrap();
+            let names: Vec<&str> = attrs.iter().map(|a| text(a.name, "n").unwrap()).collect();
+            assert_eq!(names, ["T", "g", "n"]);
+            let t = read_struct(attrs[0].value).unwrap();
+            assert_eq!(
+                (t.kind, t.r#type),
+                (OPFORGE_ATTR_TYPE, DataType::Float as i32)
+            );
+            let g = read_struct(attrs[1].value).unwrap();
+            assert_eq!(g.kind, OPFORGE_ATTR_FUNC);
+            let gv = read_struct(g.func).unwrap();
+            assert_eq!(text(gv.name, "n").unwrap(), "Inner");
+            let n = read_struct(attrs[2].value).unwrap();
+            assert_eq!((n.kind, n.i), (OPFORGE_ATTR_INT, -4));
+            // Back into a host value: the same NameAttrList.
+            assert_eq!(crate::grad::attr_from_c(&out).unwrap(), value);
+        }
+        // A list of funcs.
+        let list = av(AV::List(Box::new(ListValue {
+            func: vec![f.clone(), NameAttrList::default()],
+            ..Default::default()
+        })));
+        let out = arena.attr(&list, OPFORGE_ATTR_FUNC).unwrap();
+        assert_eq!(out.kind, OPFORGE_ATTR_FUNC | OPFORGE_ATTR_LIST);
+        // SAFETY: as above.
+        assert_eq!(unsafe { crate::grad::attr_from_c(&out) }.unwrap(), list);
+    }
+
+    #[test]
+    fn resource_tensors_are_unimplemented() {
+        let arena = Arena::default();
+        let p = opforge_core::proto::TensorProto {
+            dtype: DataType::Resource as i32,
+            resource_handle_val: vec![Default::default()],
+            ..Default::default()
+        };
+        let e = arena
+            .attr(&av(AV::Tensor(Box::new(p))), OPFORGE_ATTR_NONE)
+            .unwrap_err();
+        assert_eq!(e.code(), Code::Unimplemented, "{e}");
+        assert!(e.message().contains("not readable"), "{e}");
+    }
 }

@@ -25,19 +25,34 @@
 //!   then finalises (`opforge_plugin_fini_v1`) and unmaps it when nothing
 //!   holds it any more, and says when it could not.
 //!
+//! - Attr values of every type cross the ABI both ways, tensor and func
+//!   included: a `tensor` attr is lent as a read-only, contiguous
+//!   `OpforgeTensor` view of a host tensor the context's arena keeps (for
+//!   kernel creation: until destroy; `DT_STRING` as `OpforgeStr` elements),
+//!   a `func` attr as an `OpforgeFuncValue` (the name and its attrs, sorted
+//!   by name); lists of both likewise. A plugin's tensor and func values
+//!   (attrs of gradient calls) are copied in.
+//! - [`inspect`] also reads a sealed declaration (section
+//!   `opforge_manifest_sealed`, written by [`seal()`] for `opforge lib
+//!   seal`) of a library that registers by code, and [`Loader::load`]
+//!   checks init against it as against a manifest's declaration.
+//!
 //! Not implemented yet (each answers UNIMPLEMENTED with a message, never a
-//! crash): tensor and func attr values (reading them in kernels, shape and
-//! gradient functions, and giving them to gradient calls), host extensions.
+//! crash): resource and variant tensors (as attr values too), host
+//! extensions.
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod decl;
+mod elf_edit;
 mod grad;
 mod host;
 mod kernel;
 mod library;
 pub mod manifest;
+pub mod seal;
 mod shape;
 
 pub use library::{LibraryHandle, Loader, UnloadReport};
 pub use manifest::{inspect, Manifest};
+pub use seal::{seal, SealOutcome};

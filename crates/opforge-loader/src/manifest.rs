@@ -65,6 +65,18 @@ impl OpRecord {
         for c in &self.control_outputs {
             b = b.control_output(c.clone());
         }
+        b = self.apply_flags(b)?;
+        if !self.doc.is_empty() {
+            b = b.doc(self.doc.clone());
+        }
+        if let Some((v, e)) = &self.deprecation {
+            b = b.deprecated(*v, e.clone());
+        }
+        Ok(b)
+    }
+
+    /// Sets the record's flags on `b`.
+    pub(crate) fn apply_flags(&self, mut b: OpDefBuilder) -> Result<OpDefBuilder> {
         for f in &self.flags {
             b = match f.as_str() {
                 "stateful" => b.stateful(),
@@ -81,18 +93,38 @@ impl OpRecord {
                 }
             };
         }
-        if !self.doc.is_empty() {
-            b = b.doc(self.doc.clone());
-        }
-        if let Some((v, e)) = &self.deprecation {
-            b = b.deprecated(*v, e.clone());
-        }
         Ok(b)
     }
 
     /// The OpDef registration would register.
     pub fn op_def(&self) -> Result<OpDef> {
         self.builder()?.finalize()
+    }
+
+    /// This op as a manifest record (`{"kind":"op", ...}`), the form the
+    /// manifest and a sealed declaration store.
+    pub fn to_record(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("kind".into(), json!("op"));
+        m.insert("name".into(), json!(self.name));
+        m.insert("attrs".into(), json!(self.attrs));
+        m.insert("inputs".into(), json!(self.inputs));
+        m.insert("outputs".into(), json!(self.outputs));
+        if !self.control_outputs.is_empty() {
+            m.insert("control_outputs".into(), json!(self.control_outputs));
+        }
+        m.insert("flags".into(), json!(self.flags));
+        if !self.doc.is_empty() {
+            m.insert("doc".into(), json!(self.doc));
+        }
+        if let Some((version, explanation)) = &self.deprecation {
+            m.insert(
+                "deprecation".into(),
+                json!({"version": version, "explanation": explanation}),
+            );
+        }
+        m.insert("shape_fn".into(), json!(self.shape_fn));
+        Value::Object(m)
     }
 }
 
@@ -132,18 +164,23 @@ pub struct Manifest {
     pub kernels: Option<Vec<KernelRecord>>,
     /// The gradient records (`None` as `ops`).
     pub gradients: Option<Vec<GradientRecord>>,
+    /// Whether the op, kernel and gradient records come from the file's
+    /// sealed declaration (`opforge lib seal`, section
+    /// `opforge_manifest_sealed`) rather than from its manifest.
+    pub sealed: bool,
 }
 
 impl Manifest {
-    /// Whether the file declares what init registers (at least one op,
-    /// kernel or gradient record).
+    /// Whether the file declares what init registers: at least one op,
+    /// kernel or gradient record in its manifest, or a sealed declaration.
     pub fn is_declared(&self) -> bool {
         self.ops.is_some()
     }
 
     /// The JSON object `opforge lib inspect` prints (the header's form):
     /// `name`, `version`, `abi`, `ops` (OpDefs in proto3 JSON),
-    /// `kernels`, `shape_fns`, `gradients`, and `path`.
+    /// `kernels`, `shape_fns`, `gradients`, then `sealed` (whether the
+    /// lists come from a sealed declaration) and `path`.
     pub fn to_json(&self) -> Result<Value> {
         let ops = match &self.ops {
             None => Value::Null,
@@ -221,6 +258,7 @@ impl Manifest {
             "kernels": kernels,
             "shape_fns": shape_fns,
             "gradients": gradients,
+            "sealed": self.sealed,
             "path": self.path.display().to_string(),
         }))
     }
@@ -248,6 +286,16 @@ pub fn inspect(path: impl AsRef<Path>) -> Result<Manifest> {
 
 /// [`inspect`] over bytes already read (`path` is for messages).
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Manifest> {
+    parse_with(path, bytes, true)
+}
+
+/// [`parse`], ignoring a sealed declaration (section
+/// `opforge_manifest_sealed`): what the file's own manifest declares.
+pub fn parse_unsealed(path: &Path, bytes: &[u8]) -> Result<Manifest> {
+    parse_with(path, bytes, false)
+}
+
+fn parse_with(path: &Path, bytes: &[u8], sealed: bool) -> Result<Manifest> {
     use object::{Object, ObjectSection};
     let file = object::File::parse(bytes).map_err(|e| {
         Status::invalid_argument(format!(
@@ -273,12 +321,21 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Manifest> {
             path.display()
         ))
     })?;
-    let records = parse_records(path, data)?;
-    from_records(path, records)
+    let records = parse_records(path, data, false)?;
+    let mut m = from_records(path, records)?;
+    if sealed {
+        crate::seal::apply(&mut m, &file)?;
+    }
+    Ok(m)
 }
 
 /// Splits a manifest section into its records' JSON values (with offsets).
-fn parse_records(path: &Path, data: &[u8]) -> Result<Vec<(usize, Value)>> {
+/// With `require_crc`, a record whose CRC is 0 (not computed) is corrupt.
+pub(crate) fn parse_records(
+    path: &Path,
+    data: &[u8],
+    require_crc: bool,
+) -> Result<Vec<(usize, Value)>> {
     let corrupt = |offset: usize, what: String| {
         Status::data_loss(format!(
             "'{}': the opforge manifest is corrupt at offset {offset} of its section: {what}; \
@@ -325,6 +382,9 @@ fn parse_records(path: &Path, data: &[u8]) -> Result<Vec<(usize, Value)>> {
                 ),
             ));
         };
+        if crc == 0 && require_crc {
+            return Err(corrupt(off, "its CRC is 0 (not computed)".into()));
+        }
         if crc != 0 && crc32(json) != crc {
             return Err(corrupt(
                 off,
@@ -347,7 +407,7 @@ fn parse_records(path: &Path, data: &[u8]) -> Result<Vec<(usize, Value)>> {
 }
 
 /// CRC-32/ISO-HDLC (zlib's), bitwise: manifests are small.
-fn crc32(bytes: &[u8]) -> u32 {
+pub(crate) fn crc32(bytes: &[u8]) -> u32 {
     let mut crc = 0xffff_ffffu32;
     for &b in bytes {
         crc ^= u32::from(b);
@@ -362,7 +422,40 @@ fn crc32(bytes: &[u8]) -> u32 {
     !crc
 }
 
+/// The records of one section, sorted by kind.
+pub(crate) struct Collected {
+    pub(crate) library: Option<LibraryRecord>,
+    pub(crate) ops: Vec<OpRecord>,
+    pub(crate) kernels: Vec<KernelRecord>,
+    pub(crate) gradients: Vec<GradientRecord>,
+    /// Whether there was an op, kernel or gradient record.
+    pub(crate) declared: bool,
+    /// `seal` records (only a sealed declaration has one), with offsets.
+    pub(crate) seals: Vec<(usize, Value)>,
+}
+
 fn from_records(path: &Path, records: Vec<(usize, Value)>) -> Result<Manifest> {
+    let c = collect(path, records)?;
+    let Some(library) = c.library else {
+        return Err(Status::failed_precondition(format!(
+            "'{}' has an opforge manifest without the library record, which version \
+             negotiation needs; add OPFORGE_LIBRARY(\"name\", \"version\") (C/C++) or use the \
+             opforge-plugin SDK, and rebuild",
+            path.display()
+        )));
+    };
+    Ok(Manifest {
+        path: path.to_path_buf(),
+        library,
+        ops: c.declared.then_some(c.ops),
+        kernels: c.declared.then_some(c.kernels),
+        gradients: c.declared.then_some(c.gradients),
+        sealed: false,
+    })
+}
+
+/// Reads every record of a section.
+pub(crate) fn collect(path: &Path, records: Vec<(usize, Value)>) -> Result<Collected> {
     let bad = |offset: usize, what: String| {
         Status::data_loss(format!(
             "'{}': the opforge manifest record at offset {offset} is invalid: {what}; rebuild \
@@ -373,6 +466,7 @@ fn from_records(path: &Path, records: Vec<(usize, Value)>) -> Result<Manifest> {
     let mut library = None;
     let (mut ops, mut kernels, mut gradients) = (Vec::new(), Vec::new(), Vec::new());
     let mut declared = false;
+    let mut seals = Vec::new();
     for (off, v) in records {
         let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
         let r = Rec {
@@ -489,23 +583,17 @@ fn from_records(path: &Path, records: Vec<(usize, Value)>) -> Result<Manifest> {
                     form: r.str("form")?,
                 });
             }
+            "seal" => seals.push((off, v.clone())),
             _ => {} // records of an unknown kind are ignored (header).
         }
     }
-    let Some(library) = library else {
-        return Err(Status::failed_precondition(format!(
-            "'{}' has an opforge manifest without the library record, which version \
-             negotiation needs; add OPFORGE_LIBRARY(\"name\", \"version\") (C/C++) or use the \
-             opforge-plugin SDK, and rebuild",
-            path.display()
-        )));
-    };
-    Ok(Manifest {
-        path: path.to_path_buf(),
+    Ok(Collected {
         library,
-        ops: declared.then_some(ops),
-        kernels: declared.then_some(kernels),
-        gradients: declared.then_some(gradients),
+        ops,
+        kernels,
+        gradients,
+        declared,
+        seals,
     })
 }
 
@@ -591,7 +679,7 @@ mod tests {
         ));
         let m = from_records(
             Path::new("f"),
-            parse_records(Path::new("f"), &data).unwrap(),
+            parse_records(Path::new("f"), &data, false).unwrap(),
         )
         .unwrap();
         assert_eq!(m.library.name, "x");
@@ -607,15 +695,15 @@ mod tests {
         let mut data = record(LIB);
         let n = data.len();
         data[n - 20] ^= 0x55; // inside the JSON: the CRC no longer matches
-        let e = parse_records(Path::new("f"), &data).unwrap_err();
+        let e = parse_records(Path::new("f"), &data, false).unwrap_err();
         assert_eq!(e.code(), opforge_core::Code::DataLoss);
         assert!(e.message().contains("offset 0"), "{}", e.message());
         let mut data = record(LIB);
         data[0] = b'X';
-        let e = parse_records(Path::new("f"), &data).unwrap_err();
+        let e = parse_records(Path::new("f"), &data, false).unwrap_err();
         assert!(e.message().contains("bad magic"), "{}", e.message());
         let data = &record(LIB)[..40];
-        let e = parse_records(Path::new("f"), data).unwrap_err();
+        let e = parse_records(Path::new("f"), data, false).unwrap_err();
         assert!(e.message().contains("section ends"), "{}", e.message());
         let e = from_records(Path::new("f"), vec![]).unwrap_err();
         assert_eq!(e.code(), opforge_core::Code::FailedPrecondition);

@@ -3,6 +3,8 @@
 //! gradients (committed by the parent module's `Loader`).
 
 use super::*;
+use crate::manifest::OpRecord;
+use serde_json::{json, Map, Value};
 
 // ---- statuses and logging ------------------------------------------------------
 
@@ -128,6 +130,9 @@ pub(crate) struct Staging {
     pub(super) ops: Vec<(String, OpDefBuilder, bool)>,
     pub(super) kernels: Vec<(KernelDefBuilder, Arc<PluginKernelDef>)>,
     pub(super) gradients: Vec<(String, &'static str, GradientFn)>,
+    /// What init registered as manifest records (op, kernel, gradient), in
+    /// registration order: the declaration `opforge lib seal` writes.
+    pub(super) records: Vec<Value>,
 }
 
 impl Staging {
@@ -190,17 +195,29 @@ pub(super) unsafe extern "C" fn reg_op(
             let d = read_struct(def)?;
             let name = text(d.name, "op name")?.to_string();
             let mut b = OpDefBuilder::new(name.clone());
+            let mut rec = OpRecord {
+                name: name.clone(),
+                ..OpRecord::default()
+            };
             for s in slice(d.attrs, d.num_attrs, "attrs")? {
-                b = b.attr(text(*s, "attr spec")?);
+                let spec = text(*s, "attr spec")?;
+                rec.attrs.push(spec.to_string());
+                b = b.attr(spec);
             }
             for s in slice(d.inputs, d.num_inputs, "inputs")? {
-                b = b.input(text(*s, "input spec")?);
+                let spec = text(*s, "input spec")?;
+                rec.inputs.push(spec.to_string());
+                b = b.input(spec);
             }
             for s in slice(d.outputs, d.num_outputs, "outputs")? {
-                b = b.output(text(*s, "output spec")?);
+                let spec = text(*s, "output spec")?;
+                rec.outputs.push(spec.to_string());
+                b = b.output(spec);
             }
             for s in slice(d.control_outputs, d.num_control_outputs, "control_outputs")? {
-                b = b.control_output(text(*s, "control output")?);
+                let spec = text(*s, "control output")?;
+                rec.control_outputs.push(spec.to_string());
+                b = b.control_output(spec);
             }
             let known = OPFORGE_OP_STATEFUL
                 | OPFORGE_OP_COMMUTATIVE
@@ -213,30 +230,38 @@ pub(super) unsafe extern "C" fn reg_op(
                     d.flags & !known
                 )));
             }
-            if d.flags & OPFORGE_OP_STATEFUL != 0 {
-                b = b.stateful();
+            for (bit, flag) in [
+                (OPFORGE_OP_STATEFUL, "stateful"),
+                (OPFORGE_OP_COMMUTATIVE, "commutative"),
+                (OPFORGE_OP_AGGREGATE, "aggregate"),
+                (
+                    OPFORGE_OP_ALLOWS_UNINITIALIZED_INPUT,
+                    "allows_uninitialized_input",
+                ),
+                (
+                    OPFORGE_OP_DISTRIBUTED_COMMUNICATION,
+                    "distributed_communication",
+                ),
+            ] {
+                if d.flags & bit != 0 {
+                    rec.flags.push(flag.to_string());
+                }
             }
-            if d.flags & OPFORGE_OP_COMMUTATIVE != 0 {
-                b = b.commutative();
+            // The record's flags set the builder's, as a manifest reader does.
+            b = OpRecord {
+                flags: rec.flags.clone(),
+                ..OpRecord::default()
             }
-            if d.flags & OPFORGE_OP_AGGREGATE != 0 {
-                b = b.aggregate();
-            }
-            if d.flags & OPFORGE_OP_ALLOWS_UNINITIALIZED_INPUT != 0 {
-                b = b.allows_uninitialized_input();
-            }
-            if d.flags & OPFORGE_OP_DISTRIBUTED_COMMUNICATION != 0 {
-                b = b.distributed_communication();
-            }
+            .apply_flags(b)?;
             let doc = text(d.doc, "doc")?;
             if !doc.is_empty() {
+                rec.doc = doc.to_string();
                 b = b.doc(doc);
             }
             if d.deprecation_version != 0 {
-                b = b.deprecated(
-                    d.deprecation_version,
-                    text(d.deprecation_explanation, "deprecation")?,
-                );
+                let explanation = text(d.deprecation_explanation, "deprecation")?;
+                rec.deprecation = Some((d.deprecation_version, explanation.to_string()));
+                b = b.deprecated(d.deprecation_version, explanation);
             }
             let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
             let has_shape_fn = d.shape_fn.is_some();
@@ -267,6 +292,8 @@ pub(super) unsafe extern "C" fn reg_op(
                     )));
                 }
             }
+            rec.shape_fn = has_shape_fn;
+            st.records.push(rec.to_record());
             st.ops.push((name, b, has_shape_fn));
             Ok(())
         })
@@ -306,6 +333,8 @@ pub(super) unsafe extern "C" fn reg_kernel(
                 )));
             };
             let mut kb = KernelDefBuilder::new(&op).device(device);
+            let mut constraints = Map::new();
+            let mut host_memory = Vec::new();
             for c in read_array(d.constraints, d.num_constraints)? {
                 let attr = text(c.attr, "constraint attr")?;
                 let mut types = Vec::new();
@@ -321,6 +350,10 @@ pub(super) unsafe extern "C" fn reg_kernel(
                             })?,
                     );
                 }
+                constraints.insert(
+                    attr.to_string(),
+                    types.iter().map(|t| json!(t.proto_name())).collect(),
+                );
                 kb = kb.type_constraint_list(attr, &types);
             }
             for s in slice(
@@ -328,9 +361,31 @@ pub(super) unsafe extern "C" fn reg_kernel(
                 d.num_host_memory_args,
                 "host_memory_args",
             )? {
-                kb = kb.host_memory(text(*s, "host memory arg")?);
+                let arg = text(*s, "host memory arg")?;
+                host_memory.push(arg.to_string());
+                kb = kb.host_memory(arg);
             }
-            kb = kb.label(text(d.label, "label")?).priority(d.priority);
+            let label = text(d.label, "label")?;
+            kb = kb.label(label).priority(d.priority);
+            let flags: Vec<&str> = [
+                (OPFORGE_KERNEL_NOT_THREAD_SAFE, "not_thread_safe"),
+                (OPFORGE_KERNEL_PARALLEL_ISOLATED, "parallel_isolated"),
+                (OPFORGE_KERNEL_OUTPUT_REQUESTS, "output_requests"),
+            ]
+            .into_iter()
+            .filter(|(bit, _)| d.flags & bit != 0)
+            .map(|(_, name)| name)
+            .collect();
+            let record = json!({
+                "kind": "kernel",
+                "op": op,
+                "device": device,
+                "constraints": constraints,
+                "host_memory": host_memory,
+                "label": label,
+                "priority": d.priority,
+                "flags": flags,
+            });
             let mut st = m.lock().unwrap_or_else(PoisonError::into_inner);
             st.require_op(&op, "a kernel")?;
             let pk = Arc::new(PluginKernelDef {
@@ -343,6 +398,7 @@ pub(super) unsafe extern "C" fn reg_kernel(
                 flags: d.flags,
             });
             st.kernels.push((kb, pk));
+            st.records.push(record);
             Ok(())
         })
     }
@@ -377,6 +433,8 @@ pub(super) unsafe extern "C" fn reg_gradient_fn(
             let g = GradientFn::from_fn(move |ops, fwd, grads| {
                 run_grad_fn(&lib, f, user, ops, fwd, grads)
             });
+            st.records
+                .push(json!({"kind": "gradient", "op": op, "form": "fn"}));
             st.gradients.push((op, "fn", g));
             Ok(())
         })
@@ -419,6 +477,8 @@ pub(super) unsafe extern "C" fn reg_gradient_function(
                 decl.eval(ops, fwd, grads)
                     .map_err(|e| e.append(format!(" [library {label}]")))
             });
+            st.records
+                .push(json!({"kind": "gradient", "op": op, "form": "nodes"}));
             st.gradients.push((op, "nodes", g));
             Ok(())
         })
@@ -442,6 +502,11 @@ pub(super) unsafe extern "C" fn reg_not_differentiable(
                     "the gradient of op '{op}' is registered twice by this library"
                 )));
             }
+            st.records.push(json!({
+                "kind": "gradient",
+                "op": op,
+                "form": "not_differentiable",
+            }));
             st.gradients
                 .push((op, "not_differentiable", GradientFn::NotDifferentiable));
             Ok(())

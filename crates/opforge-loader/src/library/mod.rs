@@ -163,6 +163,8 @@ struct Loaded {
     /// Keeps the library alive while it is loaded.
     strong: Arc<LibInner>,
     content: (u64, u64),
+    /// What init registered, as manifest records.
+    declaration: Vec<serde_json::Value>,
 }
 
 /// Loads op libraries into one registry.
@@ -244,8 +246,34 @@ impl Loader {
     /// Loads the library at `path`: reads its manifest and negotiates the
     /// ABI version before any of its code runs, then maps it, runs its init
     /// and commits what init registered under a new owner (all or nothing).
+    /// A library that declares its ops (in its manifest, or in a sealed
+    /// declaration written by `opforge lib seal`) must register exactly what
+    /// it declares.
     pub fn load(&self, path: impl AsRef<Path>) -> Result<LibraryHandle> {
-        let path = path.as_ref();
+        self.load_impl(path.as_ref(), true)
+    }
+
+    /// [`load`](Self::load), but ignoring a sealed declaration the file may
+    /// carry (its manifest's own declaration is still checked): what
+    /// `opforge lib seal` uses to find out what init registers now.
+    pub fn load_ignoring_seal(&self, path: impl AsRef<Path>) -> Result<LibraryHandle> {
+        self.load_impl(path.as_ref(), false)
+    }
+
+    /// What the init of a loaded library registered, as manifest records
+    /// (`{"kind":"op"|"kernel"|"gradient", ...}`, the header's "Record
+    /// kinds"), in registration order. `NotFound` if it is not loaded by
+    /// this loader.
+    pub fn declaration(&self, handle: &LibraryHandle) -> Result<Vec<serde_json::Value>> {
+        let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        loaded
+            .iter()
+            .find(|l| l.handle == *handle)
+            .map(|l| l.declaration.clone())
+            .ok_or_else(|| not_loaded(handle))
+    }
+
+    fn load_impl(&self, path: &Path, sealed: bool) -> Result<LibraryHandle> {
         let canonical = std::fs::canonicalize(path).map_err(|e| {
             let code = if e.kind() == std::io::ErrorKind::NotFound {
                 opforge_core::Code::NotFound
@@ -273,7 +301,11 @@ impl Loader {
                 return Ok(l.handle.clone());
             }
         }
-        let manifest = manifest::parse(&canonical, &bytes)?;
+        let manifest = if sealed {
+            manifest::parse(&canonical, &bytes)?
+        } else {
+            manifest::parse_unsealed(&canonical, &bytes)?
+        };
         check_version(&manifest)?;
         drop(bytes);
         {
@@ -295,7 +327,7 @@ impl Loader {
             }
         }
         check_not_mapped_elsewhere(&canonical)?;
-        let (handle, inner) = self.load_new(&canonical, &manifest)?;
+        let (handle, inner, declaration) = self.load_new(&canonical, &manifest)?;
         MAPPED
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -305,11 +337,16 @@ impl Loader {
             inner: Arc::downgrade(&inner),
             strong: inner,
             content: key,
+            declaration,
         });
         Ok(handle)
     }
 
-    fn load_new(&self, path: &Path, manifest: &Manifest) -> Result<(LibraryHandle, Arc<LibInner>)> {
+    fn load_new(
+        &self,
+        path: &Path,
+        manifest: &Manifest,
+    ) -> Result<(LibraryHandle, Arc<LibInner>, Vec<serde_json::Value>)> {
         let lib_name = &manifest.library.name;
         let version = &manifest.library.version;
         // SAFETY: loading a library runs its initialisers (C constructors).
@@ -380,7 +417,7 @@ impl Loader {
             )
         };
         // The registrar turns inactive; what init staged moves out of it.
-        let st = std::mem::take(
+        let mut st = std::mem::take(
             &mut *inner
                 .registrar
                 .lock()
@@ -396,6 +433,7 @@ impl Loader {
             return Err(e.prepend("loading op library failed, nothing was registered: "));
         }
         check_declaration(manifest, &st, &inner)?;
+        let declaration = std::mem::take(&mut st.records);
         let owner = self.registry.add_owner(lib_name.as_str());
         let location = path.display().to_string();
         if let Err(e) = commit(&self.registry, owner, &location, st) {
@@ -413,6 +451,7 @@ impl Loader {
                 path: path.to_path_buf(),
             },
             inner,
+            declaration,
         ))
     }
 
