@@ -271,13 +271,49 @@ fn an_init_that_crashes_or_hangs_in_the_child_is_reported() {
     assert!(err.contains("within 1 s"), "{err}");
     assert!(start.elapsed() < std::time::Duration::from_secs(30));
 
-    // An init that fails with a status: the child's code comes back. This
-    // ZeroOut conflicts with the standard library's tutorial ZeroOut, which
-    // the child's fresh registry has too (as any opforge process would).
-    let lib = cc(&zo, "zo_conflict_seal", &["-DZERO_OUT_NO_DECLARATION"]);
-    let err = fails(&["lib", "seal", lib.to_str().unwrap()], "ALREADY_EXISTS");
+    // An init that fails with a status: the child's code comes back.
+    let lib = cc(
+        &zo,
+        "zo_fail_seal",
+        &["-DZERO_OUT_NO_DECLARATION", "-DZERO_OUT_FAIL_INIT"],
+    );
+    let bytes = std::fs::read(&lib).unwrap();
+    let err = fails(&["lib", "seal", lib.to_str().unwrap()], "ABORTED");
     assert!(err.contains("in the child process failed"), "{err}");
-    assert!(err.contains("ZeroOut"), "{err}");
+    assert!(err.contains("init failed on purpose"), "{err}");
+    assert_eq!(std::fs::read(&lib).unwrap(), bytes, "nothing was written");
+}
+
+#[test]
+fn a_hand_written_c_library_is_sealed_and_then_inspected_and_run() {
+    // The C example without its static declaration registers by code only:
+    // inspect knows nothing of its ops until it is sealed.
+    let zo = repo().join("examples/c_zero_out/zero_out.c");
+    let lib = cc(&zo, "zo_c_seal", &["-DZERO_OUT_NO_DECLARATION"]);
+    let p = lib.to_str().unwrap();
+    let o = opforge(&["lib", "inspect", p]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let j: serde_json::Value = serde_json::from_str(&text(&o).0).unwrap();
+    assert_eq!(j["ops"], serde_json::Value::Null);
+    let o = opforge(&["lib", "seal", p]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = opforge(&["lib", "inspect", p]);
+    let j: serde_json::Value = serde_json::from_str(&text(&o).0).unwrap();
+    assert_eq!(j["sealed"], true);
+    assert_eq!(j["ops"][0]["name"], "ZeroOut");
+    assert_eq!(j["ops"][0]["input_arg"][0]["type"], "DT_INT32");
+    assert_eq!(j["kernels"][0]["op"], "ZeroOut");
+    assert_eq!(j["shape_fns"], serde_json::json!(["ZeroOut"]));
+    // Still a library that loads and runs.
+    let calls = dir().join("zo_c_seal.jsonl");
+    std::fs::write(
+        &calls,
+        r#"{"op": "ZeroOut", "inputs": [{"dtype": "DT_INT32", "shape": [3], "values": [7, 8, 9]}]}"#,
+    )
+    .unwrap();
+    let o = opforge(&["exec", "--jsonl", calls.to_str().unwrap(), "--library", p]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(text(&o).0.contains(r#""values":[7,0,0]"#), "{}", text(&o).0);
 }
 
 #[test]
