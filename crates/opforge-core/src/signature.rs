@@ -91,33 +91,65 @@ fn inferred_attrs(op: &OpDef) -> BTreeSet<&str> {
         .collect()
 }
 
-/// The Python signature TensorFlow would generate for `op`: the inputs in
-/// order, then the attrs that have no default and are not inferred from the
-/// inputs, then the other non-inferred attrs as keyword arguments with their
-/// defaults as Python literals, then `name=None`.
-///
-/// `ZeroOut` prints `zero_out(to_zero, preserve_index=0, name=None)`.
-pub fn python_signature(op: &OpDef) -> String {
+/// One parameter of an op's generated Python function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PythonParam {
+    /// The Python name (the arg or attr name, with `_` appended to a
+    /// keyword or to `name`).
+    pub name: String,
+    /// The input arg's or attr's name in the OpDef.
+    pub arg: String,
+    /// Whether it is an input (else an attr).
+    pub is_input: bool,
+    /// The attr's default, if it has one.
+    pub default: Option<AttrValue>,
+}
+
+/// The parameters of the Python function TensorFlow would generate for
+/// `op`, in order: the inputs, then the attrs that have no default and are
+/// not inferred from the inputs, then the other non-inferred attrs (with
+/// their defaults); `name=None` follows them in the signature.
+pub fn python_params(op: &OpDef) -> Vec<PythonParam> {
     let inferred = inferred_attrs(op);
-    let mut params: Vec<String> = op.input_arg.iter().map(|a| python_param(&a.name)).collect();
+    let mut params: Vec<PythonParam> = op
+        .input_arg
+        .iter()
+        .map(|a| PythonParam {
+            name: python_param(&a.name),
+            arg: a.name.clone(),
+            is_input: true,
+            default: None,
+        })
+        .collect();
     let visible = || {
         op.attr
             .iter()
             .filter(|a| !inferred.contains(a.name.as_str()))
     };
-    params.extend(
-        visible()
-            .filter(|a| a.default_value.is_none())
-            .map(|a| python_param(&a.name)),
-    );
-    params.extend(visible().filter_map(|a| {
-        let default = a.default_value.as_ref()?;
-        Some(format!(
-            "{}={}",
-            python_param(&a.name),
-            python_literal(default)
-        ))
-    }));
+    let attr = |a: &AttrDef| PythonParam {
+        name: python_param(&a.name),
+        arg: a.name.clone(),
+        is_input: false,
+        default: a.default_value.clone(),
+    };
+    params.extend(visible().filter(|a| a.default_value.is_none()).map(attr));
+    params.extend(visible().filter(|a| a.default_value.is_some()).map(attr));
+    params
+}
+
+/// The Python signature TensorFlow would generate for `op`: the
+/// [parameters](python_params), defaults as Python literals, then
+/// `name=None`.
+///
+/// `ZeroOut` prints `zero_out(to_zero, preserve_index=0, name=None)`.
+pub fn python_signature(op: &OpDef) -> String {
+    let mut params: Vec<String> = python_params(op)
+        .into_iter()
+        .map(|p| match &p.default {
+            Some(d) => format!("{}={}", p.name, python_literal(d)),
+            None => p.name,
+        })
+        .collect();
     params.push("name=None".to_string());
     format!("{}({})", snake_case(&op.name), params.join(", "))
 }

@@ -47,6 +47,10 @@ pub struct Buffer {
     len: usize,
     location: Location,
     release: Release,
+    /// False for foreign memory lent read-only (a numpy array the caller
+    /// still owns): no tensor may write it, and kernels never forward it to
+    /// an output.
+    writable: bool,
 }
 
 // SAFETY: a Buffer is the unique owner of its allocation (or holds the
@@ -71,6 +75,7 @@ impl Buffer {
             len,
             location: Location::Host,
             release: Release::HostPool,
+            writable: true,
         })
     }
 
@@ -90,6 +95,7 @@ impl Buffer {
             len: 0,
             location,
             release: Release::None,
+            writable: true,
         }
     }
 
@@ -112,7 +118,34 @@ impl Buffer {
             len,
             location,
             release: Release::Foreign(Box::new(release)),
+            writable: true,
         }
+    }
+
+    /// Wraps foreign memory that opforge may read but never write (a numpy
+    /// array lent by Python, a read-only DLPack capsule): tensors over it
+    /// fail `bytes_mut`/`flat_mut` with FailedPrecondition, and are never
+    /// uniquely owned, so no kernel forwards them into an output.
+    ///
+    /// # Safety
+    /// As [`Buffer::from_foreign`].
+    pub unsafe fn from_foreign_read_only(
+        ptr: NonNull<u8>,
+        len: usize,
+        location: Location,
+        release: impl FnOnce() + Send + Sync + 'static,
+    ) -> Buffer {
+        // SAFETY: the caller upholds from_foreign's contract.
+        let mut b = unsafe { Buffer::from_foreign(ptr, len, location, release) };
+        b.writable = false;
+        b
+    }
+
+    /// Whether tensors may write this memory (false for
+    /// [`Buffer::from_foreign_read_only`]).
+    #[inline]
+    pub fn is_writable(&self) -> bool {
+        self.writable
     }
 
     /// The length in bytes.
@@ -148,10 +181,12 @@ impl Buffer {
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
-    /// The bytes, mutably, for host memory (empty for device memory).
+    /// The bytes, mutably, for writable host memory (empty for device
+    /// memory and for read-only foreign memory: callers check
+    /// [`Buffer::is_writable`] first to report the reason).
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        if self.location != Location::Host {
+        if self.location != Location::Host || !self.writable {
             return &mut [];
         }
         // SAFETY: as in `as_slice`; `&mut self` makes the access exclusive.

@@ -75,6 +75,14 @@ impl Drop for Tensor {
     }
 }
 
+/// The error for writing a tensor over read-only foreign memory.
+fn read_only() -> Status {
+    Status::failed_precondition(
+        "Cannot write to a tensor whose memory is read-only (a numpy array or DLPack \
+         capsule lent to opforge): copy it first",
+    )
+}
+
 fn check_storable(dtype: DataType) -> Result<()> {
     if dtype.is_ref() || dtype == DataType::Invalid {
         return Err(Status::invalid_argument(format!(
@@ -443,6 +451,9 @@ impl Tensor {
                     ));
                 }
                 let offset = *offset;
+                if !buf.is_writable() {
+                    return Err(read_only());
+                }
                 let buf = Arc::get_mut(buf).ok_or_else(|| {
                     Status::failed_precondition(
                         "Cannot write to a tensor whose buffer is shared with another tensor",
@@ -477,7 +488,8 @@ impl Tensor {
     }
 
     /// The elements, mutably. Fails (`FailedPrecondition`) when the storage is
-    /// shared with another tensor: writing would change that tensor too.
+    /// shared with another tensor (writing would change that tensor too), is
+    /// read-only foreign memory, or is not on the host.
     #[inline]
     pub fn flat_mut<T: Element>(&mut self) -> Result<&mut [T]> {
         self.check_type::<T>()?;
@@ -486,6 +498,14 @@ impl Tensor {
             return Err(Status::internal("dense dtype without a dense buffer"));
         };
         let offset = *offset;
+        if buf.location() != Location::Host {
+            return Err(Status::failed_precondition(
+                "Tensor data is not on the host",
+            ));
+        }
+        if !buf.is_writable() {
+            return Err(read_only());
+        }
         let buf = Arc::get_mut(buf).ok_or_else(|| {
             Status::failed_precondition(
                 "Cannot write to a tensor whose buffer is shared with another tensor",
@@ -547,7 +567,7 @@ impl Tensor {
     #[inline]
     pub fn is_uniquely_owned(&self) -> bool {
         match &*self.storage {
-            Storage::Dense { buf, .. } => Arc::strong_count(buf) == 1,
+            Storage::Dense { buf, .. } => Arc::strong_count(buf) == 1 && buf.is_writable(),
             Storage::Device(b) => Arc::strong_count(b) == 1,
             Storage::Strings(s) => Arc::strong_count(s) == 1,
             Storage::Resources(r) => Arc::strong_count(r) == 1,
@@ -764,6 +784,42 @@ mod tests {
             s.bytes_mut().unwrap_err().code(),
             crate::Code::InvalidArgument
         );
+    }
+
+    #[test]
+    fn read_only_foreign_memory_is_never_written() {
+        use std::ptr::NonNull;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static RELEASED: AtomicBool = AtomicBool::new(false);
+        let owner: Box<[f32; 4]> = Box::new([1.0, 2.0, 3.0, 4.0]);
+        let ptr = NonNull::new(Box::into_raw(owner).cast::<u8>()).unwrap();
+        let addr = ptr.as_ptr() as usize;
+        // SAFETY: `ptr` owns 16 initialized bytes (four f32s) until the
+        // release callback turns it back into the Box and drops it.
+        let buf = unsafe {
+            Buffer::from_foreign_read_only(ptr, 16, Location::Host, move || {
+                // SAFETY: `addr` came from Box::into_raw of a [f32; 4].
+                drop(unsafe { Box::from_raw(addr as *mut [f32; 4]) });
+                RELEASED.store(true, Ordering::SeqCst);
+            })
+        };
+        assert!(!buf.is_writable());
+        let mut t = Tensor::from_buffer(DataType::Float, &[2, 2], buf).unwrap();
+        assert_eq!(t.flat::<f32>().unwrap(), &[1.0, 2.0, 3.0, 4.0]);
+        assert!(!t.is_uniquely_owned(), "a kernel could forward it");
+        let e = t.flat_mut::<f32>().unwrap_err();
+        assert_eq!(e.code(), crate::Code::FailedPrecondition);
+        assert!(e.message().contains("read-only"), "{e}");
+        assert_eq!(
+            t.bytes_mut().unwrap_err().code(),
+            crate::Code::FailedPrecondition
+        );
+        // A copy is writable.
+        let mut c = t.deep_copy().unwrap();
+        c.flat_mut::<f32>().unwrap()[0] = 9.0;
+        assert_eq!(t.flat::<f32>().unwrap()[0], 1.0);
+        drop(t);
+        assert!(RELEASED.load(Ordering::SeqCst));
     }
 
     #[test]

@@ -1,0 +1,45 @@
+//! `opforge._C`: the native half of the `opforge` Python package (glue
+//! only: the runtime is the Rust crates). The pure-Python layer in
+//! `python/opforge/` builds the user-facing API on it: dtypes, error
+//! classes, generated op functions, `load_op_library`.
+//!
+//! Entry points never let a Rust panic reach Python as pyo3's
+//! `PanicException`: [`errors::guard`] turns one into
+//! `opforge.errors.InternalError`.
+#![warn(missing_docs)]
+
+use pyo3::prelude::*;
+
+mod attrs;
+mod convert;
+mod errors;
+mod exec;
+mod hooks;
+mod tensor;
+
+/// The module `opforge._C`.
+#[pymodule]
+#[pyo3(name = "_C")]
+fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    opforge::opforge_ops::link();
+    if let Err(e) = opforge::Registry::global().verify() {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "opforge's op registry failed its startup check: {e}"
+        )));
+    }
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_function(wrap_pyfunction!(hooks::set_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::set_error_classes, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::from_strings, m)?)?;
+    m.add_function(wrap_pyfunction!(exec::op_defs_json, m)?)?;
+    m.add_function(wrap_pyfunction!(exec::op_names, m)?)?;
+    m.add_function(wrap_pyfunction!(exec::python_signature, m)?)?;
+    m.add_function(wrap_pyfunction!(exec::python_params, m)?)?;
+    m.add_function(wrap_pyfunction!(exec::op_list_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(exec::execute, m)?)?;
+    m.add_function(wrap_pyfunction!(exec::load_library, m)?)?;
+    m.add_function(wrap_pyfunction!(exec::registry_generation, m)?)?;
+    Ok(())
+}

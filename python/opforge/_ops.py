@@ -1,0 +1,348 @@
+"""Op functions generated from the registered OpDefs: `opforge.raw_ops.X`
+(keyword-only, TensorFlow's `tf.raw_ops`) and snake_case functions in
+`opforge.ops` (`ZeroOut` -> `zero_out`): inputs, then attrs without
+defaults, then attrs with defaults, then `name=None`; attrs the inputs
+determine (`T`, `N`) are inferred. Docstrings follow TensorFlow's generated
+wrappers. Argument mistakes raise TypeError/ValueError naming the argument
+and the op before any kernel runs."""
+
+from __future__ import annotations
+
+import ast
+import collections
+import json
+import keyword
+import math
+
+from . import _C, dtypes
+from ._C import Tensor
+from ._convert import convert_to_tensor
+
+class _Default:
+    """A default that Python cannot write as a literal (a tensor attr):
+    shown as TensorFlow's wrappers show it, left to opforge to fill in."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text):
+        self._text = text
+
+    def __repr__(self):
+        return self._text
+
+
+def _default_value(literal: str):
+    if literal.startswith("tf."):
+        name = literal[3:]
+        try:
+            return dtypes.as_dtype(name)
+        except TypeError:
+            return _Default(literal)
+    if literal in ("float('inf')", "float('-inf')", "float('nan')"):
+        return float(literal[7:-2])
+    try:
+        return ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return _Default(literal)
+
+
+def _dtype_name(proto_name: str) -> str:
+    d = dtypes.as_dtype(proto_name)
+    return d.name
+
+
+class OpInfo:
+    """What the generated functions of one op need, built once."""
+
+    def __init__(self, opdef: dict):
+        self.opdef = opdef
+        self.name = opdef["name"]
+        self.inputs = opdef.get("input_arg", [])
+        self.outputs = opdef.get("output_arg", [])
+        self.attr_types = {a["name"]: a["type"] for a in opdef.get("attr", [])}
+        self.attr_defs = {a["name"]: a for a in opdef.get("attr", [])}
+        self.params = [
+            (py, arg, is_input, None if lit is None else _default_value(lit))
+            for (py, arg, is_input, lit) in _C.python_params(self.name)
+        ]
+        self.has_default = {
+            py: lit is not None for (py, _, _, lit) in _C.python_params(self.name)
+        }
+        names = [o["name"] for o in self.outputs]
+        self.result = None
+        if len(names) > 1:
+            safe = [n + "_" if keyword.iskeyword(n) else n for n in names]
+            self.result = collections.namedtuple(self.name, safe)
+
+    # -- inputs ----------------------------------------------------------
+
+    def _fixed_dtype(self, arg):
+        t = arg.get("type")
+        if t and t != "DT_INVALID":
+            return dtypes.as_dtype(t)
+        return None
+
+    def convert_inputs(self, values):
+        """The inputs as Tensors (lists for list args), with dtypes shared
+        through type attrs as TensorFlow infers them."""
+        known = {}
+        # First pass: what Tensors and arrays say about each type attr.
+        for arg, v in zip(self.inputs, values):
+            ta = arg.get("type_attr")
+            if not ta or ta in known:
+                continue
+            items = v if arg.get("number_attr") and isinstance(v, (list, tuple)) else [v]
+            for item in items:
+                d = getattr(item, "dtype", None)
+                if isinstance(item, Tensor):
+                    known[ta] = item.dtype
+                    break
+                if d is not None and hasattr(item, "__array__"):
+                    try:
+                        known[ta] = dtypes.as_dtype(d)
+                        break
+                    except TypeError:
+                        pass
+        out = []
+        for arg, v in zip(self.inputs, values):
+            name = arg["name"]
+            try:
+                if arg.get("number_attr") or arg.get("type_list_attr"):
+                    if isinstance(v, Tensor) or not isinstance(v, (list, tuple)):
+                        raise TypeError(
+                            f"Expected list for '{name}' argument to '{self.name}' Op, not {v!r}."
+                        )
+                    if arg.get("type_list_attr"):
+                        out.append([convert_to_tensor(x) for x in v])
+                    else:
+                        fixed = self._fixed_dtype(arg)
+                        ta = arg.get("type_attr")
+                        conv = []
+                        for x in v:
+                            if fixed is not None:
+                                conv.append(convert_to_tensor(x, dtype=fixed))
+                            else:
+                                t = convert_to_tensor(x, dtype_hint=known.get(ta))
+                                known.setdefault(ta, t.dtype)
+                                conv.append(t)
+                        out.append(conv)
+                else:
+                    fixed = self._fixed_dtype(arg)
+                    if fixed is not None:
+                        out.append(convert_to_tensor(v, dtype=fixed))
+                    else:
+                        ta = arg.get("type_attr")
+                        t = convert_to_tensor(v, dtype_hint=known.get(ta))
+                        if ta:
+                            known.setdefault(ta, t.dtype)
+                        out.append(t)
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"op '{self.name}', input '{name}': {e}") from None
+        return out
+
+    # -- attrs -----------------------------------------------------------
+
+    def convert_attr(self, name, value):
+        t = self.attr_types.get(name)
+        try:
+            if t == "type":
+                return dtypes.as_dtype(value).as_datatype_enum
+            if t == "list(type)":
+                return [dtypes.as_dtype(v).as_datatype_enum for v in value]
+        except TypeError as e:
+            raise TypeError(f"op '{self.name}', attr '{name}': {e}") from None
+        return value
+
+    # -- results ---------------------------------------------------------
+
+    def wrap(self, outs):
+        if self.result is not None:
+            return self.result(*outs)
+        if len(outs) == 1:
+            return outs[0]
+        if not outs:
+            return None
+        return outs
+
+    def call(self, input_values, attrs):
+        inputs = self.convert_inputs(input_values)
+        conv = {k: self.convert_attr(k, v) for k, v in attrs.items()}
+        return self.wrap(_C.execute(self.name, inputs, conv))
+
+    # -- documentation ---------------------------------------------------
+
+    def _input_doc(self, arg):
+        ta = arg.get("type_attr")
+        fixed = self._fixed_dtype(arg)
+        if arg.get("type_list_attr"):
+            kind = "A list of `Tensor` objects"
+            allowed = self._allowed(arg["type_list_attr"])
+            types = f" with types from: {allowed}." if allowed else "."
+            return kind + types
+        if arg.get("number_attr"):
+            n = self.attr_defs.get(arg["number_attr"], {})
+            minimum = int(n.get("minimum", 0) or 0)
+            head = f"A list of at least {minimum}" if minimum else "A list of"
+            if fixed is not None:
+                return f"{head} `Tensor` objects with type `{fixed.name}`."
+            allowed = self._allowed(ta)
+            return f"{head} `Tensor` objects with the same type" + (
+                f" in: {allowed}." if allowed else "."
+            )
+        if fixed is not None:
+            return f"A `Tensor` of type `{fixed.name}`."
+        allowed = self._allowed(ta)
+        if allowed:
+            return f"A `Tensor`. Must be one of the following types: {allowed}."
+        return "A `Tensor`."
+
+    def _allowed(self, attr):
+        a = self.attr_defs.get(attr or "", {})
+        vals = (a.get("allowed_values") or {}).get("list", {}).get("type")
+        if not vals:
+            return ""
+        return ", ".join(f"`{_dtype_name(v)}`" for v in vals)
+
+    def docstring(self):
+        od = self.opdef
+        lines = []
+        summary = od.get("summary", "")
+        lines.append(summary or f"The `{self.name}` op.")
+        if od.get("description"):
+            lines += ["", od["description"]]
+        lines += ["", "Args:"]
+        for py, arg, is_input, default in self.params:
+            if is_input:
+                a = next(x for x in self.inputs if x["name"] == arg)
+                text = self._input_doc(a)
+                desc = a.get("description", "")
+            else:
+                a = self.attr_defs[arg]
+                t = a["type"]
+                opt = "An optional" if self.has_default[py] else "A"
+                if t.startswith("list("):
+                    kind = f"{opt} list of `{t[5:-1]}s`"
+                else:
+                    kind = f"{opt} `{'tf.DType' if t == 'type' else t}`"
+                allowed = (a.get("allowed_values") or {}).get("list", {})
+                if allowed.get("s"):
+                    import base64
+
+                    vals = [base64.b64decode(s).decode() for s in allowed["s"]]
+                    kind = f"{opt} `string` from: " + ", ".join(f'`"{v}"`' for v in vals)
+                elif t == "type" and allowed.get("type"):
+                    kind = f"{opt} `tf.DType` from: " + ", ".join(
+                        f"`tf.{_dtype_name(v)}`" for v in allowed["type"]
+                    )
+                if a.get("has_minimum"):
+                    kind += f" that is `>= {a.get('minimum', 0)}`"
+                text = kind + (f". Defaults to `{default!r}`." if self.has_default[py] else ".")
+                desc = a.get("description", "")
+            lines.append(f"  {py}: {text}" + (f"\n    {desc}" if desc else ""))
+        lines.append("  name: A name for the operation (optional).")
+        lines += ["", "Returns:"]
+        if not self.outputs:
+            lines.append("  None (the op has no outputs).")
+        elif len(self.outputs) == 1:
+            o = self.outputs[0]
+            lines.append("  " + self._output_doc(o))
+        else:
+            lines.append(f"  A tuple of `Tensor` objects ({', '.join(o['name'] for o in self.outputs)}).")
+            for o in self.outputs:
+                lines.append(f"  {o['name']}: {self._output_doc(o)}")
+        return "\n".join(lines)
+
+    def _output_doc(self, o):
+        fixed = self._fixed_dtype(o)
+        if o.get("number_attr") or o.get("type_list_attr"):
+            return "A list of `Tensor` objects."
+        if fixed is not None:
+            return f"A `Tensor` of type `{fixed.name}`."
+        ta = o.get("type_attr")
+        same = next((i["name"] for i in self.inputs if i.get("type_attr") == ta and ta), None)
+        if same:
+            return f"A `Tensor`. Has the same type as `{same}`."
+        return f"A `Tensor` of type `{ta}`." if ta else "A `Tensor`."
+
+
+def _snake(name: str) -> str:
+    out = []
+    for i, c in enumerate(name):
+        if c == ">":
+            out.append("_")
+            continue
+        if c.isupper() and i > 0:
+            prev = name[i - 1]
+            nxt = name[i + 1] if i + 1 < len(name) else ""
+            if (prev.islower() or nxt.islower()) and prev not in (">", "_"):
+                out.append("_")
+        out.append(c.lower())
+    return "".join(out)
+
+
+def make_function(info: OpInfo, raw: bool):
+    """The generated function of `info`'s op (raw: keyword-only)."""
+    params = []
+    inputs = []
+    attrs = []
+    ns = {"_info": info}
+    for i, (py, arg, is_input, default) in enumerate(info.params):
+        if default is not None or info.has_default[py]:
+            ns[f"_d{i}"] = default
+            params.append(f"{py}=_d{i}")
+        else:
+            params.append(py)
+        if is_input:
+            inputs.append(py)
+        else:
+            attrs.append((arg, py, f"_d{i}" if info.has_default[py] else None))
+    params.append("name=None")
+    fname = info.name if raw else _snake(info.name)
+    if keyword.iskeyword(fname):
+        fname += "_"
+    star = "*, " if raw and params else ""
+    body = [f"def {fname}({star}{', '.join(params)}):"]
+    body.append("    __a = {}")
+    for arg, py, d in attrs:
+        if d is None:
+            body.append(f"    __a[{arg!r}] = {py}")
+        else:
+            body.append(f"    if {py} is not {d}: __a[{arg!r}] = {py}")
+    body.append(f"    return _info.call([{', '.join(inputs)}{',' if len(inputs) == 1 else ''}], __a)")
+    src = "\n".join(body)
+    exec(compile(src, f"<opforge op {info.name}>", "exec"), ns)
+    f = ns[fname]
+    f.__doc__ = info.docstring()
+    f.__module__ = "opforge.raw_ops" if raw else "opforge.ops"
+    f.__qualname__ = fname
+    f._opforge_op = info.name
+    return f
+
+
+_INFO: dict = {}
+_GEN = [-1]
+
+
+def op_info(name: str) -> OpInfo:
+    g = _C.registry_generation()
+    if g != _GEN[0]:
+        _INFO.clear()
+        _GEN[0] = g
+    info = _INFO.get(name)
+    if info is None:
+        opdef = json.loads(_C.op_defs_json([name]))[0]
+        info = OpInfo(opdef)
+        _INFO[name] = info
+    return info
+
+
+def execute(op: str, inputs, attrs):
+    """Runs `op` on `inputs` (values converted as its generated function
+    does) with `attrs`; the result as the generated function returns it."""
+    return op_info(op).call(inputs, attrs)
+
+
+def snake_case(name: str) -> str:
+    """TensorFlow's Python name of an op (`Conv2DBackpropInput` ->
+    `conv2d_backprop_input`)."""
+    return _snake(name)
