@@ -139,6 +139,8 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
     when C-contiguous and aligned; Python values follow TensorFlow's rules.
     `dtype_hint` is used when the value could take it (`1` -> float32)."""
     want = dtypes.as_dtype(dtype) if dtype is not None else None
+    if type(value).__name__ == "Variable" and hasattr(value, "read_value"):
+        value = value.read_value()
     if isinstance(value, Tensor):
         if want is not None and value.dtype != want:
             raise ValueError(

@@ -14,7 +14,7 @@ import json
 import keyword
 import math
 
-from . import _C, dtypes
+from . import _C, _tape, dtypes
 from ._C import Tensor
 from ._convert import convert_to_tensor
 
@@ -167,7 +167,10 @@ class OpInfo:
     def call(self, input_values, attrs):
         inputs = self.convert_inputs(input_values)
         conv = {k: self.convert_attr(k, v) for k, v in attrs.items()}
-        return self.wrap(_C.execute(self.name, inputs, conv))
+        outs = _C.execute(self.name, inputs, conv)
+        if _tape._state.__dict__.get("tapes"):
+            _tape.record(self.name, inputs, conv, outs)
+        return self.wrap(outs)
 
     # -- documentation ---------------------------------------------------
 

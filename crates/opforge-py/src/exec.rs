@@ -6,6 +6,7 @@ use crate::errors;
 use crate::tensor::PyTensor;
 use opforge::attrs::{arg_ranges, resolve_call, ArgTypes, AttrMap};
 use opforge::eager::{Arg, EagerContext};
+use opforge::proto::OpDef;
 use opforge::{Registry, Tensor};
 use opforge_loader::Loader;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -18,7 +19,7 @@ use std::sync::OnceLock;
 const DETACH_ELEMENTS: usize = 32 * 1024;
 
 /// The process's eager context: the global registry, the shared CPU device.
-fn context() -> &'static EagerContext {
+pub fn context() -> &'static EagerContext {
     static CTX: OnceLock<EagerContext> = OnceLock::new();
     CTX.get_or_init(EagerContext::default_cpu)
 }
@@ -129,6 +130,34 @@ fn arg(op: &str, name: &str, v: &Bound<'_, PyAny>) -> PyResult<Arg> {
     )))
 }
 
+/// The inputs of a call, one [`Arg`] per input argument of `def`.
+pub fn input_args(def: &OpDef, inputs: &Bound<'_, PyList>) -> PyResult<Vec<Arg>> {
+    let op = &def.name;
+    if inputs.len() != def.input_arg.len() {
+        return Err(PyTypeError::new_err(format!(
+            "op '{op}' takes {} inputs, got {}",
+            def.input_arg.len(),
+            inputs.len()
+        )));
+    }
+    let mut args = Vec::with_capacity(inputs.len());
+    for (i, v) in inputs.iter().enumerate() {
+        args.push(arg(op, &def.input_arg[i].name, &v)?);
+    }
+    Ok(args)
+}
+
+/// The attrs of a call, converted by their declared types.
+pub fn attr_map(def: &OpDef, attrs: &Bound<'_, PyDict>) -> PyResult<AttrMap> {
+    let mut map = AttrMap::new();
+    for (k, v) in attrs.iter() {
+        let name: String = k.extract()?;
+        let value = attr_value(def, &name, &v)?;
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
 fn elements(a: &Arg) -> usize {
     match a {
         Arg::One(t) => t.num_elements(),
@@ -151,22 +180,8 @@ pub fn execute<'py>(
     errors::guard(py, "execute", || {
         let reg = errors::check(py, Registry::global().lookup(op), None)?;
         let def = &reg.op_def;
-        if inputs.len() != def.input_arg.len() {
-            return Err(PyTypeError::new_err(format!(
-                "op '{op}' takes {} inputs, got {}",
-                def.input_arg.len(),
-                inputs.len()
-            )));
-        }
-        let mut args = Vec::with_capacity(inputs.len());
-        for (i, v) in inputs.iter().enumerate() {
-            args.push(arg(op, &def.input_arg[i].name, &v)?);
-        }
-        let mut map = AttrMap::new();
-        for (k, v) in attrs.iter() {
-            let name: String = k.extract()?;
-            map.insert(name.clone(), attr_value(def, &name, &v)?);
-        }
+        let args = input_args(def, &inputs)?;
+        let map = attr_map(def, &attrs)?;
         let list_outputs = def
             .output_arg
             .iter()

@@ -15,6 +15,7 @@ mod convert;
 mod errors;
 mod exec;
 mod hooks;
+mod tape;
 mod tensor;
 
 /// The module `opforge._C`.
@@ -28,6 +29,7 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
         )));
     }
     m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<tape::Tape>()?;
     m.add_function(wrap_pyfunction!(hooks::set_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(errors::set_error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(convert::from_numpy, m)?)?;

@@ -63,13 +63,35 @@ impl<'c> GradientTape<'c> {
     /// source the target does not depend on, or that is neither watched nor
     /// computed from a watched value).
     pub fn gradient(&mut self, target: Sym, sources: &[Sym]) -> Result<Vec<Option<Sym>>> {
+        self.gradient_of(&[target], &[None], sources)
+    }
+
+    /// The gradients of the sum of `targets` with respect to `sources`,
+    /// each target weighted by its `target_grads` entry (TensorFlow's
+    /// `output_gradients`; `None` means ones).
+    pub fn gradient_of(
+        &mut self,
+        targets: &[Sym],
+        target_grads: &[Option<Sym>],
+        sources: &[Sym],
+    ) -> Result<Vec<Option<Sym>>> {
         if self.used && !self.persistent {
             return Err(Status::failed_precondition(
                 "gradient() can only be called once on a non-persistent tape; create it with persistent = true to ask again",
             ));
         }
-        for &s in std::iter::once(&target).chain(sources) {
+        if target_grads.len() != targets.len() {
+            return Err(Status::invalid_argument(format!(
+                "{} targets but {} output gradients: give one per target (or none)",
+                targets.len(),
+                target_grads.len()
+            )));
+        }
+        for &s in targets.iter().chain(sources) {
             self.value(s)?;
+        }
+        for s in target_grads.iter().flatten() {
+            self.value(*s)?;
         }
         self.used = true;
         let records = self.records.clone();
@@ -81,12 +103,76 @@ impl<'c> GradientTape<'c> {
                 tracked.extend(r.outputs.iter().copied());
             }
         }
-        let grads = backprop(self, &records, &[target], &[None], sources)?;
+        let grads = backprop(self, &records, targets, target_grads, sources)?;
         Ok(grads
             .into_iter()
             .zip(sources)
             .map(|(g, s)| if tracked.contains(s) { g } else { None })
             .collect())
+    }
+
+    /// Records a call that already ran (`outputs` are its results), as
+    /// [`Ops::call`] records the calls it runs: a front end that executes
+    /// ops itself (Python) keeps a tape this way. Its outputs' handles.
+    pub fn record(
+        &mut self,
+        op: &str,
+        inputs: &[SymArg],
+        attrs: &AttrMap,
+        outputs: Vec<Tensor>,
+    ) -> Result<Vec<Sym>> {
+        // Record every attr (given, inferred and defaulted), as a graph node
+        // holds them, so that gradient functions read attrs alike in both.
+        let arg_types: Vec<ArgTypes> = inputs
+            .iter()
+            .map(|a| match a {
+                SymArg::One(s) => Ok(ArgTypes::Single(self.value(*s)?.dtype())),
+                SymArg::List(l) => Ok(ArgTypes::List(
+                    l.iter()
+                        .map(|s| Ok(self.value(*s)?.dtype()))
+                        .collect::<Result<_>>()?,
+                )),
+            })
+            .collect::<Result<_>>()?;
+        let data = self.ctx.registry().lookup(op)?;
+        let attrs = resolve_call(&data.op_def, &arg_types, attrs)?.attrs;
+        let outputs: Vec<Sym> = outputs.into_iter().map(|t| self.push(t)).collect();
+        let flat: Vec<Sym> = inputs
+            .iter()
+            .flat_map(|a| match a {
+                SymArg::One(s) => vec![*s],
+                SymArg::List(l) => l.clone(),
+            })
+            .collect();
+        self.records.push(Record {
+            op: op.to_string(),
+            attrs,
+            inputs: flat,
+            outputs: outputs.clone(),
+        });
+        Ok(outputs)
+    }
+
+    /// Records a call given as another tape recorded it: flat inputs and
+    /// every attr already resolved (a [`Record`] moved between tapes).
+    pub fn record_flat(
+        &mut self,
+        op: &str,
+        inputs: &[Sym],
+        attrs: &AttrMap,
+        outputs: Vec<Tensor>,
+    ) -> Result<Vec<Sym>> {
+        for &s in inputs {
+            self.value(s)?;
+        }
+        let outputs: Vec<Sym> = outputs.into_iter().map(|t| self.push(t)).collect();
+        self.records.push(Record {
+            op: op.to_string(),
+            attrs: attrs.clone(),
+            inputs: inputs.to_vec(),
+            outputs: outputs.clone(),
+        });
+        Ok(outputs)
     }
 
     /// A copy of the recorded op applications.
@@ -123,32 +209,7 @@ impl Ops for GradientTape<'_> {
             })
             .collect::<Result<_>>()?;
         let outs = self.ctx.execute_args(op, args, attrs)?;
-        // Record every attr (given, inferred and defaulted), as a graph node
-        // holds them, so that gradient functions read attrs alike in both.
-        let arg_types: Vec<ArgTypes> = inputs
-            .iter()
-            .map(|a| match a {
-                SymArg::One(s) => ArgTypes::Single(self.dtype(*s)),
-                SymArg::List(l) => ArgTypes::List(l.iter().map(|s| self.dtype(*s)).collect()),
-            })
-            .collect();
-        let data = self.ctx.registry().lookup(op)?;
-        let attrs = resolve_call(&data.op_def, &arg_types, attrs)?.attrs;
-        let outputs: Vec<Sym> = outs.into_iter().map(|t| self.push(t)).collect();
-        let flat: Vec<Sym> = inputs
-            .iter()
-            .flat_map(|a| match a {
-                SymArg::One(s) => vec![*s],
-                SymArg::List(l) => l.clone(),
-            })
-            .collect();
-        self.records.push(Record {
-            op: op.to_string(),
-            attrs,
-            inputs: flat,
-            outputs: outputs.clone(),
-        });
-        Ok(outputs)
+        self.record(op, inputs, attrs, outs)
     }
 
     fn dtype(&self, s: Sym) -> DataType {

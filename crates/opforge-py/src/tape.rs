@@ -1,0 +1,272 @@
+//! `_C.Tape`: the native half of `opforge.GradientTape`. The Python layer
+//! runs ops as usual and records each call on every active tape
+//! ([`Tape::record`]); the tape maps the Python tensors it has seen to its
+//! value handles and differentiates with the core's backprop, whose
+//! gradient functions (Rust, op libraries, Python) run as eager ops.
+
+use crate::errors;
+use crate::exec::{attr_map, context};
+use crate::tensor::PyTensor;
+use opforge::autodiff::{GradientTape, Ops, Sym, SymArg};
+use opforge::Registry;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::collections::HashMap;
+
+/// A recording tape (`opforge.GradientTape` holds one).
+#[pyclass(unsendable, module = "opforge._C")]
+pub struct Tape {
+    tape: GradientTape<'static>,
+    /// Python tensor (by object address) -> its handle on this tape.
+    ids: HashMap<usize, Sym>,
+    /// Handle -> the Python tensor it was last given to; holding the
+    /// objects keeps their addresses (the keys of `ids`) theirs.
+    objs: HashMap<Sym, Py<PyTensor>>,
+}
+
+impl Tape {
+    fn key(t: &Bound<'_, PyTensor>) -> usize {
+        t.as_ptr() as usize
+    }
+
+    /// The handle of `t`, recording it as a constant if the tape has not
+    /// seen it (a value from outside the recorded computation).
+    fn sym(&mut self, t: &Bound<'_, PyTensor>) -> PyResult<Sym> {
+        if let Some(&s) = self.ids.get(&Self::key(t)) {
+            return Ok(s);
+        }
+        let s = errors::check(t.py(), self.tape.constant(t.get().t.clone()), None)?;
+        self.remember(t, s);
+        Ok(s)
+    }
+
+    fn remember(&mut self, t: &Bound<'_, PyTensor>, s: Sym) {
+        self.ids.insert(Self::key(t), s);
+        self.objs.insert(s, t.clone().unbind());
+    }
+
+    /// The Python tensor of handle `s` (made, and remembered, if the
+    /// handle has none yet: a value the tape computed itself).
+    fn object<'py>(&mut self, py: Python<'py>, s: Sym) -> PyResult<Bound<'py, PyTensor>> {
+        if let Some(o) = self.objs.get(&s) {
+            return Ok(o.bind(py).clone());
+        }
+        let t = Bound::new(py, self.tensor_of(py, s)?)?;
+        self.remember(&t, s);
+        Ok(t)
+    }
+
+    fn sym_arg(&mut self, op: &str, v: &Bound<'_, PyAny>) -> PyResult<SymArg> {
+        if let Ok(t) = v.cast::<PyTensor>() {
+            return Ok(SymArg::One(self.sym(t)?));
+        }
+        if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+            let mut l = Vec::new();
+            for item in v.try_iter()? {
+                let item = item?;
+                let t = item.cast::<PyTensor>().map_err(|_| {
+                    PyTypeError::new_err(format!("op '{op}': list items must be Tensors"))
+                })?;
+                l.push(self.sym(t)?);
+            }
+            return Ok(SymArg::List(l));
+        }
+        Err(PyTypeError::new_err(format!(
+            "op '{op}': inputs must be Tensors or lists of Tensors"
+        )))
+    }
+
+    fn tensor_of(&self, py: Python<'_>, s: Sym) -> PyResult<PyTensor> {
+        Ok(PyTensor::new(
+            errors::check(py, self.tape.value(s), None)?.clone(),
+        ))
+    }
+}
+
+#[pymethods]
+impl Tape {
+    #[new]
+    #[pyo3(signature = (persistent=false))]
+    fn new(persistent: bool) -> Tape {
+        Tape {
+            tape: GradientTape::new(context(), persistent),
+            ids: HashMap::new(),
+            objs: HashMap::new(),
+        }
+    }
+
+    /// Watches `t`: gradients can be taken with respect to it and to what
+    /// is computed from it after this call.
+    fn watch(&mut self, t: Bound<'_, PyTensor>) {
+        let s = self.tape.watch(t.get().t.clone());
+        self.remember(&t, s);
+    }
+
+    /// Whether the tape has a handle for `t`.
+    fn knows(&self, t: Bound<'_, PyTensor>) -> bool {
+        self.ids.contains_key(&Self::key(&t))
+    }
+
+    /// Records a call that ran: `inputs` as for `_C.execute`, `attrs` as
+    /// given to it, `outputs` the flat list of its result tensors.
+    fn record(
+        &mut self,
+        op: &str,
+        inputs: Bound<'_, PyList>,
+        attrs: Bound<'_, PyDict>,
+        outputs: Bound<'_, PyList>,
+    ) -> PyResult<()> {
+        let py = inputs.py();
+        errors::guard(py, "GradientTape.record", || {
+            let reg = errors::check(py, Registry::global().lookup(op), None)?;
+            let map = attr_map(&reg.op_def, &attrs)?;
+            let mut args = Vec::with_capacity(inputs.len());
+            for v in inputs.iter() {
+                args.push(self.sym_arg(op, &v)?);
+            }
+            let mut outs = Vec::with_capacity(outputs.len());
+            let mut objs = Vec::with_capacity(outputs.len());
+            for o in outputs.iter() {
+                let t = o
+                    .cast::<PyTensor>()
+                    .map_err(|_| PyTypeError::new_err("outputs must be Tensors"))?
+                    .clone();
+                outs.push(t.get().t.clone());
+                objs.push(t);
+            }
+            let syms = errors::check(py, self.tape.record(op, &args, &map, outs), Some(op))?;
+            for (t, s) in objs.iter().zip(syms) {
+                self.remember(t, s);
+            }
+            Ok(())
+        })
+    }
+
+    /// How many calls the tape has recorded.
+    fn num_records(&self) -> usize {
+        self.tape.records_snapshot().len()
+    }
+
+    /// Records on `other` the calls this tape recorded from record `since`
+    /// on (a gradient computation), with the same Python tensors, so that
+    /// an outer tape can differentiate an inner tape's gradient.
+    fn forward_records(&mut self, other: &mut Tape, since: usize) -> PyResult<()> {
+        Python::attach(|py| {
+            errors::guard(py, "GradientTape.gradient", || {
+                let records = self.tape.records_snapshot();
+                for r in records.iter().skip(since) {
+                    let mut args = Vec::with_capacity(r.inputs.len());
+                    for &s in &r.inputs {
+                        let o = self.object(py, s)?;
+                        args.push(other.sym(&o)?);
+                    }
+                    let mut outs = Vec::with_capacity(r.outputs.len());
+                    let mut objs = Vec::with_capacity(r.outputs.len());
+                    for &s in &r.outputs {
+                        let o = self.object(py, s)?;
+                        outs.push(o.get().t.clone());
+                        objs.push(o);
+                    }
+                    let syms = errors::check(
+                        py,
+                        other.tape.record_flat(&r.op, &args, &r.attrs, outs),
+                        Some(&r.op),
+                    )?;
+                    for (o, s) in objs.iter().zip(syms) {
+                        other.remember(o, s);
+                    }
+                }
+                Ok(())
+            })
+        })
+    }
+
+    /// The gradients of the sum of `targets` (each weighted by its
+    /// `output_gradients` entry, ones by default) with respect to
+    /// `sources`: a Tensor or None per source.
+    #[pyo3(signature = (targets, sources, output_gradients=None))]
+    fn gradient<'py>(
+        &mut self,
+        targets: Bound<'py, PyList>,
+        sources: Bound<'py, PyList>,
+        output_gradients: Option<Bound<'py, PyList>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let py = targets.py();
+        errors::guard(py, "GradientTape.gradient", || {
+            let mut ts = Vec::new();
+            for t in targets.iter() {
+                let t = t
+                    .cast::<PyTensor>()
+                    .map_err(|_| PyTypeError::new_err("targets must be Tensors"))?
+                    .clone();
+                match self.ids.get(&Self::key(&t)) {
+                    Some(&s) => ts.push(s),
+                    // Not computed on the tape: it depends on no source.
+                    None => continue,
+                }
+            }
+            let mut grads: Vec<Option<Sym>> = vec![None; ts.len()];
+            if let Some(og) = &output_gradients {
+                if og.len() != targets.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "{} targets but {} output_gradients",
+                        targets.len(),
+                        og.len()
+                    )));
+                }
+                let mut k = 0;
+                for (t, g) in targets.iter().zip(og.iter()) {
+                    let t = t.cast::<PyTensor>().map_err(PyErr::from)?.clone();
+                    if !self.ids.contains_key(&Self::key(&t)) {
+                        continue;
+                    }
+                    if !g.is_none() {
+                        let g = g
+                            .cast::<PyTensor>()
+                            .map_err(|_| {
+                                PyTypeError::new_err("output_gradients must be Tensors or None")
+                            })?
+                            .clone();
+                        grads[k] = Some(errors::check(
+                            py,
+                            self.tape.constant(g.get().t.clone()),
+                            None,
+                        )?);
+                    }
+                    k += 1;
+                }
+            }
+            let mut srcs = Vec::new();
+            let mut known = Vec::new();
+            for s in sources.iter() {
+                let s = s
+                    .cast::<PyTensor>()
+                    .map_err(|_| PyTypeError::new_err("sources must be Tensors"))?
+                    .clone();
+                match self.ids.get(&Self::key(&s)) {
+                    Some(&sym) => {
+                        srcs.push(sym);
+                        known.push(true);
+                    }
+                    None => known.push(false),
+                }
+            }
+            let out = PyList::empty(py);
+            let result = if ts.is_empty() || srcs.is_empty() {
+                vec![None; srcs.len()]
+            } else {
+                errors::check(py, self.tape.gradient_of(&ts, &grads, &srcs), None)?
+            };
+            let mut it = result.into_iter();
+            for k in known {
+                let g = if k { it.next().flatten() } else { None };
+                match g {
+                    Some(s) => out.append(self.object(py, s)?)?,
+                    None => out.append(py.None())?,
+                }
+            }
+            Ok(out)
+        })
+    }
+}

@@ -1,0 +1,327 @@
+"""`opforge.GradientTape` and `opforge.Variable` (TensorFlow's names and
+behaviour): ops run eagerly as usual; each call is also recorded on every
+active tape, whose native half differentiates with opforge's backprop (the
+gradients registered for the ops, in Rust, in op libraries or in Python)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+
+from . import _C, dtypes
+from ._C import Tensor
+
+_state = threading.local()
+
+
+def _stack() -> list:
+    s = getattr(_state, "tapes", None)
+    if s is None:
+        s = _state.tapes = []
+    return s
+
+
+def active_tapes():
+    """The tapes recording on this thread (innermost last)."""
+    return [t for t in _stack() if t._recording]
+
+
+def record(op: str, inputs, attrs, outputs) -> None:
+    """Records one call on every active tape (called by the op functions)."""
+    flat = []
+    for o in outputs:
+        if isinstance(o, list):
+            flat.extend(o)
+        else:
+            flat.append(o)
+    for tape in active_tapes():
+        tape._tape.record(op, inputs, attrs, flat)
+
+
+def _flatten(x):
+    if isinstance(x, (list, tuple)):
+        out = []
+        for v in x:
+            out.extend(_flatten(v))
+        return out
+    if isinstance(x, dict):
+        out = []
+        for k in sorted(x):
+            out.extend(_flatten(x[k]))
+        return out
+    return [x]
+
+
+def _pack(structure, flat_iter):
+    if isinstance(structure, tuple):
+        return tuple(_pack(s, flat_iter) for s in structure)
+    if isinstance(structure, list):
+        return [_pack(s, flat_iter) for s in structure]
+    if isinstance(structure, dict):
+        return {k: _pack(structure[k], flat_iter) for k in sorted(structure)}
+    return next(flat_iter)
+
+
+class GradientTape:
+    """Records operations for automatic differentiation (`tf.GradientTape`).
+
+        x = of.constant(3.0)
+        with of.GradientTape() as g:
+            g.watch(x)
+            y = x * x
+        g.gradient(y, x)            # 6.0
+
+    `persistent=True` allows several `gradient` calls; tapes nest for
+    higher-order gradients; trainable `Variable`s read inside the block are
+    watched automatically unless `watch_accessed_variables=False`.
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self._persistent = persistent
+        self._watch_vars = watch_accessed_variables
+        self._tape = None
+        self._recording = False
+        self._used = False
+        # Variables watched on this tape, and the values read from each:
+        # gradients flow to the reads (resource handles carry none), and a
+        # variable's gradient is the sum over its reads.
+        self._watched_vars: set = set()
+        self._reads: dict = {}
+
+    def __enter__(self):
+        if self._tape is None:
+            self._tape = _C.Tape(self._persistent)
+        self._recording = True
+        _stack().append(self)
+        return self
+
+    def __exit__(self, *exc):
+        self._recording = False
+        s = _stack()
+        if self in s:
+            s.remove(self)
+        return False
+
+    def _ensure(self):
+        if self._tape is None:
+            self._tape = _C.Tape(self._persistent)
+
+    def watch(self, tensor) -> None:
+        """Watches `tensor` (a Tensor, a Variable, or a nested list of them)."""
+        self._ensure()
+        for t in _flatten(tensor):
+            if isinstance(t, Variable):
+                self._watched_vars.add(id(t))
+            elif isinstance(t, Tensor):
+                self._tape.watch(t)
+            else:
+                raise ValueError(
+                    f"GradientTape.watch takes Tensors or Variables, not {type(t).__name__}"
+                )
+
+    def _watches(self, v) -> bool:
+        return id(v) in self._watched_vars or (self._watch_vars and v.trainable)
+
+    def _read(self, v, value) -> None:
+        """`value` was just read from variable `v`: watch it for `v`."""
+        self._ensure()
+        self._tape.watch(value)
+        self._reads.setdefault(id(v), []).append(value)
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Ops run inside this block are not recorded on the tape."""
+        was = self._recording
+        self._recording = False
+        try:
+            yield
+        finally:
+            self._recording = was
+
+    def reset(self) -> None:
+        """Clears everything recorded so far."""
+        self._tape = _C.Tape(self._persistent)
+        self._used = False
+        self._reads = {}
+
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        """The gradient of `target` (a Tensor or a list, summed) with respect
+        to `sources` (a Tensor, a Variable, or a nested list/tuple/dict of
+        them), in the structure of `sources`; None for a source the target
+        does not depend on (`unconnected_gradients="zero"` gives zeros)."""
+        if self._tape is None:
+            raise RuntimeError("GradientTape.gradient on a tape that recorded nothing")
+        if self._used and not self._persistent:
+            raise RuntimeError(
+                "A non-persistent GradientTape can only be used to compute one set of "
+                "gradients (or jacobians): create it with persistent=True"
+            )
+        targets = _flatten(target)
+        src = _flatten(sources)
+        # Each variable stands for the values read from it on this tape.
+        src_tensors, spans = [], []
+        for s in src:
+            if isinstance(s, Variable):
+                reads = self._reads.get(id(s), [])
+                spans.append((len(src_tensors), len(reads)))
+                src_tensors.extend(reads)
+            elif isinstance(s, Tensor):
+                spans.append((len(src_tensors), 1))
+                src_tensors.append(s)
+            else:
+                raise TypeError(f"gradient sources must be Tensors or Variables, not {type(s).__name__}")
+        for t in targets:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"gradient targets must be Tensors, not {type(t).__name__}")
+        og = None
+        if output_gradients is not None:
+            og = [None if g is None else _as_tensor(g) for g in _flatten(output_gradients)]
+        start = self._tape.num_records()
+        was = self._recording
+        self._recording = False
+        try:
+            flat = self._tape.gradient(targets, src_tensors, og)
+            grads = []
+            for start, n in spans:
+                parts = [g for g in flat[start:start + n] if g is not None]
+                if not parts:
+                    grads.append(None)
+                elif len(parts) == 1:
+                    grads.append(parts[0])
+                else:
+                    from . import ops
+
+                    grads.append(ops.add_n(parts))
+        finally:
+            self._recording = was
+        self._used = True
+        # An enclosing tape differentiates this gradient (higher order).
+        for outer in active_tapes():
+            if outer is not self and outer._tape is not None:
+                self._tape.forward_records(outer._tape, start)
+        if unconnected_gradients == "zero":
+            from . import ops
+
+            grads = [
+                ops.zeros_like(s.read_value() if isinstance(s, Variable) else s) if g is None else g
+                for g, s in zip(grads, src)
+            ]
+        elif unconnected_gradients != "none":
+            raise ValueError(f"unconnected_gradients must be 'none' or 'zero', not {unconnected_gradients!r}")
+        return _pack(sources, iter(grads))
+
+
+def _as_tensor(v):
+    from ._convert import convert_to_tensor
+
+    return convert_to_tensor(v)
+
+
+_var_ids = itertools.count()
+
+
+class Variable:
+    """A resource variable (`tf.Variable`): `assign`, `assign_add`,
+    `assign_sub`, `read_value`, `numpy()`; used as a Tensor its value is
+    read (and, on a recording tape, watched when trainable)."""
+
+    def __init__(self, initial_value, trainable=True, name=None, dtype=None):
+        from ._convert import convert_to_tensor
+        from . import raw_ops
+
+        value = convert_to_tensor(initial_value, dtype=dtype)
+        self._dtype = value.dtype
+        self._shape = value.shape
+        self.trainable = trainable
+        self.name = name or f"Variable_{next(_var_ids)}"
+        self.handle = raw_ops.VarHandleOp(
+            dtype=value.dtype, shape=list(value.shape),
+            shared_name=f"{self.name}_{id(self)}_{next(_var_ids)}",
+        )
+        raw_ops.AssignVariableOp(resource=self.handle, value=value)
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def read_value(self) -> Tensor:
+        """The current value (recorded on active tapes, which watch the
+        variable if it is trainable)."""
+        from . import raw_ops
+
+        value = raw_ops.ReadVariableOp(resource=self.handle, dtype=self._dtype)
+        for tape in active_tapes():
+            if tape._watches(self):
+                tape._read(self, value)
+        return value
+
+    value = read_value
+
+    def assign(self, value):
+        from . import raw_ops
+
+        value = _as_tensor_of(value, self._dtype)
+        if value.shape != self._shape:
+            raise ValueError(
+                f"Cannot assign value to variable '{self.name}': shapes {self._shape} and "
+                f"{value.shape} are incompatible"
+            )
+        raw_ops.AssignVariableOp(resource=self.handle, value=value)
+        return self
+
+    def assign_add(self, delta):
+        from . import raw_ops
+
+        raw_ops.AssignAddVariableOp(resource=self.handle, value=_as_tensor_of(delta, self._dtype))
+        return self
+
+    def assign_sub(self, delta):
+        from . import raw_ops
+
+        raw_ops.AssignSubVariableOp(resource=self.handle, value=_as_tensor_of(delta, self._dtype))
+        return self
+
+    def numpy(self):
+        return self.read_value().numpy()
+
+    def __array__(self, dtype=None, copy=None):
+        return self.read_value().__array__(dtype, copy)
+
+    def __repr__(self):
+        return f"<opforge.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, numpy={self.numpy()!r}>"
+
+    def __del__(self):
+        try:
+            from . import raw_ops
+
+            raw_ops.DestroyResourceOp(resource=self.handle, ignore_lookup_error=True)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    # Arithmetic reads the value.
+    def _v(self):
+        return self.read_value()
+
+    def __add__(self, o): return self._v() + o
+    def __radd__(self, o): return o + self._v()
+    def __sub__(self, o): return self._v() - o
+    def __rsub__(self, o): return o - self._v()
+    def __mul__(self, o): return self._v() * o
+    def __rmul__(self, o): return o * self._v()
+    def __truediv__(self, o): return self._v() / o
+    def __rtruediv__(self, o): return o / self._v()
+    def __matmul__(self, o): return self._v() @ o
+    def __rmatmul__(self, o): return o @ self._v()
+    def __neg__(self): return -self._v()
+    def __pow__(self, o): return self._v() ** o
+
+
+def _as_tensor_of(v, dtype):
+    from ._convert import convert_to_tensor
+
+    return convert_to_tensor(v.read_value() if isinstance(v, Variable) else v, dtype=dtype)
