@@ -794,15 +794,15 @@ mod tests {
         let owner: Box<[f32; 4]> = Box::new([1.0, 2.0, 3.0, 4.0]);
         let ptr = NonNull::new(Box::into_raw(owner).cast::<u8>()).unwrap();
         let addr = ptr.as_ptr() as usize;
+        let release = move || {
+            // SAFETY: `addr` came from Box::into_raw of a [f32; 4], and the
+            // buffer calls this once.
+            drop(unsafe { Box::from_raw(addr as *mut [f32; 4]) });
+            RELEASED.store(true, Ordering::SeqCst);
+        };
         // SAFETY: `ptr` owns 16 initialized bytes (four f32s) until the
         // release callback turns it back into the Box and drops it.
-        let buf = unsafe {
-            Buffer::from_foreign_read_only(ptr, 16, Location::Host, move || {
-                // SAFETY: `addr` came from Box::into_raw of a [f32; 4].
-                drop(unsafe { Box::from_raw(addr as *mut [f32; 4]) });
-                RELEASED.store(true, Ordering::SeqCst);
-            })
-        };
+        let buf = unsafe { Buffer::from_foreign_read_only(ptr, 16, Location::Host, release) };
         assert!(!buf.is_writable());
         let mut t = Tensor::from_buffer(DataType::Float, &[2, 2], buf).unwrap();
         assert_eq!(t.flat::<f32>().unwrap(), &[1.0, 2.0, 3.0, 4.0]);
