@@ -89,8 +89,41 @@ y.astype(np.float32).tofile(dst)
 print(f"{ts[len(ts) // 2] * 1e3:.3f} {ts[0] * 1e3:.3f} {np.__version__}")
 "#;
 
-/// numpy's median ms (median, min) and version, and its outputs.
-fn numpy_baseline(python: &Path, x: &[f32]) -> Result<(f64, f64, String, Vec<f32>), String> {
+/// TensorFlow's composition (the guide's alternative to a custom op):
+/// `extract_patches` + `sort`, in a `tf.function`. Exits 3 when TensorFlow
+/// is not installed.
+const TENSORFLOW: &str = r#"
+import sys, time, numpy as np
+try:
+    import tensorflow as tf
+except Exception as e:
+    print(f"SKIP {type(e).__name__}: {e}")
+    sys.exit(3)
+src, dst, n, h, w, c = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:7])
+x = tf.constant(np.fromfile(src, dtype=np.float32).reshape(n, h, w, c))
+@tf.function
+def run(x):
+    p = tf.image.extract_patches(x, sizes=[1, 3, 3, 1], strides=[1, 1, 1, 1],
+                                 rates=[1, 1, 1, 1], padding="SAME")
+    p = tf.reshape(p, [n, h, w, 9, c])
+    return tf.sort(p, axis=3)[:, :, :, 4, :]
+y = run(x).numpy()
+ts = []
+for _ in range(5):
+    t = time.perf_counter()
+    run(x).numpy()
+    ts.append(time.perf_counter() - t)
+ts.sort()
+y.astype(np.float32).tofile(dst)
+print(f"{ts[len(ts) // 2] * 1e3:.3f} {ts[0] * 1e3:.3f} {tf.__version__}")
+"#;
+
+/// A baseline script's median ms (median, min), version and outputs;
+/// `Ok(None)` when it reports SKIP (its framework is not installed).
+type Baseline = Option<(f64, f64, String, Vec<f32>)>;
+
+/// Runs `script` (NUMPY or TENSORFLOW) on `x`.
+fn python_baseline(python: &Path, script: &str, x: &[f32]) -> Result<Baseline, String> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let src = dir.join("median_pool_bench_in.f32");
     let dst = dir.join("median_pool_bench_out.f32");
@@ -100,16 +133,19 @@ fn numpy_baseline(python: &Path, x: &[f32]) -> Result<(f64, f64, String, Vec<f32
         .env_remove("OPENBLAS_CORETYPE")
         .env_remove("OPENBLAS_L2_SIZE")
         .arg("-c")
-        .arg(NUMPY)
+        .arg(script)
         .arg(&src)
         .arg(&dst)
         .args(DIMS.map(|d| d.to_string()))
         .output()
         .map_err(|e| e.to_string())?;
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if out.status.code() == Some(3) && line.starts_with("SKIP") {
+        return Ok(None);
+    }
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
-    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let f: Vec<&str> = line.split_whitespace().collect();
     let parse = |s: &str| s.parse::<f64>().map_err(|e| format!("{line}: {e}"));
     let y: Vec<f32> = std::fs::read(&dst)
@@ -117,7 +153,31 @@ fn numpy_baseline(python: &Path, x: &[f32]) -> Result<(f64, f64, String, Vec<f32
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    Ok((parse(f[0])?, parse(f[1])?, f[2].to_string(), y))
+    Ok(Some((parse(f[0])?, parse(f[1])?, f[2].to_string(), y)))
+}
+
+/// How many interior outputs (borders aside: padding differs) of `got`
+/// differ from `want`.
+fn interior_mismatches(got: &[f32], want: &[f32]) -> usize {
+    let [n, h, w, c] = DIMS;
+    let mut mismatches = 0usize;
+    for b in 0..n {
+        for i in 1..h - 1 {
+            for j in 1..w - 1 {
+                let at = ((b * h + i) * w + j) * c;
+                mismatches += (0..c).filter(|&k| got[at + k] != want[at + k]).count();
+            }
+        }
+    }
+    mismatches
+}
+
+fn equal_text(mismatches: usize) -> String {
+    if mismatches == 0 {
+        "yes".to_string()
+    } else {
+        format!("NO, {mismatches} differ")
+    }
 }
 
 fn main() {
@@ -221,32 +281,34 @@ fn main() {
         );
         return;
     };
-    match numpy_baseline(&python, &x) {
-        Ok((np_ms, np_min, version, ny)) => {
-            let [n, h, w, c] = DIMS;
-            let got = y.flat::<f32>().unwrap();
-            let mut mismatches = 0usize;
-            for b in 0..n {
-                for i in 1..h - 1 {
-                    for j in 1..w - 1 {
-                        let at = ((b * h + i) * w + j) * c;
-                        mismatches += (0..c).filter(|&k| got[at + k] != ny[at + k]).count();
-                    }
-                }
-            }
+    let got = y.flat::<f32>().unwrap();
+    match python_baseline(&python, NUMPY, &x) {
+        Ok(Some((np_ms, np_min, version, ny))) => {
             println!(
                 "numpy {version} sliding_window_view + median ({}): {np_ms:.1} ms (min {np_min:.1} ms); \
                  opforge is {:.0}x numpy (target >= 20x: {}); interior outputs equal to numpy's: {}",
                 python.display(),
                 np_ms / ours,
                 if np_ms / ours >= 20.0 { "met" } else { "NOT met" },
-                if mismatches == 0 {
-                    "yes".to_string()
-                } else {
-                    format!("NO, {mismatches} differ")
-                }
+                equal_text(interior_mismatches(got, &ny))
             );
         }
+        Ok(None) => println!("numpy baseline unavailable"),
         Err(e) => println!("numpy baseline unavailable: {e}"),
+    }
+    match python_baseline(&python, TENSORFLOW, &x) {
+        Ok(Some((tf_ms, tf_min, version, ty))) => println!(
+            "TensorFlow {version} extract_patches + sort in a tf.function: {tf_ms:.1} ms \
+             (min {tf_min:.1} ms); opforge is {:.1}x TensorFlow's composition; interior outputs \
+             equal: {}",
+            tf_ms / ours,
+            equal_text(interior_mismatches(got, &ty))
+        ),
+        Ok(None) => println!(
+            "TensorFlow baseline skipped: TensorFlow is not installed in {} \
+             (target/bench-venv/bin/pip install tensorflow-cpu)",
+            python.display()
+        ),
+        Err(e) => println!("TensorFlow baseline failed: {e}"),
     }
 }
