@@ -28,7 +28,8 @@ _C.set_hooks(_tensor.HOOKS)
 from ._convert import constant, convert_to_tensor, from_dlpack  # noqa: E402
 from ._library import load_op_library  # noqa: E402
 from ._tape import GradientTape, Variable  # noqa: E402
-from . import ops, raw_ops, nn  # noqa: E402
+from .framework import NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
+from . import ops, raw_ops, nn, test  # noqa: E402
 from ._ops import execute as _execute  # noqa: E402,F401
 
 __version__ = "0.1.0"

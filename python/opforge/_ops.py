@@ -68,6 +68,10 @@ class OpInfo:
         self.has_default = {
             py: lit is not None for (py, _, _, lit) in _C.python_params(self.name)
         }
+        # Single-tensor inputs only: Tensors pass through unconverted.
+        self.simple = not any(
+            a.get("number_attr") or a.get("type_list_attr") for a in self.inputs
+        )
         names = [o["name"] for o in self.outputs]
         self.result = None
         if len(names) > 1:
@@ -85,6 +89,8 @@ class OpInfo:
     def convert_inputs(self, values):
         """The inputs as Tensors (lists for list args), with dtypes shared
         through type attrs as TensorFlow infers them."""
+        if self.simple and all(type(v) is Tensor for v in values):
+            return values
         known = {}
         # First pass: what Tensors and arrays say about each type attr.
         for arg, v in zip(self.inputs, values):

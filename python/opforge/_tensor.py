@@ -130,7 +130,21 @@ def dlpack(t: Tensor, stream=None, max_version=None, dl_device=None, copy=None):
     return numpy(t).__dlpack__(**kw)
 
 
+def _grad_op(op_type, inputs, outputs, attrs):
+    from .framework import GradOp
+
+    return GradOp(op_type, inputs, outputs, attrs)
+
+
+def _call_gradient(f, args, num_inputs):
+    from .framework import _call_gradient
+
+    return _call_gradient(f, args, num_inputs)
+
+
 HOOKS = {
+    "grad_op": _grad_op,
+    "call_gradient": _call_gradient,
     "dlpack": dlpack,
     "dtypes": dtypes.BY_ENUM,
     "numpy": numpy,

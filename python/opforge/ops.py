@@ -34,6 +34,9 @@ def __getattr__(name: str):
     if f is None:
         f = _ops.make_function(_ops.op_info(op), raw=False)
         _cache[name] = f
+    # Later lookups find it without __getattr__ (loading a library only
+    # adds ops, so a cached function never goes stale by name).
+    globals()[name] = f
     return f
 
 

@@ -20,6 +20,7 @@ def __getattr__(name: str):
             raise AttributeError(f"module 'opforge.raw_ops' has no op {name!r}")
         f = _ops.make_function(_ops.op_info(name), raw=True)
         _cache[name] = f
+    globals()[name] = f
     return f
 
 

@@ -201,3 +201,73 @@ pub fn attr_value(op: &OpDef, attr: &str, v: &Bound<'_, PyAny>) -> PyResult<Attr
     };
     Ok(AttrValue { value: Some(value) })
 }
+
+/// A Python value of an `AttrValue` (the reverse of [`attr_value`], for
+/// `op.get_attr(name)` in Python gradient functions): ints, floats, bools,
+/// `bytes` for strings (as TensorFlow), dtypes as `opforge.DType`, shapes as
+/// lists (None for unknown dims or rank), tensors as `opforge.Tensor`,
+/// functions by name, lists of these.
+pub fn attr_to_py<'py>(py: Python<'py>, v: &AttrValue) -> PyResult<Bound<'py, PyAny>> {
+    fn dtype<'py>(py: Python<'py>, code: i32) -> PyResult<Bound<'py, PyAny>> {
+        crate::hooks::hook(py, "dtypes")?.get_item(code)
+    }
+    fn shape<'py>(py: Python<'py>, s: &TensorShapeProto) -> PyResult<Bound<'py, PyAny>> {
+        if s.unknown_rank {
+            return Ok(py.None().into_bound(py));
+        }
+        let dims: Vec<Option<i64>> = s
+            .dim
+            .iter()
+            .map(|d| (d.size >= 0).then_some(d.size))
+            .collect();
+        Ok(pyo3::types::PyList::new(py, dims)?.into_any())
+    }
+    fn tensor<'py>(
+        py: Python<'py>,
+        t: &opforge::proto::TensorProto,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let t = opforge::Tensor::from_proto(t)
+            .map_err(|e| PyValueError::new_err(e.message().to_string()))?;
+        Ok(Bound::new(py, PyTensor::new(t))?.into_any())
+    }
+    use pyo3::types::PyList;
+    Ok(match &v.value {
+        None | Some(Value::Placeholder(_)) => py.None().into_bound(py),
+        Some(Value::I(i)) => i.into_pyobject(py)?.into_any(),
+        Some(Value::F(f)) => f.into_pyobject(py)?.into_any(),
+        Some(Value::B(b)) => PyBool::new(py, *b).to_owned().into_any(),
+        Some(Value::S(s)) => PyBytes::new(py, s).into_any(),
+        Some(Value::Type(t)) => dtype(py, *t)?,
+        Some(Value::Shape(s)) => shape(py, s)?,
+        Some(Value::Tensor(t)) => tensor(py, t)?,
+        Some(Value::Func(f)) => PyString::new(py, &f.name).into_any(),
+        Some(Value::List(l)) => {
+            let out = PyList::empty(py);
+            for i in &l.i {
+                out.append(i)?;
+            }
+            for f in &l.f {
+                out.append(f)?;
+            }
+            for b in &l.b {
+                out.append(b)?;
+            }
+            for s in &l.s {
+                out.append(PyBytes::new(py, s))?;
+            }
+            for t in &l.r#type {
+                out.append(dtype(py, *t)?)?;
+            }
+            for s in &l.shape {
+                out.append(shape(py, s)?)?;
+            }
+            for t in &l.tensor {
+                out.append(tensor(py, t)?)?;
+            }
+            for f in &l.func {
+                out.append(&f.name)?;
+            }
+            out.into_any()
+        }
+    })
+}

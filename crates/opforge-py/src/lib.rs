@@ -14,6 +14,7 @@ mod attrs;
 mod convert;
 mod errors;
 mod exec;
+mod grad;
 mod hooks;
 mod tape;
 mod tensor;
@@ -42,6 +43,8 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(exec::op_list_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(exec::execute, m)?)?;
     m.add_function(wrap_pyfunction!(exec::load_library, m)?)?;
+    m.add_function(wrap_pyfunction!(grad::register_gradient, m)?)?;
+    m.add_function(wrap_pyfunction!(grad::not_differentiable, m)?)?;
     m.add_function(wrap_pyfunction!(exec::registry_generation, m)?)?;
     Ok(())
 }

@@ -137,3 +137,58 @@ def test_the_library_gradient_through_the_tape(zero_out_lib):
         g.watch(x)
         y = of.reduce_sum(zero_out_lib.zero_out(x, preserve_index=1) * 5.0)
     np.testing.assert_array_equal(g.gradient(y, x).numpy(), [0.0, 5.0, 0.0])
+
+
+def test_a_gradient_registered_in_python_is_used_by_the_tape():
+    # Replaces a built-in gradient (no other test differentiates Softsign).
+    calls = []
+
+    @of.RegisterGradient("Softsign", override=True)
+    def _softsign_grad(op, grad):
+        calls.append((op.type, op.inputs[0].numpy().tolist(), op.get_attr("T")))
+        return grad * 10.0
+
+    x = of.constant([1.0, -2.0])
+    with of.GradientTape() as g:
+        g.watch(x)
+        y = of.ops.softsign(x)
+    np.testing.assert_array_equal(g.gradient(y, x).numpy(), [10.0, 10.0])
+    assert calls == [("Softsign", [1.0, -2.0], of.float32)]
+
+
+def test_a_second_registration_is_refused_unless_override():
+    with pytest.raises(of.errors.AlreadyExistsError, match="already has a Gradient") as e:
+
+        @of.RegisterGradient("Tanh")
+        def _tanh_grad(op, grad):
+            return grad
+
+    assert "gradients.rs" in str(e.value) and "override=True" in str(e.value)
+
+    @of.RegisterGradient("PyTestOnlyOp")
+    def _g1(op, grad):
+        return grad
+
+    with pytest.raises(of.errors.AlreadyExistsError) as e:
+
+        @of.RegisterGradient("PyTestOnlyOp")
+        def _g2(op, grad):
+            return grad
+
+    # The message names where the first one came from (file:line).
+    assert "test_autodiff.py" in str(e.value)
+
+
+def test_not_differentiable_and_bad_gradient_results():
+    of.NotDifferentiable("PyTestOnlyOp2")
+
+    @of.RegisterGradient("Softplus", override=True)
+    def _bad(op, grad):
+        return [grad, grad]  # Softplus has one input
+
+    x = of.constant([1.0])
+    with of.GradientTape() as g:
+        g.watch(x)
+        y = of.ops.softplus(x)
+    with pytest.raises(of.errors.InvalidArgumentError, match="returned 2 values for 1 inputs"):
+        g.gradient(y, x)

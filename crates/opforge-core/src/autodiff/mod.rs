@@ -99,6 +99,13 @@ pub trait Ops {
     fn constant(&mut self, t: Tensor) -> Result<Sym>;
     /// The registry whose ops (and gradients) the calls use.
     fn registry(&self) -> &Registry;
+    /// The value of `s` when it is known now (an eager tape's tensors);
+    /// `None` for symbolic values (a graph's) and unknown handles. Lets a
+    /// gradient written against values (a Python function) run eagerly.
+    fn value_of(&self, s: Sym) -> Option<&Tensor> {
+        let _ = s;
+        None
+    }
 }
 
 /// Convenience calls on any [`Ops`].

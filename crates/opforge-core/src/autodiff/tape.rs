@@ -227,4 +227,8 @@ impl Ops for GradientTape<'_> {
     fn constant(&mut self, t: Tensor) -> Result<Sym> {
         Ok(self.push(t))
     }
+
+    fn value_of(&self, s: Sym) -> Option<&Tensor> {
+        self.value(s).ok()
+    }
 }

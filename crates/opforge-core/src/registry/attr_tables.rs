@@ -79,6 +79,11 @@ impl AttrTable {
         ops
     }
 
+    /// Removes `op`'s value, whoever set it; whether there was one.
+    pub(super) fn remove(&mut self, op: &str) -> bool {
+        self.entries.remove(op).is_some()
+    }
+
     /// Removes `owner`'s values; how many were removed.
     pub(super) fn unload(&mut self, owner: OwnerId) -> usize {
         let mut removed = 0;

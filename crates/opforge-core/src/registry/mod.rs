@@ -529,6 +529,24 @@ impl Registry {
         Ok(())
     }
 
+    pub(crate) fn replace_attr(&self, op: &str, attr: ErasedAttr, origin: Origin) -> Result<bool> {
+        let replaced = {
+            let mut t = self.write();
+            let table = t
+                .attrs
+                .entry(attr.kind())
+                .or_insert_with(|| AttrTable::new(attr.name()));
+            let replaced = table.remove(op);
+            table.insert(op, attr, origin);
+            replaced
+        };
+        if replaced {
+            // Caches holding the old value must look again.
+            self.generation.fetch_add(1, Ordering::AcqRel);
+        }
+        Ok(replaced)
+    }
+
     /// Op `op`'s attribute of kind `A`, if set.
     pub fn attr<A: OpAttr>(&self, op: &str) -> Option<Arc<A::Value>> {
         self.read().attrs.get(&TypeId::of::<A>())?.get::<A>(op)
@@ -603,5 +621,13 @@ impl Registrar<'_> {
     /// Sets a per-op attribute whose kind was erased.
     pub fn set_erased_attr(&self, op: &str, attr: ErasedAttr) -> Result<()> {
         self.registry.insert_attr(op, attr, self.origin.clone())
+    }
+
+    /// Sets a per-op attribute, replacing the one set before (by anyone):
+    /// an explicit override, as Python's `RegisterGradient(...,
+    /// override=True)`. Whether there was one.
+    pub fn replace_attr<A: OpAttr>(&self, op: &str, value: Arc<A::Value>) -> Result<bool> {
+        self.registry
+            .replace_attr(op, ErasedAttr::new::<A>(value), self.origin.clone())
     }
 }

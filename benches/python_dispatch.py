@@ -1,0 +1,47 @@
+"""Python eager-call overhead, in one run against numpy (issue 15's speed
+targets): a one-element float32 add through numpy, through opforge's
+generated functions (`of.add`, `of.ops.add_v2`, `of.raw_ops.AddV2`) on
+numpy arrays and on Tensors, a loaded library's op, and the same add under
+a recording GradientTape.
+
+    python benches/python_dispatch.py [target/release/libzero_out.so]
+
+Run it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (numpy's best
+kernel). Figures: median of 7 repeats of timeit loops, in microseconds.
+"""
+
+import sys
+import timeit
+
+import numpy as np
+
+import opforge as of
+
+
+def bench(label, stmt, number=20000, base=None):
+    times = timeit.repeat(stmt, number=number, repeat=7)
+    us = sorted(times)[len(times) // 2] / number * 1e6
+    ratio = f"  ({us / base:.1f}x numpy.add)" if base else ""
+    print(f"{label:48s} {us:8.3f} us{ratio}")
+    return us
+
+
+a = np.ones(1, np.float32)
+b = np.ones(1, np.float32)
+ta = of.constant(a)
+tb = of.constant(b)
+
+print(f"numpy {np.__version__}, opforge {of.__version__}")
+base = bench("numpy.add(a, b)", lambda: np.add(a, b))
+bench("of.add(a, b) on ndarrays", lambda: of.add(a, b), base=base)
+bench("of.add(ta, tb) on Tensors", lambda: of.add(ta, tb), base=base)
+bench("of.ops.add_v2(ta, tb)", lambda: of.ops.add_v2(ta, tb), base=base)
+bench("of.raw_ops.AddV2(x=ta, y=tb)", lambda: of.raw_ops.AddV2(x=ta, y=tb), base=base)
+bench("ta + tb", lambda: ta + tb, base=base)
+if len(sys.argv) > 1:
+    lib = of.load_op_library(sys.argv[1])
+    ti = of.constant(np.ones(1, np.int32))
+    bench("lib.zero_out(ti) (op library)", lambda: lib.zero_out(ti), base=base)
+with of.GradientTape() as g:
+    g.watch(ta)
+    bench("of.add(ta, tb) under a recording tape", lambda: of.add(ta, tb), number=2000, base=base)
