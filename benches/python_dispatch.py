@@ -8,6 +8,7 @@ a recording GradientTape.
 
 Run it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (numpy's best
 kernel). Figures: median of 7 repeats of timeit loops, in microseconds.
+TensorFlow and PyTorch are timed too when installed in the same venv.
 """
 
 import sys
@@ -42,6 +43,20 @@ if len(sys.argv) > 1:
     lib = of.load_op_library(sys.argv[1])
     ti = of.constant(np.ones(1, np.int32))
     bench("lib.zero_out(ti) (op library)", lambda: lib.zero_out(ti), base=base)
+try:
+    import tensorflow as tf
+
+    xa, xb = tf.constant(a), tf.constant(b)
+    bench(f"TensorFlow {tf.__version__} tf.add (eager, tf tensors)", lambda: tf.add(xa, xb), number=2000, base=base)
+except ImportError:
+    print("TensorFlow not installed: no tf.add figure")
+try:
+    import torch
+
+    pa, pb = torch.from_numpy(a), torch.from_numpy(b)
+    bench(f"PyTorch {torch.__version__} torch.add", lambda: torch.add(pa, pb), base=base)
+except ImportError:
+    print("PyTorch not installed: no torch.add figure")
 with of.GradientTape() as g:
     g.watch(ta)
     bench("of.add(ta, tb) under a recording tape", lambda: of.add(ta, tb), number=2000, base=base)
