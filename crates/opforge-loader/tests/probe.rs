@@ -458,35 +458,3 @@ fn a_panicked_kernel_state_is_destroyed_and_rebuilt() {
     assert_eq!(counter(&lib, "probe_destroyed"), destroyed + 1);
     assert_eq!(run(3.).unwrap().scalar_value::<f32>().unwrap(), first + 1.);
 }
-
-#[test]
-fn a_state_panicked_on_another_thread_is_destroyed_once_the_owner_is_out_of_it() {
-    let (lib, _r, _loader, _h, ctx) = setup("probe_panic_shared");
-    let run = |v: f32| {
-        ctx.op("ProbePanic")
-            .input(Tensor::from_vec(&[1], vec![v]).unwrap())
-            .run1()
-    };
-    // This thread computes the kernel first: it owns it (computes without
-    // a lock).
-    let first = run(1.).unwrap().scalar_value::<f32>().unwrap();
-    let destroyed = counter(&lib, "probe_destroyed");
-    // A compute on another thread reports a panic: a new state serves the
-    // next calls at once ...
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let e = run(-1.).unwrap_err();
-            assert_eq!(e.code(), Code::Internal);
-            assert!(
-                e.message().contains("the kernel instance was rebuilt"),
-                "{e}"
-            );
-            assert_eq!(run(2.).unwrap().scalar_value::<f32>().unwrap(), first + 1.);
-        });
-    });
-    // ... while the old one, which the owner could have been computing on,
-    // is destroyed when the owner next starts a compute.
-    assert_eq!(counter(&lib, "probe_destroyed"), destroyed);
-    assert_eq!(run(3.).unwrap().scalar_value::<f32>().unwrap(), first + 1.);
-    assert_eq!(counter(&lib, "probe_destroyed"), destroyed + 1);
-}

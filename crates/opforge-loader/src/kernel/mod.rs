@@ -12,7 +12,7 @@ use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// A registered plugin kernel: its callbacks and the library that holds them.
@@ -81,19 +81,13 @@ impl PluginKernelDef {
     ) -> Result<Box<dyn OpKernel>> {
         let (state, arena) = self.create_state(c)?;
         self.lib.instance_created();
-        let first = Box::new(Instance {
-            state,
-            _attrs: arena,
-            broken: None,
-        });
         Ok(Box::new(PluginKernel {
             def: self.clone(),
-            current: AtomicPtr::new(Box::into_raw(first)),
-            owner: AtomicU64::new(NO_OWNER),
-            owner_depth: AtomicU32::new(0),
-            shared: RwLock::new(()),
-            retired: Mutex::new(Vec::new()),
-            has_retired: AtomicBool::new(false),
+            state: RwLock::new(Instance {
+                state,
+                _attrs: arena,
+                broken: None,
+            }),
             rebuild: Rebuild {
                 op_def: c.op_def().clone(),
                 node_name: c.node_name().to_string(),
@@ -125,121 +119,26 @@ struct Rebuild {
     output_types: Vec<DataType>,
 }
 
-/// No thread owns the kernel yet (thread tokens start at 1).
-const NO_OWNER: u64 = 0;
-
-/// The next thread token.
-static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
-
-thread_local! {
-    /// This thread's token (`NO_OWNER` until it first computes a plugin
-    /// kernel); tokens are never reused.
-    static THREAD: Cell<u64> = const { Cell::new(NO_OWNER) };
-}
-
-/// The calling thread's token.
-#[inline]
-fn thread_token() -> u64 {
-    THREAD.with(|t| {
-        let v = t.get();
-        if v != NO_OWNER {
-            return v;
-        }
-        let v = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
-        t.set(v);
-        v
-    })
-}
-
 /// One kernel instance (a node's, or an eager call signature's).
-///
-/// A state a panic left inconsistent (OPFORGE_STATUS_PANICKED) is replaced
-/// by a new one and destroyed once no compute can still be using it. Which
-/// computes may be using it is tracked without an atomic read-modify-write
-/// on the common path (each costs as much as a small kernel): the first
-/// thread to compute the kernel owns it and computes without a lock,
-/// counting only its own nesting (a plain field only it writes); every other
-/// thread computes under a read lock of `shared`. A replacement takes the
-/// write lock, so no other thread computes on the old state afterwards; the
-/// old state is destroyed at once when the owner is not inside a compute of
-/// this kernel (always so when the owner itself replaces it at the top
-/// level), else retired and destroyed by the owner when it next starts a
-/// compute at the top level, or when the kernel is dropped.
 struct PluginKernel {
     def: Arc<PluginKernelDef>,
-    /// The current instance: a `Box<Instance>` pointer, never null; only
-    /// replaced under the write lock of `shared`.
-    current: AtomicPtr<Instance>,
-    /// The token of the thread that computes without taking `shared`.
-    owner: AtomicU64,
-    /// How many computes of this kernel the owner is inside (written by the
-    /// owner only, so loads and stores suffice).
-    owner_depth: AtomicU32,
-    /// Read-locked by the computes of threads other than the owner;
-    /// write-locked to replace the current instance.
-    shared: RwLock<()>,
-    /// Replaced instances the owner may still be computing on.
-    retired: Mutex<Vec<Instance>>,
-    /// Whether `retired` may hold instances.
-    has_retired: AtomicBool,
+    /// Read-locked by computes; write-locked to replace a state a panic
+    /// left inconsistent (OPFORGE_STATUS_PANICKED: the host evicts it).
+    state: RwLock<Instance>,
     rebuild: Rebuild,
     /// Serialises computes of a kernel registered NOT_THREAD_SAFE.
     lock: Option<Mutex<()>>,
 }
 
-/// Restores the owner's nesting depth when its compute ends (or unwinds).
-struct OwnerDepth<'a> {
-    depth: &'a AtomicU32,
-    outer: u32,
-}
-
-impl Drop for OwnerDepth<'_> {
-    fn drop(&mut self) {
-        self.depth.store(self.outer, Ordering::Relaxed);
-    }
-}
-
 impl PluginKernel {
-    /// Destroys the instances a replacement retired. Called by the owner
-    /// outside any compute of this kernel.
-    #[cold]
-    fn free_retired(&self) {
-        let retired = std::mem::take(
-            &mut *self
-                .retired
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        self.has_retired.store(false, Ordering::Relaxed);
-        for inst in retired {
-            if inst.broken.is_none() {
-                self.def.destroy_state(inst.state);
-            }
-        }
-    }
-
-    /// Replaces the instance `old` a panic left inconsistent by a new one,
-    /// unless another thread did already. `owner_outside`: the caller is
-    /// the owner and not inside another compute of this kernel, so nothing
-    /// can be computing on `old` once the write lock is held: it is
-    /// destroyed at once; otherwise it is retired (see [`PluginKernel`]).
-    #[cold]
-    fn evict(
-        &self,
-        old: *mut Instance,
-        device: &dyn opforge_core::device::Device,
-        owner_outside: bool,
-    ) {
-        let _excl = self
-            .shared
+    /// Destroys the state `old` a panic left inconsistent and creates a new
+    /// one, unless another thread did already.
+    fn evict(&self, old: *mut c_void, device: &dyn opforge_core::device::Device) {
+        let mut inst = self
+            .state
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if self.current.load(Ordering::Acquire) != old {
-            return;
-        }
-        // SAFETY: `old` is the current instance, which only this function
-        // (under the write lock we hold) replaces and frees.
-        if unsafe { (*old).broken.is_some() } {
+        if inst.state.0 != old || inst.broken.is_some() {
             return;
         }
         let r = &self.rebuild;
@@ -251,97 +150,17 @@ impl PluginKernel {
             &r.input_types,
             &r.output_types,
         );
-        // The old state is destroyed before the new one is created, as
-        // before, when nothing can use it any more.
-        if owner_outside {
-            // SAFETY: as above; no compute is on `old` (see the doc).
-            self.def.destroy_state(unsafe { (*old).state });
+        self.def.destroy_state(inst.state);
+        match self.def.create_state(&c) {
+            Ok((state, arena)) => {
+                inst.state = state;
+                inst._attrs = arena;
+            }
+            Err(e) => {
+                inst.state = SendPtr(std::ptr::null_mut());
+                inst.broken = Some(e);
+            }
         }
-        let next = match self.def.create_state(&c) {
-            Ok((state, arena)) => Instance {
-                state,
-                _attrs: arena,
-                broken: None,
-            },
-            Err(e) => Instance {
-                state: SendPtr(std::ptr::null_mut()),
-                _attrs: Arena::default(),
-                broken: Some(e),
-            },
-        };
-        self.current
-            .store(Box::into_raw(Box::new(next)), Ordering::Release);
-        // SAFETY: `old` came from `Box::into_raw` and is no longer current;
-        // no other thread computes on it (write lock), and the owner either
-        // is not computing (`owner_outside`) or will only free it outside
-        // its computes (`retired`).
-        let old = unsafe { Box::from_raw(old) };
-        if owner_outside {
-            drop(old);
-        } else {
-            self.retired
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(*old);
-            self.has_retired.store(true, Ordering::Release);
-        }
-    }
-
-    /// Runs the plugin's compute on `inst`; an error tells whether the
-    /// plugin reported a panic (OPFORGE_STATUS_PANICKED: the state must be
-    /// replaced).
-    #[inline]
-    fn run(
-        &self,
-        inst: *mut Instance,
-        ctx: &mut OpKernelContext<'_>,
-    ) -> std::result::Result<(), (Status, bool)> {
-        // SAFETY: `inst` is an instance of this kernel that the caller
-        // keeps from being freed during the call (see [`PluginKernel`]).
-        let inst = unsafe { &*inst };
-        if let Some(e) = &inst.broken {
-            return Err((
-                Status::failed_precondition(format!(
-                    "the kernel instance of op '{}' (node '{}') could not be rebuilt after a \
-                     panic ({}); rebuild the session or eager context",
-                    self.def.op,
-                    ctx.node_name(),
-                    e.message()
-                )),
-                false,
-            ));
-        }
-        let slots: [SlotStorage; 2] = [
-            UnsafeCell::new(MaybeUninit::uninit()),
-            UnsafeCell::new(MaybeUninit::uninit()),
-        ];
-        let k = KernelCtx::new((ctx as *mut OpKernelContext<'_>).cast(), &self.def, &slots);
-        let mut status = HostStatus::default();
-        // SAFETY: `compute` is the plugin's callback; the state is the one
-        // its create made, kept from destroy by the caller; `k` and
-        // `status` live across the call.
-        let code = unsafe {
-            (self.def.compute)(
-                inst.state.0,
-                (&k as *const KernelCtx).cast_mut().cast(),
-                status.as_ptr(),
-            )
-        };
-        drop(k);
-        if code == OPFORGE_OK {
-            return Ok(());
-        }
-        let e = callback_error(
-            &self.def.lib.label(),
-            &format!(
-                "the kernel of op '{}' (node '{}')",
-                self.def.op,
-                ctx.node_name()
-            ),
-            code,
-            &status,
-        );
-        Err((e, status.flags & OPFORGE_STATUS_PANICKED != 0))
     }
 }
 
@@ -351,56 +170,65 @@ impl OpKernel for PluginKernel {
             .lock
             .as_ref()
             .map(|l| l.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        let me = thread_token();
-        let owner = self.owner.load(Ordering::Relaxed);
-        let owns = owner == me
-            || (owner == NO_OWNER
-                && self
-                    .owner
-                    .compare_exchange(NO_OWNER, me, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok());
-        let (inst, result, owner_outside) = if owns {
-            let outer = self.owner_depth.load(Ordering::Relaxed);
-            if outer == 0 && self.has_retired.load(Ordering::Relaxed) {
-                self.free_retired();
-            }
-            self.owner_depth.store(outer + 1, Ordering::Relaxed);
-            let depth = OwnerDepth {
-                depth: &self.owner_depth,
-                outer,
-            };
-            let inst = self.current.load(Ordering::Acquire);
-            let result = self.run(inst, ctx);
-            drop(depth);
-            (inst, result, outer == 0)
-        } else {
-            let shared = self
-                .shared
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let inst = self.current.load(Ordering::Acquire);
-            let result = self.run(inst, ctx);
-            drop(shared);
-            (inst, result, false)
-        };
-        match result {
-            Ok(()) => Ok(()),
-            Err((e, false)) => Err(e),
-            Err((e, true)) => {
-                self.evict(inst, ctx.device(), owner_outside);
-                Err(e.append("; the kernel instance was rebuilt"))
-            }
+        let slots: [SlotStorage; 2] = [
+            UnsafeCell::new(MaybeUninit::uninit()),
+            UnsafeCell::new(MaybeUninit::uninit()),
+        ];
+        let k = KernelCtx::new((ctx as *mut OpKernelContext<'_>).cast(), &self.def, &slots);
+        let mut status = HostStatus::default();
+        let inst = self
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(e) = &inst.broken {
+            return Err(Status::failed_precondition(format!(
+                "the kernel instance of op '{}' (node '{}') could not be rebuilt after a panic \
+                 ({}); rebuild the session or eager context",
+                self.def.op,
+                ctx.node_name(),
+                e.message()
+            )));
         }
+        let state = inst.state;
+        // SAFETY: `compute` is the plugin's callback; the state is the one
+        // its create made, kept from destroy by the read lock; `k` and
+        // `status` live across the call.
+        let code = unsafe {
+            (self.def.compute)(
+                state.0,
+                (&k as *const KernelCtx).cast_mut().cast(),
+                status.as_ptr(),
+            )
+        };
+        drop(inst);
+        if code != OPFORGE_OK {
+            let e = callback_error(
+                &self.def.lib.label(),
+                &format!(
+                    "the kernel of op '{}' (node '{}')",
+                    self.def.op,
+                    ctx.node_name()
+                ),
+                code,
+                &status,
+            );
+            if status.flags & OPFORGE_STATUS_PANICKED != 0 {
+                drop(k);
+                self.evict(state.0, ctx.device());
+                return Err(e.append("; the kernel instance was rebuilt"));
+            }
+            return Err(e);
+        }
+        Ok(())
     }
 }
 
 impl Drop for PluginKernel {
     fn drop(&mut self) {
-        self.free_retired();
-        let inst = *self.current.get_mut();
-        // SAFETY: `current` always holds a `Box::into_raw` instance, and
-        // nothing computes any more (we are dropped).
-        let inst = unsafe { Box::from_raw(inst) };
+        let inst = self
+            .state
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if inst.broken.is_none() {
             self.def.destroy_state(inst.state);
         }
