@@ -61,6 +61,7 @@ fn take_last() -> Option<String> {
 
 /// Installs the SDK's panic hook (once per copy of the SDK), chained to the
 /// previous hook for panics outside guarded callbacks.
+#[inline]
 pub fn install_hook() {
     HOOK.call_once(|| {
         let previous = panic::take_hook();
@@ -97,9 +98,14 @@ pub fn payload_text(payload: &(dyn Any + Send)) -> String {
 /// panic (from the hook; the payload alone if the hook did not see it).
 pub fn catch<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     install_hook();
-    DEPTH.with(|d| d.set(d.get() + 1));
-    let result = panic::catch_unwind(AssertUnwindSafe(f));
-    DEPTH.with(|d| d.set(d.get() - 1));
+    // One thread-local lookup (a call into the dynamic loader's TLS
+    // resolver in a cdylib) for both updates.
+    let result = DEPTH.with(|d| {
+        d.set(d.get() + 1);
+        let result = panic::catch_unwind(AssertUnwindSafe(f));
+        d.set(d.get() - 1);
+        result
+    });
     result.map_err(|payload| {
         let recorded = take_last();
         // Dropping the payload may itself panic (a payload with a panicking

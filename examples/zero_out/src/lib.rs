@@ -136,9 +136,9 @@ impl Kernel for ZeroOutKernel {
     }
 
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
-        let (n, dims) = {
+        let (dtype, n) = {
             let x = ctx.input(0)?;
-            (x.num_elements(), x.dims().to_vec())
+            (x.dtype(), x.num_elements())
         };
         let keep = self.preserve_index;
         ensure!(
@@ -147,9 +147,25 @@ impl Kernel for ZeroOutKernel {
             "preserve_index out of range: {} is not in [0, {}) for an input of shape {}",
             keep,
             n,
-            fmt_shape(&dims)
+            fmt_shape(ctx.input(0)?.dims())
         );
-        zero_out_arg(ctx, 0, 0, keep)
+        // The output gets the input's dims without copying them.
+        let forwarded = ctx
+            .forward_input_or_allocate_output_like(&[0], 0, 0)?
+            .is_some();
+        dispatch!(
+            dtype,
+            T => if forwarded {
+                zero_out_in_place(ctx.output_mut(0)?.flat_mut::<T>()?, keep);
+                Ok(())
+            } else {
+                let (ins, mut o) = ctx.inputs_and_output(0)?;
+                zero_out_into(ins[0].flat::<T>()?, o.flat_mut::<T>()?, keep);
+                Ok(())
+            },
+            [f32, f64, i32, u8, i16, i8, i64, BFloat16, u16, Half, u32, u64],
+            Err(Status::unimplemented(format!("ZeroOut does not support {dtype}")))
+        )
     }
 }
 

@@ -170,6 +170,29 @@ pub(super) unsafe extern "C" fn init_attr(
 
 // ---- compute ---------------------------------------------------------------
 
+/// Writes a view through the plugin's out-pointer: one struct copy when the
+/// out-struct's struct_size is this host's (the common case), else
+/// [`write_struct`]'s prefix copy.
+///
+/// # Safety
+/// As [`write_struct`]: `out` is NULL or the plugin's out-struct, readable
+/// for its first `usize` and writable for its struct_size bytes.
+#[inline(always)]
+unsafe fn write_view(v: &OpforgeTensor, out: *mut OpforgeTensor) -> Result<()> {
+    if !out.is_null() && out.is_aligned() {
+        // SAFETY: non-null and aligned; readable for its first usize (caller).
+        let size = unsafe { out.cast::<usize>().read() };
+        if size == size_of::<OpforgeTensor>() && v.struct_size == size {
+            // SAFETY: writable for its struct_size bytes, which are the
+            // whole struct (caller); `v` keeps that struct_size.
+            unsafe { out.write(*v) };
+            return Ok(());
+        }
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { write_struct(v, out) }
+}
+
 pub(super) unsafe extern "C" fn op_name(p: *const OpforgeKernelCtx) -> OpforgeStr {
     guard(OpforgeStr::EMPTY, || {
         // SAFETY: the plugin passes the ctx it was given.
@@ -263,7 +286,7 @@ pub(super) unsafe extern "C" fn input(
                 )));
             }
             let v = k.input_view(i)?;
-            write_struct(&v, out)
+            write_view(&v, out)
         })
     }
 }
@@ -286,7 +309,7 @@ pub(super) unsafe extern "C" fn output(
                 )));
             }
             let v = k.output_view(i)?;
-            write_struct(&v, out)
+            write_view(&v, out)
         })
     }
 }
@@ -318,7 +341,7 @@ pub(super) unsafe extern "C" fn allocate_output(
             k.retire_output(i);
             k.ctx().allocate_output(i, shape)?;
             let v = k.output_view(i)?;
-            write_struct(&v, out)
+            write_view(&v, out)
         })
     }
 }
@@ -374,7 +397,7 @@ pub(super) unsafe extern "C" fn forward_input_or_allocate_output(
                 )?;
             }
             let v = k.output_view(i)?;
-            write_struct(&v, out)
+            write_view(&v, out)
         })
     }
 }
@@ -547,7 +570,7 @@ pub(super) unsafe extern "C" fn allocate_temp(
             let v = view(&mut t, true, &k.arena)?;
             // The buffer stays where it is when the tensor moves into the list.
             k.temps.borrow_mut().push(t);
-            write_struct(&v, out)
+            write_view(&v, out)
         })
     }
 }

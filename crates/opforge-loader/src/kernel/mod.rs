@@ -522,6 +522,7 @@ fn with_arena_shape(mut v: OpforgeTensor, dims: &[i64], arena: &Arena) -> Opforg
 
 /// A view of `t` without dims and strides; writable when `writable` and
 /// `t` is not shared.
+#[inline(always)]
 fn view_body_mut(t: &mut Tensor, writable: bool, arena: &Arena) -> Result<OpforgeTensor> {
     if writable
         && !matches!(
@@ -548,30 +549,44 @@ fn view_body_mut(t: &mut Tensor, writable: bool, arena: &Arena) -> Result<Opforg
 }
 
 /// A read-only view of `t` without dims and strides.
+#[inline(always)]
 fn view_body(t: &Tensor, arena: &Arena) -> Result<OpforgeTensor> {
+    let dtype = t.dtype();
+    if matches!(
+        dtype,
+        DataType::String | DataType::Resource | DataType::Variant
+    ) {
+        return view_body_special(t, arena);
+    }
+    let mut v = OpforgeTensor::new();
+    v.dtype = dtype as i32;
+    v.rank = u32::try_from(t.rank()).unwrap_or(u32::MAX);
+    v.num_elements = t.num_elements() as i64;
+    v.flags = OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY;
+    let b = t.bytes()?;
+    v.byte_len = b.len() as u64;
+    v.data = b.as_ptr().cast_mut().cast();
+    Ok(v)
+}
+
+/// [`view_body`] of a string tensor (a string table in `arena`), or the
+/// error for resource and variant tensors.
+#[cold]
+fn view_body_special(t: &Tensor, arena: &Arena) -> Result<OpforgeTensor> {
+    if t.dtype() != DataType::String {
+        return Err(Status::unimplemented(format!(
+            "{} tensors are not readable through the 1.0 ABI",
+            t.dtype()
+        )));
+    }
     let mut v = OpforgeTensor::new();
     v.dtype = t.dtype() as i32;
     v.rank = u32::try_from(t.rank()).unwrap_or(u32::MAX);
     v.num_elements = t.num_elements() as i64;
     v.flags = OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY;
-    match t.dtype() {
-        DataType::String => {
-            let strs: Vec<OpforgeStr> = t.strings()?.iter().map(|s| arena.str(s)).collect();
-            v.byte_len = (strs.len() * size_of::<OpforgeStr>()) as u64;
-            v.data = arena.strs(strs).cast_mut().cast();
-        }
-        DataType::Resource | DataType::Variant => {
-            return Err(Status::unimplemented(format!(
-                "{} tensors are not readable through the 1.0 ABI",
-                t.dtype()
-            )));
-        }
-        _ => {
-            let b = t.bytes()?;
-            v.byte_len = b.len() as u64;
-            v.data = b.as_ptr().cast_mut().cast();
-        }
-    }
+    let strs: Vec<OpforgeStr> = t.strings()?.iter().map(|s| arena.str(s)).collect();
+    v.byte_len = (strs.len() * size_of::<OpforgeStr>()) as u64;
+    v.data = arena.strs(strs).cast_mut().cast();
     Ok(v)
 }
 
