@@ -31,6 +31,9 @@ from ._tape import GradientTape, Variable  # noqa: E402
 from .framework import NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
 from . import ops, raw_ops, nn, test  # noqa: E402
 from ._ops import execute as _execute  # noqa: E402,F401
+from . import _ops as _ops_module  # noqa: E402
+
+_tensor._ops = _ops_module
 
 __version__ = "0.1.0"
 

@@ -138,6 +138,9 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
     differs); a numpy array keeps its dtype and is viewed without a copy
     when C-contiguous and aligned; Python values follow TensorFlow's rules.
     `dtype_hint` is used when the value could take it (`1` -> float32)."""
+    if type(value) is np.ndarray and dtype is None and value.dtype.kind in "biufc":
+        # The common case: a numeric array, viewed (or copied once) natively.
+        return _C.from_numpy(value)
     want = dtypes.as_dtype(dtype) if dtype is not None else None
     if type(value).__name__ == "Variable" and hasattr(value, "read_value"):
         value = value.read_value()

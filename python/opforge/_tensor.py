@@ -9,6 +9,8 @@ import numpy as np
 from . import _C, dtypes
 from ._C import Tensor
 
+_ops = None  # opforge._ops, set by opforge/__init__.py (it imports this module)
+
 
 def numpy(t: Tensor) -> np.ndarray:
     """A read-only numpy view of `t`'s memory (no copy), or an object array
@@ -77,30 +79,24 @@ def getitem(t: Tensor, key):
 
 
 def _other(t: Tensor, other):
+    if type(other) is Tensor:
+        return other
     from ._convert import convert_to_tensor
 
-    if isinstance(other, Tensor):
-        return other
     return convert_to_tensor(other, dtype_hint=t.dtype)
 
 
 def binary(op: str, t: Tensor, other, reflected: bool):
-    from ._ops import execute
-
     try:
         o = _other(t, other)
     except (TypeError, ValueError):
         return NotImplemented
     x, y = (o, t) if reflected else (t, o)
-    if op == "MatMul":
-        return execute("MatMul", [x, y], {})
-    return execute(op, [x, y], {})
+    return _ops.execute(op, [x, y], {})
 
 
 def unary(op: str, t: Tensor):
-    from ._ops import execute
-
-    return execute(op, [t], {})
+    return _ops.execute(op, [t], {})
 
 
 def reduce(t: Tensor):
