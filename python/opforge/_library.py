@@ -3,12 +3,44 @@ of generated functions (TensorFlow's `tf.load_op_library`)."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import types
 
 from . import _C, _ops
 
 _MODULES: dict = {}
+
+
+class LibraryOpFunction:
+    """A loaded library's op function: called like the generated function
+    it wraps (same signature and docstring), and pickled by the library's
+    path and the op, so it runs unchanged in `multiprocessing`, Ray or Dask
+    workers (the worker loads the library on unpickling)."""
+
+    def __init__(self, f, path, module_name):
+        self._f = f
+        self._path = path
+        self.__name__ = f.__name__
+        self.__qualname__ = f.__qualname__
+        self.__doc__ = f.__doc__
+        self.__signature__ = inspect.signature(f)
+        self.__wrapped__ = f
+        self._opforge_op = f._opforge_op
+        self.__module__ = module_name
+
+    def __call__(self, *args, **kwargs):
+        return self._f(*args, **kwargs)
+
+    def __reduce__(self):
+        return (_restore_function, (self._path, self.__name__))
+
+    def __repr__(self):
+        return f"<opforge op function {self.__module__}.{self.__name__}>"
+
+
+def _restore_function(path, name):
+    return getattr(load_op_library(path), name)
 
 
 class OpLibraryModule(types.ModuleType):
@@ -38,8 +70,7 @@ def load_op_library(library_filename) -> OpLibraryModule:
     mod.OP_LIST = _C.op_list_bytes(list(ops))
     names = []
     for op in ops:
-        f = _ops.make_function(_ops.op_info(op), raw=False)
-        f.__module__ = name
+        f = LibraryOpFunction(_ops.make_function(_ops.op_info(op), raw=False), resolved, name)
         setattr(mod, f.__name__, f)
         names.append(f.__name__)
     mod.__all__ = names

@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 
 static CLASSES: OnceLock<Vec<Option<Py<PyAny>>>> = OnceLock::new();
 
-/// `_C.set_error_classes({code: class})`: called once by `opforge.errors`.
+/// `_C.set_error_classes({code: class})`: called by `opforge.errors` (the
+/// first call wins, as for the hooks).
 #[pyfunction]
 pub fn set_error_classes(classes: Bound<'_, PyDict>) -> PyResult<()> {
     let mut table: Vec<Option<Py<PyAny>>> = (0..17).map(|_| None).collect();
@@ -20,9 +21,8 @@ pub fn set_error_classes(classes: Bound<'_, PyDict>) -> PyResult<()> {
             *slot = Some(v.unbind());
         }
     }
-    CLASSES
-        .set(table)
-        .map_err(|_| PyRuntimeError::new_err("opforge error classes are already set"))
+    let _ = CLASSES.set(table);
+    Ok(())
 }
 
 /// The Python exception for `status`; `op` names the op the call ran, as

@@ -11,12 +11,12 @@ use std::sync::OnceLock;
 
 static HOOKS: OnceLock<Py<PyDict>> = OnceLock::new();
 
-/// `_C.set_hooks(dict)`: called once by `opforge/__init__.py`.
+/// `_C.set_hooks(dict)`: called by `opforge/__init__.py`. The first call
+/// wins: a second import of the package (after a failed first one) reuses
+/// the hooks already lent.
 #[pyfunction]
-pub fn set_hooks(hooks: Bound<'_, PyDict>) -> PyResult<()> {
-    HOOKS
-        .set(hooks.unbind())
-        .map_err(|_| PyRuntimeError::new_err("opforge._C hooks are already set"))
+pub fn set_hooks(hooks: Bound<'_, PyDict>) {
+    let _ = HOOKS.set(hooks.unbind());
 }
 
 /// The hook `name`.

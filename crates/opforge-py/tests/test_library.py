@@ -85,3 +85,25 @@ def test_declaration_only_ops_have_signatures(zero_out_lib):
     assert params["ty"].default is of.int32
     assert params["l_int"].default == [2, 3, 5, 7]
     assert str(inspect.signature(zero_out_lib.same_list_input_example)) == "(in_, name=None)"
+
+
+def _apply(f, x):
+    return f(x).numpy().tolist()
+
+
+def test_library_ops_run_in_a_multiprocessing_pool(zero_out_lib):
+    import multiprocessing
+
+    # A fresh interpreter (spawn): the worker loads the library when it
+    # unpickles the function, and the Tensor arguments travel by value.
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        results = pool.starmap(
+            _apply,
+            [(zero_out_lib.zero_out, [1, 2, 3]), (zero_out_lib.zero_out, of.constant([4, 5]))],
+        )
+    assert results == [[1, 0, 0], [4, 0]]
+    # Functions, tensors and dtypes round-trip through pickle.
+    f = pickle.loads(pickle.dumps(zero_out_lib.zero_out))
+    assert f is zero_out_lib.zero_out
+    assert pickle.loads(pickle.dumps(of.ops.add_v2)) is of.ops.add_v2
