@@ -243,6 +243,74 @@ pub fn execute<'py>(
     })
 }
 
+/// `_C.graph_call(op, inputs, attrs)`: the same call as `execute`, as a
+/// one-op graph whose inputs are `Const` nodes (so shape functions see
+/// their values), run by a `Session`. Returns `(outputs, shapes)`: the flat
+/// output tensors and, per output, the shape the graph inferred (a list
+/// with None for unknown dims, or None for an unknown rank). For
+/// `opforge.test.opcheck`: eager against graph, kernel against shape
+/// function.
+#[pyfunction]
+pub fn graph_call<'py>(
+    py: Python<'py>,
+    op: &str,
+    inputs: Bound<'py, PyList>,
+    attrs: Bound<'py, PyDict>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    use opforge::graph::{Graph, Input, NodeSpec, Output, Session};
+    errors::guard(py, "graph_call", || {
+        let reg = errors::check(py, Registry::global().lookup(op), None)?;
+        let def = &reg.op_def;
+        let args = input_args(def, &inputs)?;
+        let map = attr_map(def, &attrs)?;
+        let mut g = Graph::new();
+        let mut k = 0usize;
+        let mut constant = |g: &mut Graph, t: &Tensor| -> opforge::Result<Output> {
+            k += 1;
+            let spec = NodeSpec::new("Const", &format!("input_{k}"))
+                .attr("value", t)
+                .attr("dtype", t.dtype());
+            Ok(Output::new(g.add(spec)?, 0))
+        };
+        let mut spec = NodeSpec::new(op, "op");
+        for a in &args {
+            let input = match a {
+                Arg::One(t) => Input::One(errors::check(py, constant(&mut g, t), Some(op))?),
+                Arg::List(l) => {
+                    let mut outs = Vec::with_capacity(l.len());
+                    for t in l {
+                        outs.push(errors::check(py, constant(&mut g, t), Some(op))?);
+                    }
+                    Input::List(outs)
+                }
+            };
+            spec.inputs.push(input);
+        }
+        spec.attrs = map;
+        let id = errors::check(py, g.add(spec), Some(op))?;
+        let n = errors::check(py, g.node(id), Some(op))?.output_types.len();
+        let fetches: Vec<Output> = (0..n).map(|i| Output::new(id, i)).collect();
+        let shapes = PyList::empty(py);
+        for &o in &fetches {
+            match errors::check(py, g.output_shape(o), Some(op))? {
+                None => shapes.append(py.None())?,
+                Some(dims) => {
+                    let dims: Vec<Option<i64>> =
+                        dims.iter().map(|&d| (d >= 0).then_some(d)).collect();
+                    shapes.append(PyList::new(py, dims)?)?;
+                }
+            }
+        }
+        let session = errors::check(py, Session::new(g), Some(op))?;
+        let outs = errors::check(py, py.detach(|| session.run(vec![], &fetches, &[])), Some(op))?;
+        let out = PyList::empty(py);
+        for t in outs {
+            out.append(PyTensor::new(t))?;
+        }
+        Ok((out, shapes))
+    })
+}
+
 /// `_C.load_library(path)`: loads an op library into the global registry
 /// (a second load of the same file is the same library). Returns `(name,
 /// version, path, ops)`.

@@ -42,6 +42,7 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(exec::python_params, m)?)?;
     m.add_function(wrap_pyfunction!(exec::op_list_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(exec::execute, m)?)?;
+    m.add_function(wrap_pyfunction!(exec::graph_call, m)?)?;
     m.add_function(wrap_pyfunction!(exec::load_library, m)?)?;
     m.add_function(wrap_pyfunction!(grad::register_gradient, m)?)?;
     m.add_function(wrap_pyfunction!(grad::not_differentiable, m)?)?;

@@ -65,3 +65,25 @@ def test_a_wrong_gradient_is_caught():
 
     err = of.test.compute_gradient_error(lambda a: of.ops.sin(a), [np.array([0.5, 1.0])])
     assert err > 0.5
+
+
+def test_opcheck_on_library_and_builtin_ops(zero_out_lib):
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+    out = of.test.opcheck(zero_out_lib.zero_out, [x], {"preserve_index": 1})
+    assert out[0].numpy().tolist() == [[0.0, 2.0], [0.0, 0.0]]
+    of.test.opcheck("ZeroOut", [np.array([3, 4], np.int32)])
+    of.test.opcheck(of.ops.bias_add, [np.ones((2, 3), np.float32), np.array([1.0, 2.0, 3.0], np.float32)])
+    of.test.opcheck("MatMul", [np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)])
+    of.test.opcheck("Reshape", [np.arange(6, dtype=np.float32), np.array([3, 2], np.int32)])
+    of.test.opcheck(of.ops.tanh, [np.array([0.1, -0.5, 2.0])])
+
+
+def test_opcheck_catches_a_wrong_gradient():
+    import pytest
+
+    @of.RegisterGradient("Cos", override=True)  # (no other test differentiates Cos)
+    def _wrong(op, grad):
+        return grad
+
+    with pytest.raises(AssertionError, match="gradient error"):
+        of.test.opcheck("Cos", [np.array([0.3, 1.2])])

@@ -11,7 +11,9 @@ import numpy as np
 from .. import _C, errors
 from .._C import Tensor
 
-__all__ = ["TestCase", "main", "compute_gradient", "compute_gradient_error", "max_error"]
+__all__ = [
+    "TestCase", "main", "compute_gradient", "compute_gradient_error", "max_error", "opcheck",
+]
 
 
 def _np(x):
@@ -165,3 +167,109 @@ def max_error(theoretical, numerical) -> float:
 def compute_gradient_error(f, x, delta=None) -> float:
     """`max_error` of `compute_gradient(f, x, delta)`."""
     return max_error(*compute_gradient(f, x, delta))
+
+
+def _flat_outputs(result):
+    if result is None:
+        return []
+    if isinstance(result, Tensor):
+        return [result]
+    out = []
+    for r in result:
+        out.extend(r if isinstance(r, list) else [r])
+    return out
+
+
+def _same(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind in "fc":
+        return bool(np.allclose(a, b, rtol=1e-6, atol=1e-6, equal_nan=True))
+    return bool(np.array_equal(a, b))
+
+
+def opcheck(op, args, kwargs=None, *, gradient_tolerance=None):
+    """Checks one sample of an op (PyTorch's `opcheck` idea, from the
+    OpDef): `op` is a generated op function or an op name, `args` the
+    sample's inputs (in order), `kwargs` its attrs. It runs the op and
+    checks that
+
+    - the generated function's signature is the OpDef's (inputs, attrs
+      without defaults, attrs with defaults, `name`);
+    - a one-op graph (inputs as constants) gives the eager results, and the
+      shapes its shape function inferred agree with the kernel's outputs;
+    - where the op has a gradient, it matches numerical differentiation
+      with respect to each floating-point input (`compute_gradient_error`
+      below `gradient_tolerance`: 1e-3, or 1e-2 for 16-bit types).
+
+    Raises AssertionError naming the failed check; returns the eager outputs.
+    """
+    import inspect
+
+    from .. import _ops, ops as ops_module
+
+    kwargs = dict(kwargs or {})
+    name = op if isinstance(op, str) else getattr(op, "_opforge_op", None)
+    if name is None:
+        raise TypeError("opcheck takes a generated op function or an op name")
+    info = _ops.op_info(name)
+    fn = getattr(ops_module, _ops.snake_case(name)) if isinstance(op, str) else op
+
+    # The signature is the OpDef's.
+    want = [p[0] for p in _C.python_params(name)] + ["name"]
+    got = list(inspect.signature(fn).parameters)
+    if got != want:
+        raise AssertionError(f"{name}: the function's parameters {got} are not the OpDef's {want}")
+
+    inputs = info.convert_inputs(list(args))
+    attrs = {k: info.convert_attr(k, v) for k, v in kwargs.items()}
+    eager = _flat_outputs(info.wrap(_C.execute(name, inputs, attrs)))
+    graph, shapes = _C.graph_call(name, inputs, attrs)
+    if len(graph) != len(eager):
+        raise AssertionError(f"{name}: eager gave {len(eager)} outputs, the graph {len(graph)}")
+    for i, (e, g, s) in enumerate(zip(eager, graph, shapes)):
+        if not _same(_np(e), _np(g)):
+            raise AssertionError(f"{name}: output {i} differs between eager and graph execution")
+        if s is not None:
+            if len(s) != len(e.shape) or any(d is not None and d != k for d, k in zip(s, e.shape)):
+                raise AssertionError(
+                    f"{name}: the shape function says output {i} is {s}, the kernel made {e.shape}"
+                )
+
+    # Gradients, for floating-point single-tensor inputs.
+    floats = [
+        i for i, (a, t) in enumerate(zip(info.inputs, inputs))
+        if isinstance(t, Tensor) and t.dtype.is_floating and not (a.get("number_attr") or a.get("type_list_attr"))
+    ]
+    if floats and eager and all(o.dtype.is_floating for o in eager[:1]):
+        tol = gradient_tolerance
+        if tol is None:
+            tol = 1e-2 if any(inputs[i].dtype.size == 2 for i in floats) else 1e-3
+
+        def f(*xs):
+            vals = list(inputs)
+            for i, x in zip(floats, xs):
+                vals[i] = x
+            # Through the op function's path, so that tapes record the call.
+            out = info.call([_cast_like(v, inputs[k]) for k, v in enumerate(vals)], kwargs)
+            return _flat_outputs(out)[0]
+
+        try:
+            err = compute_gradient_error(f, [_np(inputs[i]) for i in floats])
+        except errors.OpError as e:
+            if "no gradient" in str(e).lower() or "not differentiable" in str(e).lower():
+                return eager
+            raise
+        if not err <= tol:
+            raise AssertionError(f"{name}: gradient error {err:.3g} exceeds {tol:.3g}")
+    return eager
+
+
+def _cast_like(v, like):
+    """`v` (a Tensor) in `like`'s dtype (numerical checks run in float64)."""
+    if isinstance(v, Tensor) and isinstance(like, Tensor) and v.dtype != like.dtype:
+        from .. import raw_ops
+
+        return raw_ops.Cast(x=v, DstT=like.dtype)
+    return v
