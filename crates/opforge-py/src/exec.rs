@@ -302,7 +302,11 @@ pub fn graph_call<'py>(
             }
         }
         let session = errors::check(py, Session::new(g), Some(op))?;
-        let outs = errors::check(py, py.detach(|| session.run(vec![], &fetches, &[])), Some(op))?;
+        let outs = errors::check(
+            py,
+            py.detach(|| session.run(vec![], &fetches, &[])),
+            Some(op),
+        )?;
         let out = PyList::empty(py);
         for t in outs {
             out.append(PyTensor::new(t))?;
