@@ -6,7 +6,7 @@ mod common;
 use common::*;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -14,19 +14,8 @@ fn repo() -> PathBuf {
 
 fn cc(src: &Path, name: &str, defines: &[&str]) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli_lib");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("lib{name}.so"));
-    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-std=c99", "-shared", "-fPIC", "-I"])
-        .arg(repo().join("include"))
-        .args(defines)
-        .arg("-o")
-        .arg(&out)
-        .arg(src)
-        .status()
-        .expect("the tests need a C compiler: install one (apt-get install gcc) or set CC");
-    assert!(status.success());
-    out
+    let src = src.strip_prefix(repo()).unwrap_or(src);
+    opforge_testing::examples::build_c_library(src.to_str().unwrap(), &dir, name, defines)
 }
 
 fn text(o: &Output) -> (String, String) {

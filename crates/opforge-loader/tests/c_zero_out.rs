@@ -16,30 +16,17 @@ use opforge_core::Code;
 use opforge_core::{DataType, OpDefBuilder, Tensor};
 use opforge_loader::{inspect, Loader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// Builds the C example as `lib<name>.so` in the target dir with extra `-D`
 /// flags.
 fn build(name: &str, defines: &[&str]) -> PathBuf {
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lib{name}.so"));
-    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args([
-            "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I",
-        ])
-        .arg(repo().join("include"))
-        .args(defines)
-        .arg("-o")
-        .arg(&out)
-        .arg(repo().join("examples/c_zero_out/zero_out.c"))
-        .status()
-        .expect("the tests need a C compiler: install one (apt-get install gcc) or set CC");
-    assert!(status.success(), "cc failed for {name}");
-    out
+    opforge_testing::examples::build_c_library(
+        "examples/c_zero_out/zero_out.c",
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        name,
+        defines,
+    )
 }
 
 fn marker(name: &str) -> (PathBuf, String) {
@@ -255,7 +242,7 @@ fn missing_and_corrupt_manifests_are_clean_errors() {
     let src = dir.join("plain.c");
     std::fs::write(&src, "int plain(void) { return 1; }\n").unwrap();
     let plain = dir.join("libplain.so");
-    assert!(Command::new("cc")
+    assert!(std::process::Command::new("cc")
         .args(["-shared", "-fPIC", "-o"])
         .arg(&plain)
         .arg(&src)

@@ -8,22 +8,15 @@ use opforge_core::registry::Registry;
 use opforge_core::Tensor;
 use opforge_loader::Loader;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 fn build() -> PathBuf {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("libzo_cycles1000.so");
-    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-std=c99", "-shared", "-fPIC", "-I"])
-        .arg(repo.join("include"))
-        .arg("-o")
-        .arg(&out)
-        .arg(repo.join("examples/c_zero_out/zero_out.c"))
-        .status()
-        .expect("the tests need a C compiler: install one (apt-get install gcc) or set CC");
-    assert!(status.success());
-    out
+    opforge_testing::examples::build_c_library(
+        "examples/c_zero_out/zero_out.c",
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "zo_cycles1000",
+        &[],
+    )
 }
 
 /// Resident memory in KiB (Linux; None elsewhere).

@@ -14,24 +14,15 @@ use opforge_core::Code;
 use opforge_core::{DataType, OpDefBuilder, Tensor};
 use opforge_loader::{LibraryHandle, Loader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 fn build(name: &str) -> PathBuf {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lib{name}.so"));
-    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args([
-            "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I",
-        ])
-        .arg(repo.join("include"))
-        .arg("-o")
-        .arg(&out)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/probe.c"))
-        .status()
-        .expect("the tests need a C compiler: install one (apt-get install gcc) or set CC");
-    assert!(status.success(), "cc failed");
-    out
+    opforge_testing::examples::build_c_library(
+        "crates/opforge-loader/tests/c/probe.c",
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        name,
+        &[],
+    )
 }
 
 fn setup(name: &str) -> (PathBuf, Arc<Registry>, Loader, LibraryHandle, EagerContext) {

@@ -7,23 +7,16 @@ use opforge_core::Code;
 use opforge_loader::{inspect, seal, Loader, SealOutcome};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 /// tests/c/probe.c (registers by code, declares nothing) as `lib{name}.so`.
 fn build(name: &str) -> PathBuf {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lib{name}.so"));
-    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-std=c99", "-shared", "-fPIC", "-I"])
-        .arg(repo.join("include"))
-        .arg("-o")
-        .arg(&out)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/probe.c"))
-        .status()
-        .expect("the tests need a C compiler: install one (apt-get install gcc) or set CC");
-    assert!(status.success(), "cc failed");
-    out
+    opforge_testing::examples::build_c_library(
+        "crates/opforge-loader/tests/c/probe.c",
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        name,
+        &[],
+    )
 }
 
 fn loader() -> Loader {

@@ -328,10 +328,7 @@ impl PyTensor {
         other: Bound<'py, PyAny>,
         modulo: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if modulo.is_some() {
-            return Err(PyTypeError::new_err("pow() with a modulo is not supported"));
-        }
-        hook(slf.py(), "binary")?.call1(("Pow", slf, other, false))
+        pow(slf, other, modulo, false)
     }
 
     fn __rpow__<'py>(
@@ -339,10 +336,7 @@ impl PyTensor {
         other: Bound<'py, PyAny>,
         modulo: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if modulo.is_some() {
-            return Err(PyTypeError::new_err("pow() with a modulo is not supported"));
-        }
-        hook(slf.py(), "binary")?.call1(("Pow", slf, other, true))
+        pow(slf, other, modulo, true)
     }
 
     /// Element-wise comparisons (`Less`, `Equal`, ...), as TensorFlow 2's
@@ -432,4 +426,17 @@ impl PyTensor {
     /// # Safety
     /// CPython's contract for `bf_releasebuffer`.
     unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
+}
+
+/// `Pow` for `__pow__`/`__rpow__` (a modulo is not supported).
+fn pow<'py>(
+    slf: &Bound<'py, PyTensor>,
+    other: Bound<'py, PyAny>,
+    modulo: Option<Bound<'py, PyAny>>,
+    reflected: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    if modulo.is_some() {
+        return Err(PyTypeError::new_err("pow() with a modulo is not supported"));
+    }
+    hook(slf.py(), "binary")?.call1(("Pow", slf, other, reflected))
 }

@@ -63,3 +63,30 @@ pub fn build_example(package: &str, release: bool, target_dir: &Path) -> PathBuf
     built.insert((package.to_string(), release), lib.clone());
     lib
 }
+
+/// Compiles the C op library `src` (a path relative to the repository
+/// root, e.g. `examples/c_zero_out/zero_out.c`) with the system C compiler
+/// (`$CC`, else `cc`) as C99 with `-Wall -Wextra -Werror`, the header's
+/// include directory and the extra `args` (`-DNAME=...`), into
+/// `dir/lib<name>.so`; its path.
+///
+/// # Panics
+/// If there is no C compiler or the compile fails (test machinery).
+pub fn build_c_library(src: &str, dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    let out = dir.join(format!("lib{name}.so"));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I"])
+        .arg(repo_root().join("include"))
+        .args(args)
+        .arg("-o")
+        .arg(&out)
+        .arg(repo_root().join(src))
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("the tests need a C compiler ({cc}: {e}): install one (apt-get install gcc) or set CC")
+        });
+    assert!(status.success(), "{cc} failed to build {src} as {name}");
+    out
+}
