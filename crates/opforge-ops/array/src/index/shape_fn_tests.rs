@@ -8,6 +8,21 @@ fn ints(v: &[i32]) -> Tensor {
     Tensor::from_vec(&[v.len() as i64], v.to_vec()).unwrap()
 }
 
+/// Fuzz finding (shape_inference): an input of unknown rank and a `perm`
+/// whose length is 2^63 - 1 made the shape function reserve that many dims
+/// (a capacity-overflow panic); it is a rank above the maximum.
+#[test]
+fn transpose_of_a_huge_perm_length_is_a_rank_error() {
+    let op = ShapeTestOp::new("Transpose");
+    infer_error!(
+        op,
+        "?;[9223372036854775807]",
+        "asked for a shape of rank 9223372036854775807; a shape has at most 254 dimensions"
+    );
+    infer_error!(op, "?;[255]", "a shape has at most 254 dimensions");
+    infer_ok!(op, "?;[254]", &format!("[{}]", vec!["?"; 254].join(",")));
+}
+
 #[test]
 fn transpose_shape_fn() {
     let op = ShapeTestOp::new("Transpose");
