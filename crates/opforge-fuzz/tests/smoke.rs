@@ -89,8 +89,7 @@ fn smoke(name: &str) {
     let mut mutations = 0u64;
     // At least MIN_MUTATIONS, however slow the machine; then until the
     // budget is spent.
-    while (mutations < MIN_MUTATIONS || start.elapsed() < budget()) && failures.borrow().len() < 5
-    {
+    while (mutations < MIN_MUTATIONS || start.elapsed() < budget()) && failures.borrow().len() < 5 {
         let a = &seeds[rng.below(seeds.len())];
         let b = &seeds[rng.below(seeds.len())];
         let input = mutate(&mut rng, a, b);
