@@ -82,9 +82,16 @@ fn smoke(name: &str) {
         run(format!("seed {i}"), s);
         seeds_run += 1;
     }
+    // OPFORGE_FUZZ_SMOKE_SEED picks another fixed sequence (to explore
+    // locally; CI uses the default).
+    let extra: u64 = std::env::var("OPFORGE_FUZZ_SMOKE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     let mut rng = Rng::new(
         name.bytes()
-            .fold(0u64, |h, b| h.wrapping_mul(31) ^ u64::from(b)),
+            .fold(0u64, |h, b| h.wrapping_mul(31) ^ u64::from(b))
+            .wrapping_add(extra.wrapping_mul(0x9E37_79B9)),
     );
     let mut mutations = 0u64;
     // At least MIN_MUTATIONS, however slow the machine; then until the
