@@ -241,11 +241,20 @@ pub fn concat_shape_helper(
             )))
         }
     };
+    // No shape has more than MAX_RANK dims, so a larger axis can never be
+    // in range (and `-axis` / `axis + 1` would overflow at the i64 limits).
     let min_rank = if axis < 0 {
-        (-axis) as usize
+        axis.unsigned_abs()
     } else {
-        axis as usize + 1
+        axis.unsigned_abs() + 1
     };
+    if min_rank > super::MAX_RANK as u64 {
+        return Err(Status::invalid_argument(format!(
+            "concat axis {axis} is out of range: a shape has at most {} dimensions",
+            super::MAX_RANK
+        )));
+    }
+    let min_rank = min_rank as usize;
     let parts = |c: &mut InferenceContext,
                  i: usize|
      -> Result<(ShapeHandle, DimensionHandle, ShapeHandle)> {
@@ -284,4 +293,57 @@ pub fn concat_v2_shape(c: &mut InferenceContext) -> Result<()> {
 pub fn concat_shape(c: &mut InferenceContext) -> Result<()> {
     let n = c.num_inputs();
     concat_shape_helper(c, 1, n, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{OpDefBuilder, Tensor};
+
+    /// Fuzz finding (shape_inference): a constant `concat_dim` of i64::MIN
+    /// overflowed `-axis` (and i64::MAX `axis + 1` on an input of unknown
+    /// rank); an axis beyond the maximum rank is out of range.
+    #[test]
+    fn a_concat_axis_beyond_the_maximum_rank_is_invalid() {
+        let op = OpDefBuilder::new("Concat")
+            .input("concat_dim: int32")
+            .input("values: N * T")
+            .output("output: T")
+            .attr("N: int >= 2")
+            .attr("T: type")
+            .finalize()
+            .unwrap();
+        for (axis, shapes) in [
+            (
+                i64::MIN,
+                vec![Some(vec![]), Some(vec![-1]), Some(vec![1, 0])],
+            ),
+            (i64::MAX, vec![Some(vec![]), None, None]),
+            (-255, vec![Some(vec![]), None, None]),
+            (254, vec![Some(vec![]), None, None]),
+        ] {
+            let mut c = InferenceContext::new(&op, "c", &Default::default(), &shapes, 1);
+            c.set_input_tensor(0, Tensor::scalar(axis));
+            let e = concat_shape(&mut c).unwrap_err();
+            assert_eq!(e.code(), crate::Code::InvalidArgument);
+            assert!(
+                e.message().contains(&format!(
+                    "concat axis {axis} is out of range: a shape has at most 254 dimensions"
+                )),
+                "{e}"
+            );
+        }
+        // The largest axes a shape can have are still fine.
+        for axis in [253i64, -254] {
+            let mut c = InferenceContext::new(
+                &op,
+                "c",
+                &Default::default(),
+                &[Some(vec![]), None, None],
+                1,
+            );
+            c.set_input_tensor(0, Tensor::scalar(axis));
+            concat_shape(&mut c).unwrap();
+        }
+    }
 }

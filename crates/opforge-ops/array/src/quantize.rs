@@ -260,6 +260,11 @@ fn fake_quant_per_channel_gradient_shape(c: &mut InferenceContext) -> Result<()>
     let inputs = c.with_rank_at_least(g, 1)?;
     let inputs = c.with_rank_at_most(inputs, 4)?;
     let inputs = c.merge(inputs, i)?;
+    // With `gradients` of unknown rank the merge takes `inputs`' rank,
+    // which may be 0: check the merged shape too before reading its last
+    // dim (TensorFlow reads past the end there).
+    let inputs = c.with_rank_at_least(inputs, 1)?;
+    let inputs = c.with_rank_at_most(inputs, 4)?;
     let last = c.dim(inputs, -1);
     let last = c.vector(last);
     let mn = c.input(2);
@@ -666,6 +671,18 @@ mod tests {
         infer_ok!(op, "[1,2,3,4];[1,2,3,4];[4];[4]", "in0;in3;in3");
         infer_ok!(op, "?;[2,?];?;?", "in1;[?];[?]");
         infer_ok!(op, "[2,?];[?,3];?;?", "[d0_0,d1_1];[d1_1];[d1_1]");
+        // Fuzz finding (shape_inference): `gradients` of unknown rank and a
+        // scalar `inputs` merged to rank 0, and the last-dim read panicked.
+        infer_error!(
+            op,
+            "?;[];[];?",
+            "Shape must be at least rank 1 but is rank 0"
+        );
+        infer_error!(
+            op,
+            "?;[1,2,3,4,5];?;?",
+            "Shape must be at most rank 4 but is rank 5"
+        );
         infer_error!(
             op,
             "[1,?,3];[1,?,3];[3];[]",

@@ -523,6 +523,22 @@ fn extract_image_patches() {
     );
     let op = patches(one.clone(), one.clone(), vec![1, 0, 1, 1], "VALID");
     infer_error!(op, "[1,7,7,2]", "Stride must be > 0, but got 0");
+    // Fuzz finding (shape_inference): a ksize or rate of i64::MIN
+    // overflowed `ksize - 1` (a panic in debug builds).
+    let op = patches(
+        vec![1, i64::MIN, 2, 1],
+        vec![1, 2, 2, 1],
+        one.clone(),
+        "VALID",
+    );
+    infer_error!(op, "[1,7,7,2]", "ExtractImagePatches sizes overflow");
+    let op = patches(
+        vec![1, 2, 2, 1],
+        vec![1, i64::MIN, 2, 1],
+        one.clone(),
+        "VALID",
+    );
+    infer_error!(op, "[1,7,7,2]", "ExtractImagePatches sizes overflow");
 }
 
 fn s2b(block: i64) -> ShapeTestOp {

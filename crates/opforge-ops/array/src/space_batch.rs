@@ -399,8 +399,10 @@ fn extract_image_patches_shape(c: &mut InferenceContext) -> Result<()> {
     let overflow = || Status::invalid_argument("ExtractImagePatches sizes overflow");
     // ksize + (ksize - 1) * (rate - 1)
     let effective = |k: i64, r: i64| -> Result<i64> {
-        (k - 1)
-            .checked_mul(r - 1)
+        // Checked throughout: the attrs are any i64 (i64::MIN included).
+        k.checked_sub(1)
+            .zip(r.checked_sub(1))
+            .and_then(|(k1, r1)| k1.checked_mul(r1))
             .and_then(|v| v.checked_add(k))
             .ok_or_else(overflow)
     };

@@ -85,7 +85,12 @@ fn parse_float<F: std::str::FromStr>(s: &[u8], from_f64: fn(f64) -> F) -> Option
     {
         return None;
     }
-    if !body.as_bytes()[0].is_ascii_digit() && body.as_bytes()[0] != b'.' {
+    // A lone sign leaves nothing to read.
+    if !body
+        .as_bytes()
+        .first()
+        .is_some_and(|&b| b.is_ascii_digit() || b == b'.')
+    {
         return None;
     }
     t.parse::<F>().ok()
@@ -235,6 +240,24 @@ mod tests {
             .input(Tensor::from_strings(&[strings.len() as i64], vals).unwrap())
             .attr("out_type", out_type)
             .run1()
+    }
+
+    /// Fuzz finding (kernel): a string that is only a sign (`"-"`, `" + "`)
+    /// made the float parser index an empty body: the kernel panicked. It is
+    /// not a number, as in TensorFlow.
+    #[test]
+    fn string_to_number_of_a_lone_sign_is_an_error() {
+        for s in ["-", "+", " - "] {
+            for dt in [DataType::Float, DataType::Double, DataType::Int32] {
+                let e = to_number(&[s], dt).unwrap_err();
+                assert_eq!(e.code(), Code::InvalidArgument, "{s:?} {dt}: {e}");
+                assert!(
+                    e.message()
+                        .contains("StringToNumberOp could not correctly convert string"),
+                    "{e}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -99,7 +99,7 @@ impl OpKernel for GatherV2Op {
         let min_rank = if axis < 0 {
             axis.checked_neg().unwrap_or(i64::MAX)
         } else {
-            axis + 1
+            axis.saturating_add(1)
         };
         ensure!(
             prank >= min_rank,
@@ -237,7 +237,8 @@ pub(super) fn gather_v2_shape(c: &mut InferenceContext) -> Result<()> {
     let inner = c.subshape(indices, batch_dims, None)?;
     let mut out = c.concatenate(outer, inner)?;
     if axis != -1 {
-        let suffix = c.subshape(params, axis + 1, None)?;
+        // Saturating: on params of unknown rank no check bounded the axis.
+        let suffix = c.subshape(params, axis.saturating_add(1), None)?;
         out = c.concatenate(out, suffix)?;
     }
     c.set_output(0, out);

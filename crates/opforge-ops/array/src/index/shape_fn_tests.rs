@@ -8,6 +8,37 @@ fn ints(v: &[i32]) -> Tensor {
     Tensor::from_vec(&[v.len() as i64], v.to_vec()).unwrap()
 }
 
+/// Fuzz finding (shape_inference): an input of unknown rank and a `perm`
+/// whose length is 2^63 - 1 made the shape function reserve that many dims
+/// (a capacity-overflow panic); it is a rank above the maximum.
+#[test]
+fn transpose_of_a_huge_perm_length_is_a_rank_error() {
+    let op = ShapeTestOp::new("Transpose");
+    infer_error!(
+        op,
+        "?;[9223372036854775807]",
+        "asked for a shape of rank 9223372036854775807; a shape has at most 254 dimensions"
+    );
+    infer_error!(op, "?;[255]", "a shape has at most 254 dimensions");
+    infer_ok!(op, "?;[254]", &format!("[{}]", vec!["?"; 254].join(",")));
+}
+
+/// The kernel's fuzz finding at the i64 limits, in the shape function: an
+/// axis of i64::MAX on params of unknown rank overflowed `axis + 1`.
+#[test]
+fn gather_v2_shape_fn_with_an_axis_of_i64_max() {
+    let op = ShapeTestOp::new("GatherV2")
+        .with_defaults()
+        .unwrap()
+        .input_tensor(2, Tensor::scalar(i64::MAX));
+    infer_ok!(op, "?;[2];[]", "?");
+    infer_error!(
+        op,
+        "[3];[2];[]",
+        "Shape must be at least rank 9223372036854775808 but is rank 1"
+    );
+}
+
 #[test]
 fn transpose_shape_fn() {
     let op = ShapeTestOp::new("Transpose");

@@ -286,6 +286,28 @@ fn gather_axis_0_and_1() {
     assert_close(&y, &[2, 1], &[2.0, 5.0], 0.0);
 }
 
+/// Fuzz finding (kernel): an int64 axis of i64::MAX overflowed `axis + 1`
+/// (a panic in debug builds); it is out of range like any axis past the rank.
+#[test]
+fn gather_axis_at_the_i64_limits_is_out_of_range() {
+    let p = t(&[2], vec![1.0f32, 2.0]);
+    for axis in [i64::MAX, i64::MIN] {
+        let e = ctx()
+            .op("GatherV2")
+            .input(p.clone())
+            .input(t(&[1], vec![0i32]))
+            .input(t(&[], vec![axis]))
+            .run1()
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{axis}: {e}");
+        assert!(
+            e.message()
+                .contains("Shape must be at least rank 9223372036854775807 but is rank 1"),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn gather_with_batch_dims() {
     // Row b of the output gathers from row b of params.

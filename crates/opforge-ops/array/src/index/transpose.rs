@@ -237,6 +237,13 @@ pub(super) fn transpose_shape(c: &mut InferenceContext) -> Result<()> {
         return Ok(());
     }
     let input = c.with_rank(input, rank as usize)?;
+    if c.rank(input).is_none() {
+        // A rank above MAX_RANK (a hostile `perm` length): `with_rank`
+        // recorded the error the run reports; build no dims for it.
+        let out = c.unknown_shape();
+        c.set_output(0, out);
+        return Ok(());
+    }
     c.with_rank(perm_shape, 1)?;
     c.with_value(perm_elems, rank)?;
     let mut dims: Vec<DimensionHandle> = Vec::with_capacity(rank as usize);

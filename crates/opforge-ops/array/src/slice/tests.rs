@@ -65,6 +65,27 @@ fn split(dim: i32, value: Tensor, num: i64) -> Result<Vec<Tensor>> {
         .run()
 }
 
+/// Fuzz finding (kernel, cargo-fuzz): splitting an empty tensor whose other
+/// dims multiply past i64 (`[2, 0, 2^62, 4]`) overflowed the
+/// row-major strides of the slice view (a panic in debug builds). The parts
+/// are empty tensors of the split shape.
+#[test]
+fn split_of_an_empty_tensor_with_huge_dims() {
+    let x = Tensor::zeros(DataType::Float, &[2, 0, 1 << 62, 4]).unwrap();
+    for (axis, want) in [
+        (0, [1, 0, 1 << 62, 4]),
+        (2, [2, 0, 1 << 61, 4]),
+        (3, [2, 0, 1 << 62, 2]),
+    ] {
+        let parts = split(axis, x.clone(), 2).unwrap();
+        assert_eq!(parts.len(), 2);
+        for p in parts {
+            assert_eq!(p.dims(), &want, "axis {axis}");
+            assert_eq!(p.num_elements(), 0);
+        }
+    }
+}
+
 fn slice(x: Tensor, begin: Vec<i32>, size: Vec<i32>) -> Result<Tensor> {
     let (b, s) = (begin.len() as i64, size.len() as i64);
     ctx()

@@ -304,7 +304,11 @@ where
     let (bl, bt) = (Bcast2::new(logits.dims()), Bcast2::new(labels.dims()));
     let (lx, tx) = (logits.flat::<T>()?, labels.flat::<T>()?);
     let pool = ctx.thread_pool();
-    let mut loss = vec![Compute::<T>::ZERO; rows];
+    // One loss per row, before any output: `rows` may be huge with no
+    // elements (a `[2^40, 0]` input), so it goes through the limit.
+    let mut loss = opforge_core::tensor::limit::filled_vec(rows, Compute::<T>::ZERO, || {
+        format!("the losses of {rows} rows")
+    })?;
     ctx.allocate_output(1, TensorShape::new(&shape)?)?;
     let back = ctx.output_mut(1)?.flat_mut::<T>()?;
     for_row_blocks(pool, back, cols, &mut loss, |r0, b, loss| {
@@ -399,7 +403,11 @@ where
     }
     let lx = logits.flat::<T>()?;
     let pool = ctx.thread_pool();
-    let mut loss = vec![Compute::<T>::ZERO; rows];
+    // One loss per row, before any output: `rows` may be huge with no
+    // elements (a `[2^40, 0]` input), so it goes through the limit.
+    let mut loss = opforge_core::tensor::limit::filled_vec(rows, Compute::<T>::ZERO, || {
+        format!("the losses of {rows} rows")
+    })?;
     ctx.allocate_output(1, logits.shape().clone())?;
     let back = ctx.output_mut(1)?.flat_mut::<T>()?;
     let labels = &label_values;

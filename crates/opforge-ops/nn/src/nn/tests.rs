@@ -203,6 +203,20 @@ fn xent(features: Tensor, labels: Tensor) -> Result<Vec<Tensor>> {
         .run()
 }
 
+/// Fuzz finding (kernel): logits of shape `[2^40, 0]` (no elements) and a
+/// scalar label made the kernel allocate one f32 loss per row, 4 TiB, past
+/// the allocation limit: the process aborted. The losses are checked now.
+#[test]
+fn softmax_cross_entropy_of_huge_empty_logits_is_resource_exhausted() {
+    let f = Tensor::zeros(DataType::Float, &[1 << 40, 0]).unwrap();
+    let e = xent(f, Tensor::scalar(0.0f32)).unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e}");
+    assert!(
+        e.message().contains("the losses of 1099511627776 rows"),
+        "{e}"
+    );
+}
+
 #[test]
 fn softmax_cross_entropy_against_hand_computed_values() {
     // Row 0: logits [1, 2, 3], one-hot label 2: loss = -log softmax[2].

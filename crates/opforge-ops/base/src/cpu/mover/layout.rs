@@ -78,8 +78,23 @@ pub struct StridedView {
 }
 
 impl StridedView {
+    /// The view of no elements.
+    pub fn empty() -> StridedView {
+        StridedView {
+            base: 0,
+            sizes: vec![0],
+            strides: vec![1],
+        }
+    }
+
     /// The view of `(size, stride)` dimensions (outermost first) starting at `base`.
+    /// A view with no elements is `sizes == [0]` (its other dims and
+    /// strides, which may multiply past i64, are never used).
     pub fn new(base: i64, dims: impl IntoIterator<Item = (usize, i64)>) -> StridedView {
+        let dims: Vec<(usize, i64)> = dims.into_iter().collect();
+        if dims.iter().any(|&(n, _)| n == 0) {
+            return StridedView::empty();
+        }
         let mut sizes: Vec<usize> = Vec::new();
         let mut strides: Vec<i64> = Vec::new();
         for (n, s) in dims {
@@ -110,7 +125,13 @@ impl StridedView {
 
     /// The view of the row-major tensor of shape `dims` where dimension `i`
     /// starts at `begin[i]`, has `sizes[i]` elements and steps by `steps[i]`.
+    ///
+    /// A tensor or slice with no elements gives the empty view: the strides
+    /// of `[0, 2^62, 4]` would overflow, and nothing is read.
     pub fn of_slice(dims: &[i64], begin: &[i64], sizes: &[i64], steps: &[i64]) -> StridedView {
+        if dims.contains(&0) || sizes.contains(&0) {
+            return StridedView::empty();
+        }
         let mut in_strides = vec![1i64; dims.len()];
         for i in (0..dims.len().saturating_sub(1)).rev() {
             in_strides[i] = in_strides[i + 1] * dims[i + 1];
