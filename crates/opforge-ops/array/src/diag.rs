@@ -5,9 +5,10 @@
 //! have TensorFlow's CPU kernels, as bodies of the element mover
 //! (`opforge_ops_base::cpu::mover`: they only move elements, and write
 //! zeros, the carrier's default, off the diagonal), and the gradients of
-//! `array_grad.py`. `MatrixBandPart` has its OpDef and shape function only
-//! (no CPU kernel yet: running it eagerly fails with TensorFlow's "No
-//! OpKernel was registered" error).
+//! `array_grad.py`. `MatrixBandPart` (every element outside a central band
+//! of each innermost matrix zeroed) is a body of the same mover, with
+//! TensorFlow's checks of `num_lower`/`num_upper` and its gradient (the
+//! band of the incoming gradient).
 
 use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
 use opforge_core::device::ThreadPool;
@@ -261,6 +262,81 @@ impl MoveElements for SetDiags {
     }
 }
 
+/// A batch of `[m, n]` matrices (`srcs[0]`) with every element outside the
+/// band zeroed: `(i, j)` is kept when `i - j <= lower` and `j - i <= upper`
+/// (`None`: no limit): `MatrixBandPart`.
+struct BandParts {
+    m: usize,
+    n: usize,
+    lower: Option<usize>,
+    upper: Option<usize>,
+}
+
+impl MoveElements for BandParts {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+        let input = srcs[0];
+        let (m, n, mn) = (self.m, self.n, self.m * self.n);
+        let (lower, upper) = (self.lower, self.upper);
+        for_each_chunk(pool, dst, mn, 2 * mn, |start, chunk| {
+            for (b, matrix) in chunk.chunks_mut(mn).enumerate() {
+                let src = &input[start + b * mn..][..mn];
+                for i in 0..m {
+                    for j in 0..n {
+                        let keep =
+                            lower.is_none_or(|l| i <= j + l) && upper.is_none_or(|u| j <= i + u);
+                        matrix[i * n + j] = if keep {
+                            src[i * n + j].clone()
+                        } else {
+                            T::default()
+                        };
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// `MatrixBandPart`: the central band of each innermost matrix.
+struct MatrixBandPartOp;
+
+impl CreateKernel for MatrixBandPartOp {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(MatrixBandPartOp)
+    }
+}
+
+/// `num_lower`/`num_upper`: a scalar, negative (no limit) or at most `max`
+/// (TensorFlow's messages).
+fn band_limit(t: &opforge_core::Tensor, what: &str, of: &str, max: usize) -> Result<Option<usize>> {
+    ensure!(
+        t.rank() == 0,
+        InvalidArgument,
+        "{what} must be scalar, got shape {}",
+        t.shape()
+    );
+    let v = match t.dtype() {
+        DataType::Int32 => i64::from(t.scalar_value::<i32>()?),
+        _ => t.scalar_value::<i64>()?,
+    };
+    ensure!(
+        v <= max as i64,
+        InvalidArgument,
+        "{what} must be negative or less or equal to number of {of} ({max}) got: {v}"
+    );
+    Ok(usize::try_from(v).ok())
+}
+
+impl OpKernel for MatrixBandPartOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let input = ctx.input(0).clone();
+        let (m, n) = matrix_dims(&input)?;
+        let lower = band_limit(ctx.input(1), "num_lower", "rows", m)?;
+        let upper = band_limit(ctx.input(2), "num_upper", "columns", n)?;
+        let shape = input.shape().clone();
+        move_to_output(ctx, 0, &[&input], shape, &BandParts { m, n, lower, upper })
+    }
+}
+
 /// `Diag`: `[D1, ..., Dk]` to `[D1, ..., Dk, D1, ..., Dk]`, zero but for
 /// `output[i1, ..., ik, i1, ..., ik] = diagonal[i1, ..., ik]`.
 struct DiagOp;
@@ -430,6 +506,10 @@ register_kernel!(
     DiagOp
 );
 register_kernel!(
+    KernelDefBuilder::new("MatrixBandPart").type_constraint_list("T", POD_TYPES),
+    MatrixBandPartOp
+);
+register_kernel!(
     KernelDefBuilder::new("DiagPart").type_constraint_list("T", DIAG_TYPES),
     DiagPartOp
 );
@@ -501,3 +581,15 @@ fn matrix_set_diag_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) 
 
 register_gradient!("MatrixDiagPart", matrix_diag_part_grad);
 register_gradient!("MatrixSetDiag", matrix_set_diag_grad);
+
+/// `MatrixBandPart`: the same band of the gradient (`array_grad.py`'s
+/// `_MatrixBandPartGrad`); the band limits get none.
+fn matrix_band_part_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None, None]);
+    };
+    let band = o.op1("MatrixBandPart", &[g, op.inputs[1], op.inputs[2]], &[])?;
+    Ok(vec![Some(band), None, None])
+}
+
+register_gradient!("MatrixBandPart", matrix_band_part_grad);

@@ -278,6 +278,8 @@ pub fn cases() -> Vec<Case> {
     }
     c.push(op("MatrixSetDiag").i(f32s(&[2, 3])).i(f32b(&[2])));
     c.push(op("MatrixSetDiag").i(i64s(&[2, 3, 2])).i(i64nz(&[2, 2])));
+    c.push(op("MatrixBandPart").i(f32s(&[2, 3, 4])).i(s(1i64)).i(s(-1i64)));
+    c.push(op("MatrixBandPart").i(i32s(&[4, 3])).i(s(0i32)).i(s(2i32)));
     for x in [fin32(&[2, 3]), fin64(&[4]), fin16(&[0]), t(&[2], &[opforge_core::half::bf16::ONE, opforge_core::half::bf16::MAX])] {
         c.push(op("CheckNumerics").i(x).a("message", "roundtrip"));
     }

@@ -283,3 +283,87 @@ fn gradients() {
         &[(vec![2, 3], X.to_vec()), (vec![2], vec![0.7, -1.9])],
     );
 }
+
+/// TensorFlow's documented example of `MatrixBandPart`.
+fn band_example() -> Tensor {
+    t(
+        &[4, 4],
+        vec![0i32, 1, 2, 3, -1, 0, 1, 2, -2, -1, 0, 1, -3, -2, -1, 0],
+    )
+}
+
+fn band(x: Tensor, lower: Tensor, upper: Tensor) -> opforge_core::Result<Tensor> {
+    run1("MatrixBandPart", vec![x, lower, upper])
+}
+
+#[test]
+fn matrix_band_part_keeps_the_central_band() {
+    let s = |v: i64| Tensor::scalar(v);
+    // tf.linalg.band_part(input, 1, -1)
+    let y = band(band_example(), s(1), s(-1)).unwrap();
+    assert_eq!(
+        y.flat::<i32>().unwrap(),
+        &[0, 1, 2, 3, -1, 0, 1, 2, 0, -1, 0, 1, 0, 0, -1, 0]
+    );
+    // tf.linalg.band_part(input, 2, 1)
+    let y = band(band_example(), s(2), s(1)).unwrap();
+    assert_eq!(
+        y.flat::<i32>().unwrap(),
+        &[0, 1, 0, 0, -1, 0, 1, 0, -2, -1, 0, 1, 0, -2, -1, 0]
+    );
+    // (0, 0): the diagonal; (-1, -1): everything; int32 limits.
+    let x = t(&[2, 2, 3], (1..=12).map(|v| v as f32).collect());
+    let y = run1(
+        "MatrixBandPart",
+        vec![x.clone(), Tensor::scalar(0i32), Tensor::scalar(0i32)],
+    )
+    .unwrap();
+    assert_close(
+        &y,
+        &[2, 2, 3],
+        &[1., 0., 0., 0., 5., 0., 7., 0., 0., 0., 11., 0.],
+        0.0,
+    );
+    let y = band(x.clone(), s(-1), s(-1)).unwrap();
+    assert_eq!(y.flat::<f32>().unwrap(), x.flat::<f32>().unwrap());
+    // Empty matrices.
+    let y = band(t(&[3, 0, 2], Vec::<f64>::new()), s(0), s(0)).unwrap();
+    assert_eq!(y.dims(), &[3, 0, 2]);
+}
+
+#[test]
+fn matrix_band_part_checks_as_tensorflow() {
+    let s = |v: i64| Tensor::scalar(v);
+    assert_invalid(
+        band(t(&[3], vec![1f32, 2., 3.]), s(0), s(0)),
+        "input must be at least 2-dim, received shape: [3]",
+    );
+    assert_invalid(
+        band(band_example(), t(&[1], vec![1i64]), s(0)),
+        "num_lower must be scalar, got shape [1]",
+    );
+    assert_invalid(
+        band(band_example(), s(5), s(0)),
+        "num_lower must be negative or less or equal to number of rows (4) got: 5",
+    );
+    assert_invalid(
+        band(band_example(), s(0), s(9)),
+        "num_upper must be negative or less or equal to number of columns (4) got: 9",
+    );
+}
+
+#[test]
+fn matrix_band_part_gradient_is_the_band_of_the_gradient() {
+    for (lower, upper) in [(0i64, 0i64), (1, -1), (-1, 1)] {
+        check(
+            "MatrixBandPart",
+            &|o, x| {
+                let l = o.constant(Tensor::scalar(lower))?;
+                let u = o.constant(Tensor::scalar(upper))?;
+                let y = o.op1("MatrixBandPart", &[x[0], l, u], &[])?;
+                weighted(o, y)
+            },
+            &[(vec![2, 3], X.to_vec())],
+        );
+    }
+}
