@@ -49,17 +49,7 @@ pub struct GradCtx<'a> {
     _call: PhantomData<&'a mut ()>,
 }
 
-macro_rules! query {
-    ($self:ident, $name:ident, $default:expr, |$f:ident| $call:expr) => {
-        match $self.host.grad.$name {
-            Some($f) => $call,
-            None => {
-                $self.note(stringify!($name));
-                $default
-            }
-        }
-    };
-}
+use crate::host::query;
 
 impl<'a> GradCtx<'a> {
     fn note(&self, name: &str) {
@@ -69,10 +59,9 @@ impl<'a> GradCtx<'a> {
     /// The forward op's name.
     pub fn op_name(&self) -> String {
         // SAFETY: the call's context (R7); copied at once.
-        query!(self, op_name, String::new(), |f| String::from_utf8_lossy(
-            unsafe { f(self.raw).as_bytes() }
-        )
-        .into_owned())
+        query!(self, grad.op_name, String::new(), |f| {
+            String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
+        })
     }
     /// Attr `name` of the forward node as `T`.
     pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
@@ -94,24 +83,24 @@ impl<'a> GradCtx<'a> {
     /// The forward op's number of flat inputs.
     pub fn num_inputs(&self) -> usize {
         // SAFETY: the call's context (R7).
-        query!(self, num_inputs, 0, |f| unsafe { f(self.raw) })
+        query!(self, grad.num_inputs, 0, |f| unsafe { f(self.raw) })
     }
     /// The forward op's flat input `i`.
     pub fn input(&self, i: usize) -> Sym {
         // SAFETY: the call's context (R7).
-        Sym(query!(self, input, OPFORGE_NO_HANDLE, |f| unsafe {
+        Sym(query!(self, grad.input, OPFORGE_NO_HANDLE, |f| unsafe {
             f(self.raw, i)
         }))
     }
     /// The forward op's number of flat outputs.
     pub fn num_outputs(&self) -> usize {
         // SAFETY: the call's context (R7).
-        query!(self, num_outputs, 0, |f| unsafe { f(self.raw) })
+        query!(self, grad.num_outputs, 0, |f| unsafe { f(self.raw) })
     }
     /// The forward op's flat output `i`.
     pub fn output(&self, i: usize) -> Sym {
         // SAFETY: the call's context (R7).
-        Sym(query!(self, output, OPFORGE_NO_HANDLE, |f| unsafe {
+        Sym(query!(self, grad.output, OPFORGE_NO_HANDLE, |f| unsafe {
             f(self.raw, i)
         }))
     }
@@ -144,7 +133,7 @@ impl<'a> GradCtx<'a> {
     pub fn output_grad(&self, i: usize) -> Option<Sym> {
         let mut grad = OPFORGE_NO_HANDLE;
         // SAFETY: the call's context (R7); out-pointer to a local.
-        let flows = query!(self, output_grad, 0, |f| unsafe {
+        let flows = query!(self, grad.output_grad, 0, |f| unsafe {
             f(self.raw, i, &mut grad)
         });
         (flows != 0).then_some(Sym(grad))
@@ -152,7 +141,7 @@ impl<'a> GradCtx<'a> {
     /// The dtype of a value.
     pub fn dtype(&self, s: Sym) -> DataType {
         // SAFETY: the call's context (R7).
-        DataType(query!(self, dtype, 0, |f| unsafe { f(self.raw, s.0) }))
+        DataType(query!(self, grad.dtype, 0, |f| unsafe { f(self.raw, s.0) }))
     }
     /// What is known of a value's shape: `None` for unknown rank, -1 for
     /// unknown dims.

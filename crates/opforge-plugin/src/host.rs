@@ -126,6 +126,23 @@ macro_rules! slot {
 }
 pub(crate) use slot;
 
+/// Calls `table`'s slot `name` (`|f| call`) when the host has it; otherwise
+/// records the slot as missing (`self.note`) and answers `default`: the
+/// queries of the shape and gradient contexts, which go on with a default
+/// and report the first missing slot when the callback returns.
+macro_rules! query {
+    ($self:ident, $table:ident . $name:ident, $default:expr, |$f:ident| $call:expr) => {
+        match $self.host.$table.$name {
+            Some($f) => $call,
+            None => {
+                $self.note(stringify!($name));
+                $default
+            }
+        }
+    };
+}
+pub(crate) use query;
+
 /// Records in `missing` that `table`'s slot `name` was asked for and the host
 /// lacks it (the first such miss is kept: it is what the callback reports).
 pub(crate) fn note_missing(

@@ -47,17 +47,7 @@ pub struct ShapeCtx<'a> {
     _call: PhantomData<&'a mut ()>,
 }
 
-macro_rules! query {
-    ($self:ident, $name:ident, $default:expr, |$f:ident| $call:expr) => {
-        match $self.host.shape.$name {
-            Some($f) => $call,
-            None => {
-                $self.note(stringify!($name));
-                $default
-            }
-        }
-    };
-}
+use crate::host::query;
 
 impl<'a> ShapeCtx<'a> {
     fn note(&self, name: &str) {
@@ -71,17 +61,17 @@ impl<'a> ShapeCtx<'a> {
     /// The number of flat inputs.
     pub fn num_inputs(&self) -> usize {
         // SAFETY: the call's context (R7).
-        query!(self, num_inputs, 0, |f| unsafe { f(self.raw) })
+        query!(self, shape.num_inputs, 0, |f| unsafe { f(self.raw) })
     }
     /// The number of flat outputs.
     pub fn num_outputs(&self) -> usize {
         // SAFETY: the call's context (R7).
-        query!(self, num_outputs, 0, |f| unsafe { f(self.raw) })
+        query!(self, shape.num_outputs, 0, |f| unsafe { f(self.raw) })
     }
     /// The shape of input `i` (an invalid handle out of range).
     pub fn input(&self, i: usize) -> ShapeHandle {
         // SAFETY: the call's context (R7).
-        ShapeHandle(query!(self, input, OPFORGE_NO_HANDLE, |f| unsafe {
+        ShapeHandle(query!(self, shape.input, OPFORGE_NO_HANDLE, |f| unsafe {
             f(self.raw, i)
         }))
     }
@@ -121,14 +111,16 @@ impl<'a> ShapeCtx<'a> {
     /// The shape output `i` was set to.
     pub fn output(&self, i: usize) -> ShapeHandle {
         // SAFETY: the call's context (R7).
-        ShapeHandle(query!(self, output, OPFORGE_NO_HANDLE, |f| unsafe {
+        ShapeHandle(query!(self, shape.output, OPFORGE_NO_HANDLE, |f| unsafe {
             f(self.raw, i)
         }))
     }
     /// The rank, or [`UNKNOWN_RANK`].
     pub fn rank(&self, s: ShapeHandle) -> i32 {
         // SAFETY: the call's context (R7); bad handles read as unknown.
-        query!(self, rank, UNKNOWN_RANK, |f| unsafe { f(self.raw, s.0) })
+        query!(self, shape.rank, UNKNOWN_RANK, |f| unsafe {
+            f(self.raw, s.0)
+        })
     }
     /// Whether the rank is known.
     pub fn rank_known(&self, s: ShapeHandle) -> bool {
@@ -146,7 +138,9 @@ impl<'a> ShapeCtx<'a> {
     /// The size of `d`, or [`UNKNOWN_DIM`].
     pub fn value(&self, d: DimHandle) -> i64 {
         // SAFETY: the call's context (R7).
-        query!(self, value, UNKNOWN_DIM, |f| unsafe { f(self.raw, d.0) })
+        query!(self, shape.value, UNKNOWN_DIM, |f| unsafe {
+            f(self.raw, d.0)
+        })
     }
     /// Whether the size of `d` is known.
     pub fn value_known(&self, d: DimHandle) -> bool {
@@ -155,7 +149,9 @@ impl<'a> ShapeCtx<'a> {
     /// The number of elements, or -1 unless fully defined.
     pub fn num_elements(&self, s: ShapeHandle) -> i64 {
         // SAFETY: the call's context (R7).
-        query!(self, num_elements, -1, |f| unsafe { f(self.raw, s.0) })
+        query!(self, shape.num_elements, -1, |f| unsafe {
+            f(self.raw, s.0)
+        })
     }
     /// Whether every dim of `s` is known.
     pub fn fully_defined(&self, s: ShapeHandle) -> bool {
@@ -164,9 +160,12 @@ impl<'a> ShapeCtx<'a> {
     /// A new dim of `value` ([`UNKNOWN_DIM`]: unknown).
     pub fn make_dim(&mut self, value: i64) -> DimHandle {
         // SAFETY: the call's context (R7).
-        DimHandle(query!(self, make_dim, OPFORGE_NO_HANDLE, |f| unsafe {
-            f(self.raw, value)
-        }))
+        DimHandle(query!(
+            self,
+            shape.make_dim,
+            OPFORGE_NO_HANDLE,
+            |f| unsafe { f(self.raw, value) }
+        ))
     }
     /// A new unknown dim.
     pub fn unknown_dim(&mut self) -> DimHandle {
@@ -207,9 +206,12 @@ impl<'a> ShapeCtx<'a> {
     /// A shape of `rank` unknown dims.
     pub fn unknown_shape_of_rank(&mut self, rank: i32) -> ShapeHandle {
         // SAFETY: the call's context (R7).
-        ShapeHandle(query!(self, unknown_shape, OPFORGE_NO_HANDLE, |f| unsafe {
-            f(self.raw, rank)
-        }))
+        ShapeHandle(query!(
+            self,
+            shape.unknown_shape,
+            OPFORGE_NO_HANDLE,
+            |f| unsafe { f(self.raw, rank) }
+        ))
     }
 
     fn shape_op(
@@ -395,7 +397,7 @@ impl<'a> ShapeCtx<'a> {
     pub fn input_tensor(&self, i: usize) -> Option<Tensor<'_>> {
         let mut view = OpforgeTensor::new();
         // SAFETY: the call's context (R7); `view` is an out-struct.
-        let known = query!(self, input_tensor, 0, |f| unsafe {
+        let known = query!(self, shape.input_tensor, 0, |f| unsafe {
             f(self.raw, i, &mut view)
         });
         (known != 0).then(|| Tensor::from_view(view))
@@ -430,7 +432,7 @@ impl<'a> ShapeCtx<'a> {
     /// `s` as text, `"[2,?,3]"` or `"?"` (`DebugString`).
     pub fn debug_string(&self, s: ShapeHandle) -> String {
         // SAFETY: the call's context (R7); copied at once.
-        query!(self, shape_string, String::new(), |f| {
+        query!(self, shape.shape_string, String::new(), |f| {
             String::from_utf8_lossy(unsafe { f(self.raw, s.0).as_bytes() }).into_owned()
         })
     }
