@@ -1,15 +1,48 @@
 //! `opforge ops list|show|export`: the registered ops.
 
 use super::{CliError, ExportFormat, ShowFormat};
+use opforge::kernel::WithoutKernel;
 use opforge::{proto, signature, Registry};
 use std::io::Write;
 
-/// Prints every registered op's name, one per line, sorted.
+/// Prints every registered op's name, one per line, sorted. An op with no
+/// kernel on any device gets `  # no kernel` after its name, with the
+/// reason when the op declares one ([`WithoutKernel`]).
 pub fn list(registry: &Registry, out: &mut dyn Write) -> Result<(), CliError> {
     for name in registry.names() {
-        writeln!(out, "{name}")?;
+        match kernel_note(registry, &name) {
+            Some(note) => writeln!(out, "{name}  # {note}")?,
+            None => writeln!(out, "{name}")?,
+        }
     }
     Ok(())
+}
+
+/// "no kernel" (with the declared reason) for an op without any kernel.
+fn kernel_note(registry: &Registry, name: &str) -> Option<String> {
+    if !registry.kernels_for(name).is_empty() {
+        return None;
+    }
+    Some(match registry.attr::<WithoutKernel>(name) {
+        Some(why) => format!("no kernel: {why}"),
+        None => "no kernel".to_string(),
+    })
+}
+
+/// The `Kernels:` line of `ops show`: the device types with a kernel, or
+/// why there is none.
+fn kernels_line(registry: &Registry, name: &str) -> String {
+    if let Some(note) = kernel_note(registry, name) {
+        return format!("Kernels: none ({note})");
+    }
+    let mut devices: Vec<String> = registry
+        .kernels_for(name)
+        .iter()
+        .map(|k| k.def.device_type.clone())
+        .collect();
+    devices.sort();
+    devices.dedup();
+    format!("Kernels: {}", devices.join(", "))
 }
 
 /// Prints op `name` in `format`; `NotFound` (with suggestions) if it is not
@@ -23,7 +56,10 @@ pub fn show(
     let data = registry.lookup(name)?;
     let op = &data.op_def;
     match format {
-        ShowFormat::Text => write!(out, "{}", signature::describe(op))?,
+        ShowFormat::Text => {
+            write!(out, "{}", signature::describe(op))?;
+            writeln!(out, "{}", kernels_line(registry, name))?;
+        }
         ShowFormat::Pbtxt => write!(out, "{}", proto::to_text(op))?,
         ShowFormat::Json => writeln!(out, "{}", pretty_json(&proto::to_json(op)))?,
     }
@@ -78,7 +114,46 @@ mod tests {
     #[test]
     fn list_is_sorted() {
         let out = output(|o| list(&registry(), o));
-        assert_eq!(String::from_utf8(out).unwrap(), "Abc\nZeroOut\n");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Abc  # no kernel\nZeroOut  # no kernel\n"
+        );
+    }
+
+    #[test]
+    fn list_and_show_say_which_ops_have_kernels() {
+        struct Noop;
+        impl opforge::kernel::OpKernel for Noop {
+            fn compute(&self, _: &mut opforge::kernel::OpKernelContext<'_>) -> opforge::Result<()> {
+                Ok(())
+            }
+        }
+        impl opforge::kernel::CreateKernel for Noop {
+            fn create(_: &opforge::kernel::OpKernelConstruction<'_>) -> opforge::Result<Self> {
+                Ok(Noop)
+            }
+        }
+        let r = registry();
+        r.register_op(OpDefBuilder::new("Marker").without_kernel("an annotation only"))
+            .unwrap();
+        r.register_kernel(opforge::kernel::KernelRegistration::of::<Noop>(
+            opforge::kernel::KernelDefBuilder::new("ZeroOut"),
+        ))
+        .unwrap();
+        let out = String::from_utf8(output(|o| list(&r, o))).unwrap();
+        assert_eq!(
+            out,
+            "Abc  # no kernel\nMarker  # no kernel: an annotation only\nZeroOut\n"
+        );
+        let show_text =
+            |name| String::from_utf8(output(|o| show(&r, name, ShowFormat::Text, o))).unwrap();
+        assert!(
+            show_text("ZeroOut").ends_with("Kernels: CPU\n"),
+            "{}",
+            show_text("ZeroOut")
+        );
+        assert!(show_text("Marker").ends_with("Kernels: none (no kernel: an annotation only)\n"));
+        assert!(show_text("Abc").ends_with("Kernels: none (no kernel)\n"));
     }
 
     #[test]

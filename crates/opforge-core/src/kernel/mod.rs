@@ -27,6 +27,30 @@ pub trait CreateKernel: OpKernel + Sized + 'static {
     fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self>;
 }
 
+/// The per-op attribute (see [`crate::op_attr`]) of an op that has, on
+/// purpose, no kernel on any device, with the reason: an op TensorFlow
+/// itself ships without a kernel, or one whose kernel needs something the
+/// runtime does not have. `opforge ops show` and `ops list` print it, and
+/// running such an op fails with `NotFound` naming the reason. Attach it
+/// with [`OpDefBuilder::without_kernel`](crate::OpDefBuilder::without_kernel).
+///
+/// ```
+/// use opforge_core::{kernel::WithoutKernel, OpDefBuilder, Registry};
+/// let r = Registry::new();
+/// r.register_op(OpDefBuilder::new("Marker").without_kernel("a graph annotation only")).unwrap();
+/// assert_eq!(&*r.attr::<WithoutKernel>("Marker").unwrap(), "a graph annotation only");
+/// ```
+pub struct WithoutKernel;
+
+impl crate::op_attr::OpAttr for WithoutKernel {
+    type Value = str;
+    const NAME: &'static str = "WithoutKernel";
+
+    fn same(a: &Arc<str>, b: &Arc<str>) -> bool {
+        a == b
+    }
+}
+
 /// Builds a kernel for a node.
 pub type KernelFactory =
     Arc<dyn Fn(&OpKernelConstruction<'_>) -> Result<Box<dyn OpKernel>> + Send + Sync>;

@@ -150,6 +150,12 @@ impl OpDefBuilder {
         self
     }
 
+    /// Declares that the op has no kernel on purpose, and why (see
+    /// [`WithoutKernel`](crate::kernel::WithoutKernel)).
+    pub fn without_kernel(self, reason: &str) -> Self {
+        self.set_attr::<crate::kernel::WithoutKernel>(Arc::from(reason))
+    }
+
     /// The per-op attribute of kind `A` attached so far, if any.
     pub fn get_attr<A: OpAttr>(&self) -> Option<Arc<A::Value>> {
         self.op_attrs.iter().find_map(ErasedAttr::get::<A>)

@@ -122,7 +122,13 @@ impl Registry {
                     self.kernel_device_types().join(", ")
                 );
                 if candidates.is_empty() {
-                    msg.push_str("  <no registered kernels>\n");
+                    match self.attr::<crate::kernel::WithoutKernel>(&op.name) {
+                        Some(why) => msg.push_str(&format!(
+                            "  <no registered kernels: {} has none on purpose: {why}>\n",
+                            op.name
+                        )),
+                        None => msg.push_str("  <no registered kernels>\n"),
+                    }
                 }
                 for k in &candidates {
                     msg.push_str(&format!("  {}\n", k.describe()));
