@@ -609,21 +609,52 @@ impl Tensor {
     /// The same data with another dtype of the same element size (a bitcast),
     /// sharing the storage. Only between dense numeric dtypes.
     pub fn bitcast(&self, dtype: DataType) -> Result<Tensor> {
-        check_storable(dtype)?;
-        if dtype.size() == 0
-            || dtype.size() != self.dtype.size()
-            || dtype == DataType::Bool
-            || self.dtype == DataType::Bool
-        {
+        if dtype.size() != self.dtype.size() {
             return Err(Status::invalid_argument(format!(
                 "Cannot bitcast {} to {dtype}",
                 self.dtype
             )));
         }
+        self.bitcast_reshaped(dtype, self.dims())
+    }
+
+    /// The same bytes seen as `dtype` elements of shape `dims` (TensorFlow's
+    /// `Bitcast`), which must hold exactly as many bytes. Shares the storage
+    /// when the data starts at an address aligned for `dtype`, else copies
+    /// it once. Only between dense numeric dtypes (not bool, string or
+    /// resource: not every byte pattern is one of those).
+    pub fn bitcast_reshaped(&self, dtype: DataType, dims: &[i64]) -> Result<Tensor> {
+        check_storable(dtype)?;
+        let dense = |d: DataType| {
+            d.size() != 0 && !matches!(d, DataType::Bool | DataType::String | DataType::Resource)
+        };
+        if !dense(dtype) || !dense(self.dtype) {
+            return Err(Status::invalid_argument(format!(
+                "Cannot bitcast {} to {dtype}",
+                self.dtype
+            )));
+        }
+        let shape = TensorShape::new(dims)?;
+        let bytes = |n: usize, d: DataType| n.checked_mul(d.size());
+        if bytes(shape.num_elements(), dtype) != bytes(self.num_elements(), self.dtype) {
+            return Err(Status::invalid_argument(format!(
+                "Cannot bitcast {} of shape {} to {dtype} of shape {shape}: the byte sizes differ",
+                self.dtype, self.shape
+            )));
+        }
+        let aligned = match &*self.storage {
+            Storage::Dense { buf, offset } => (buf.as_ptr() as usize + offset) % dtype.size() == 0,
+            _ => true,
+        };
+        let source = if aligned {
+            self.clone()
+        } else {
+            self.deep_copy()?
+        };
         Ok(Tensor {
             dtype,
-            shape: self.shape.clone(),
-            storage: self.storage.clone(),
+            shape,
+            storage: source.storage.clone(),
         })
     }
 

@@ -1,6 +1,6 @@
 //! Basic array ops, with TensorFlow 2.21's OpDefs and CPU kernels: `Const`,
 //! `Identity`, `IdentityN`, `StopGradient`, `Shape`, `ShapeN`, `Size`,
-//! `Rank`, `Reshape`, `ExpandDims`, `Squeeze`, `Fill`, `ZerosLike`,
+//! `Rank`, `Reshape`, `ExpandDims`, `Squeeze`, `Bitcast`, `Fill`, `ZerosLike`,
 //! `OnesLike`, `BroadcastTo`, `BroadcastArgs`, `BroadcastGradientArgs`,
 //! `Range`, `InvertPermutation`, `GuaranteeConst` and `CheckNumerics`.
 //!
@@ -46,6 +46,7 @@ const OPS: &[&str] = &[
     "Reshape",
     "ExpandDims",
     "Squeeze",
+    "Bitcast",
     "Fill",
     "ZerosLike",
     "OnesLike",

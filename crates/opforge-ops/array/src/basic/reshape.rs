@@ -397,8 +397,9 @@ register_kernel!(KernelDefBuilder::new("Squeeze"), SqueezeOp);
 
 // ---------------------------------------------------------------------------
 
-// `Bitcast`: OpDef and shape function only (no CPU kernel
-// yet: running it eagerly fails with TensorFlow's "No OpKernel was registered" error).
+// `Bitcast`: the same bytes as another type, without copying (the output
+// shares the input's storage; TensorFlow's `BitcastOp`). No gradient, as in
+// TensorFlow (`array_grad.py` has none).
 
 register_op!(OpDefBuilder::new("Bitcast")
     .input("input: T")
@@ -453,3 +454,80 @@ fn bitcast_shape(c: &mut InferenceContext) -> Result<()> {
     c.set_output(0, out);
     Ok(())
 }
+
+/// `Bitcast`: the input's bytes as `type` elements. A narrower type adds a
+/// last dimension of `in_size / out_size`; a wider one needs a last
+/// dimension of `out_size / in_size` and drops it. The output shares the
+/// input's storage (one copy only if the data is not aligned for `type`).
+pub(super) struct BitcastOp {
+    from: DataType,
+    to: DataType,
+}
+
+impl CreateKernel for BitcastOp {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(BitcastOp {
+            from: ctx.get_attr("T")?,
+            to: ctx.get_attr("type")?,
+        })
+    }
+}
+
+impl OpKernel for BitcastOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let (in_size, out_size) = (self.from.size(), self.to.size());
+        let mut dims = ctx.input(0).dims().to_vec();
+        // TensorFlow 2.21 prints the types' enum values here.
+        let refuse = || {
+            Status::invalid_argument(format!(
+                "Cannot bitcast from {} to {}",
+                self.from as i32, self.to as i32
+            ))
+        };
+        if in_size == 0 || out_size == 0 || in_size.max(out_size) % in_size.min(out_size) != 0 {
+            return Err(refuse());
+        }
+        if out_size > in_size {
+            match dims.last() {
+                Some(&last) if last == (out_size / in_size) as i64 => {
+                    dims.pop();
+                }
+                _ => return Err(refuse()),
+            }
+        } else if out_size < in_size {
+            dims.push((in_size / out_size) as i64);
+        }
+        let input = ctx.take_input(0);
+        ctx.set_output(0, input.bitcast_reshaped(self.to, &dims)?)
+    }
+}
+
+register_kernel!(
+    KernelDefBuilder::new("Bitcast")
+        .type_constraint_list("T", BITCAST_TYPES)
+        .type_constraint_list("type", BITCAST_TYPES),
+    BitcastOp
+);
+
+/// The types `Bitcast`'s OpDef allows (every fixed-size numeric type).
+const BITCAST_TYPES: &[DataType] = &[
+    DataType::BFloat16,
+    DataType::Half,
+    DataType::Float,
+    DataType::Double,
+    DataType::Int64,
+    DataType::Int32,
+    DataType::UInt8,
+    DataType::UInt16,
+    DataType::UInt32,
+    DataType::UInt64,
+    DataType::Int8,
+    DataType::Int16,
+    DataType::Complex64,
+    DataType::Complex128,
+    DataType::QInt8,
+    DataType::QUInt8,
+    DataType::QInt16,
+    DataType::QUInt16,
+    DataType::QInt32,
+];

@@ -826,3 +826,90 @@ fn helpers() {
     assert_eq!(carrier_of(DataType::Complex64).unwrap(), DataType::UInt64);
     assert_eq!(carrier_of(DataType::Bool).unwrap(), DataType::Bool);
 }
+
+fn bitcast(x: &Tensor, to: DataType) -> Result<Tensor> {
+    ctx().op("Bitcast").input(x.clone()).attr("type", to).run1()
+}
+
+/// Expected values from TensorFlow 2.21 (`tf.raw_ops.Bitcast`).
+#[test]
+fn bitcast_reinterprets_bytes_and_adjusts_the_last_dimension() {
+    let x = t(&[2], vec![1.0f32, 2.0]);
+    let y = bitcast(&x, DataType::Int32).unwrap();
+    assert_eq!(y.dims(), &[2]);
+    assert_eq!(y.flat::<i32>().unwrap(), &[1065353216, 1073741824]);
+    assert!(y.shares_storage_with(&x), "no copy");
+
+    // Wider: the last dimension (2 = 8 / 4) is consumed.
+    let x = t(&[2, 2], vec![1i32, 2, 3, 4]);
+    let y = bitcast(&x, DataType::Int64).unwrap();
+    assert_eq!(y.dims(), &[2]);
+    assert_eq!(y.flat::<i64>().unwrap(), &[8589934593, 17179869187]);
+    let empty = bitcast(&t(&[0, 2], Vec::<i32>::new()), DataType::Int64).unwrap();
+    assert_eq!(empty.dims(), &[0]);
+
+    // Narrower: a last dimension is added.
+    let c = t(&[1], vec![Complex::new(1.0f32, 2.0)]);
+    let y = bitcast(&c, DataType::Float).unwrap();
+    assert_eq!(y.dims(), &[1, 2]);
+    assert_eq!(y.flat::<f32>().unwrap(), &[1.0, 2.0]);
+
+    // Same size, to a quantized type.
+    let q = bitcast(&t(&[1], vec![1u8]), DataType::QInt8).unwrap();
+    assert_eq!((q.dtype(), q.dims()), (DataType::QInt8, &[1i64][..]));
+
+    // Round trip is the identity, bit for bit (NaN payloads included).
+    let bits = t(&[3], vec![f64::NAN, -0.0, 1e300]);
+    let back = bitcast(&bitcast(&bits, DataType::UInt16).unwrap(), DataType::Double).unwrap();
+    let raw = |t: &Tensor| {
+        t.flat::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(raw(&back), raw(&bits));
+}
+
+#[test]
+fn bitcast_refuses_a_last_dimension_that_does_not_fit() {
+    // TensorFlow 2.21: "Cannot bitcast from 3 to 9" for int32 [3] and for a
+    // scalar, both to int64.
+    for x in [t(&[3], vec![0i32; 3]), t(&[], vec![0i32])] {
+        assert_err(
+            bitcast(&x, DataType::Int64),
+            Code::InvalidArgument,
+            "Cannot bitcast from 3 to 9",
+        );
+    }
+}
+
+#[test]
+fn bitcast_of_unaligned_data_copies_once() {
+    // A one-byte slice starting at an odd offset, seen as uint16.
+    let bytes = t(&[3, 2], vec![1u8, 0, 2, 0, 3, 0]);
+    let rows = bytes.slice_outer(1, 3).unwrap();
+    let y = bitcast(&rows, DataType::UInt16).unwrap();
+    assert_eq!(y.flat::<u16>().unwrap(), &[2, 3]);
+    let odd = t(&[5], vec![9u8, 1, 0, 2, 0]).reshaped(&[5]).unwrap();
+    let tail = odd.reshaped(&[5, 1]).unwrap().slice_outer(1, 5).unwrap();
+    let y = bitcast(&tail.reshaped(&[2, 2]).unwrap(), DataType::UInt16).unwrap();
+    assert_eq!(y.flat::<u16>().unwrap(), &[1, 2]);
+    assert!(!y.shares_storage_with(&odd));
+}
+
+/// TensorFlow 2.21 answers `[1, 0]` for `tf.reshape(tf.zeros([0]), [-1, 0])`,
+/// eagerly and in a `tf.function`: with a zero in the requested shape, the
+/// zero-size input dimensions are left out of the element count, so the
+/// missing dimension is 1. (Issue 16 expected a rejection; TensorFlow does
+/// not reject it, and opforge matches TensorFlow.)
+#[test]
+fn reshape_of_an_empty_tensor_with_an_inferred_dimension_matches_tensorflow() {
+    let y = ctx()
+        .op("Reshape")
+        .input(t(&[0], Vec::<f32>::new()))
+        .input(t(&[2], vec![-1i32, 0]))
+        .run1()
+        .unwrap();
+    assert_eq!(y.dims(), &[1, 0]);
+}
