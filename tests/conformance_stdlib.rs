@@ -75,6 +75,8 @@ const STANDARD_OPS: &[&str] = &[
     "MatrixSetDiag",
     "Unique",
     "UniqueWithCounts",
+    "EditDistance",
+    "Bitcast",
     "QuantizeAndDequantize",
     // math
     "Add",

@@ -5,8 +5,10 @@
 //! with `out_idx` int32 or int64); TensorFlow declares no gradient for
 //! either (`array_grad.py` has none, and `Unique` has only integer-valued
 //! outputs besides `y`), so none is registered here: autodiff reports "No
-//! gradient defined" as TensorFlow's does. `EditDistance` has its OpDef and
-//! shape function only (no CPU kernel yet).
+//! gradient defined" as TensorFlow's does. `EditDistance` has TensorFlow's
+//! CPU kernel (the Levenshtein distance of each pair of sequences of two
+//! sparse tensors, for every POD type and string) and, as in TensorFlow,
+//! no gradient.
 
 use std::collections::HashMap;
 
@@ -18,10 +20,11 @@ use opforge_core::shape_inference::common::unknown_shape;
 use opforge_core::shape_inference::{DimensionHandle, InferenceContext};
 use opforge_core::{ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status};
 use opforge_core::{Tensor, TensorShape};
-use opforge_ops_base::args::int_values;
+use opforge_ops_base::args::{fmt_shape, int_values};
 use opforge_ops_base::cpu::mover::{for_each_chunk, move_to_output, Carrier, MoveElements};
+use opforge_ops_base::numeric_bool_types;
 use opforge_ops_base::shape::*;
-use opforge_ops_base::types::{types, INDEX_TYPES, REAL_KERNEL_TYPES};
+use opforge_ops_base::types::{types, INDEX_TYPES, NUMERIC_BOOL_TYPES, REAL_KERNEL_TYPES};
 
 #[cfg(test)]
 mod tests;
@@ -305,4 +308,259 @@ register_kernel!(
         .type_constraint_list("T", &unique_types())
         .type_constraint_list("out_idx", INDEX_TYPES),
     UniqueOp
+);
+
+// ---------------------------------------------------------------------------
+// CPU kernel of EditDistance
+// ---------------------------------------------------------------------------
+
+/// The Levenshtein distance between `a` and `b` (insertions, deletions and
+/// substitutions cost 1; elements compare with `==`, so a NaN matches
+/// nothing), in O(|a|·|b|) time and O(|b|) memory.
+fn levenshtein<T: PartialEq>(a: &[T], b: &[T]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, x) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, y) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(x != y);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(diagonal + 1).min(row[j] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// One sparse operand of `EditDistance`: its index rows (`rank` columns)
+/// and shape.
+struct SparseSeqs<'a> {
+    indices: &'a [i64],
+    rank: usize,
+}
+
+impl SparseSeqs<'_> {
+    /// The groups: runs of consecutive entries with the same leading
+    /// `rank - 1` indices (TensorFlow's `SparseTensor::group`, which
+    /// assumes row-major order and does not sort), as (key, entries).
+    fn groups(&self) -> Vec<(&[i64], std::ops::Range<usize>)> {
+        let mut out: Vec<(&[i64], std::ops::Range<usize>)> = Vec::new();
+        for (i, row) in self.indices.chunks_exact(self.rank).enumerate() {
+            let key = &row[..self.rank - 1];
+            match out.last_mut() {
+                Some((k, r)) if *k == key => r.end = i + 1,
+                _ => out.push((key, i..i + 1)),
+            }
+        }
+        out
+    }
+}
+
+/// `EditDistance`: for every group of the leading dimensions, the edit
+/// distance between the hypothesis and truth sequences (normalized by the
+/// truth's length when `normalize`).
+struct EditDistanceOp {
+    normalize: bool,
+}
+
+impl CreateKernel for EditDistanceOp {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(EditDistanceOp {
+            normalize: ctx.get_attr("normalize")?,
+        })
+    }
+}
+
+/// TensorFlow's shape checks of `EditDistance`'s six inputs, in its order
+/// and with its messages.
+fn validate_edit_distance_inputs(x: &[Tensor]) -> Result<()> {
+    let (hi, hv, hs, ti, tv, ts) = (&x[0], &x[1], &x[2], &x[3], &x[4], &x[5]);
+    for (t, name, rank, what) in [
+        (hi, "hypothesis_indices", 2, "matrix"),
+        (ti, "truth_indices", 2, "matrix"),
+        (hv, "hypothesis_values", 1, "vector"),
+        (tv, "truth_values", 1, "vector"),
+        (hs, "hypothesis_shape", 1, "vector"),
+        (ts, "truth_shape", 1, "vector"),
+    ] {
+        ensure!(
+            t.rank() == rank,
+            InvalidArgument,
+            "{name} should be a {what}, but got shape: {}",
+            fmt_shape(t.dims())
+        );
+    }
+    let mismatch = |a: &str, b: &str, x: &Tensor, y: &Tensor| {
+        Status::invalid_argument(format!(
+            "Expected {a} == {b}, their shapes are: {} and {}",
+            fmt_shape(x.dims()),
+            fmt_shape(y.dims())
+        ))
+    };
+    let n = |t: &Tensor| t.num_elements() as i64;
+    if n(hv) != hi.dims()[0] {
+        return Err(mismatch(
+            "hypothesis_values.NumElements",
+            "#rows(hypothesis_indices)",
+            hv,
+            hi,
+        ));
+    }
+    if n(hs) != hi.dims()[1] {
+        return Err(mismatch(
+            "hypothesis_shape.NumElements",
+            "#cols(hypothesis_indices)",
+            hs,
+            hi,
+        ));
+    }
+    ensure!(
+        n(ts) >= 2,
+        InvalidArgument,
+        "Input SparseTensors must have rank at least 2, but truth_shape rank is: {}",
+        n(ts)
+    );
+    if n(tv) != ti.dims()[0] {
+        return Err(mismatch(
+            "truth_values.NumElements",
+            "#rows(truth_indices)",
+            tv,
+            ti,
+        ));
+    }
+    if n(ts) != ti.dims()[1] {
+        return Err(mismatch(
+            "truth_shape.NumElements",
+            "#cols(truth_indices)",
+            ts,
+            ti,
+        ));
+    }
+    if n(ts) != n(hs) {
+        return Err(Status::invalid_argument(format!(
+            "Expected truth and hypothesis to have matching ranks, but their shapes are: {} and {}",
+            fmt_shape(ts.dims()),
+            fmt_shape(hs.dims())
+        )));
+    }
+    Ok(())
+}
+
+impl OpKernel for EditDistanceOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let x: Vec<Tensor> = (0..6).map(|i| ctx.input(i).clone()).collect();
+        validate_edit_distance_inputs(&x)?;
+        let h_shape = TensorShape::new(x[2].flat::<i64>()?)?;
+        let t_shape = TensorShape::new(x[5].flat::<i64>()?)?;
+        let rank = h_shape.rank();
+        let out_dims: Vec<i64> = (0..rank - 1)
+            .map(|d| h_shape.dims()[d].max(t_shape.dims()[d]))
+            .collect();
+        let out_shape = TensorShape::new(&out_dims)?;
+        let elements = out_shape.num_elements();
+        ensure!(
+            elements > 0,
+            InvalidArgument,
+            "Got output shape {} which has 0 elements",
+            fmt_shape(&out_dims)
+        );
+        let mut strides = vec![1i128; out_dims.len()];
+        for d in (0..out_dims.len().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * i128::from(out_dims[d + 1]);
+        }
+        let hyp = SparseSeqs {
+            indices: x[0].flat::<i64>()?,
+            rank,
+        };
+        let truth = SparseSeqs {
+            indices: x[3].flat::<i64>()?,
+            rank,
+        };
+        let distances = match x[1].dtype() {
+            DataType::String => merge_distances(
+                &hyp.groups(),
+                &truth.groups(),
+                x[1].strings()?,
+                x[4].strings()?,
+                self.normalize,
+            ),
+            dt => numeric_bool_types!(dt, T => merge_distances(
+                &hyp.groups(),
+                &truth.groups(),
+                x[1].flat::<T>()?,
+                x[4].flat::<T>()?,
+                self.normalize,
+            ), return Err(opforge_ops_base::types::unsupported(ctx, dt))),
+        };
+        let out = ctx.allocate_output(0, out_shape)?;
+        let out = out.flat_mut::<f32>()?;
+        out.fill(0.0);
+        for (key, value) in distances {
+            let loc: i128 = key
+                .iter()
+                .zip(&strides)
+                .map(|(&g, &s)| i128::from(g) * s)
+                .sum();
+            if loc < 0 || loc >= elements as i128 {
+                return Err(Status::internal(format!(
+                    "Got an inner product {loc} which would require writing to outside of the \
+                     buffer for the output tensor (max elements {elements})"
+                )));
+            }
+            out[loc as usize] = value;
+        }
+        Ok(())
+    }
+}
+
+/// Walks the hypothesis and truth groups in step, as TensorFlow does (the
+/// smaller key first, by lexicographic order), giving each group key its
+/// value: the distance where both have the group, the hypothesis length
+/// (infinity when normalized) where only the hypothesis has it, and the
+/// truth length (1 when normalized) where only the truth has it.
+fn merge_distances<'k, T: PartialEq>(
+    hyp: &[(&'k [i64], std::ops::Range<usize>)],
+    truth: &[(&'k [i64], std::ops::Range<usize>)],
+    hv: &[T],
+    tv: &[T],
+    normalize: bool,
+) -> Vec<(&'k [i64], f32)> {
+    let hyp_only = |n: usize| {
+        if normalize && n != 0 {
+            f32::INFINITY
+        } else {
+            n as f32
+        }
+    };
+    let truth_only = |n: usize| if normalize { 1.0 } else { n as f32 };
+    let mut out = Vec::with_capacity(hyp.len().max(truth.len()));
+    let (mut h, mut t) = (hyp.iter().peekable(), truth.iter().peekable());
+    loop {
+        match (h.peek(), t.peek()) {
+            (Some((hk, hr)), Some((tk, tr))) if hk == tk => {
+                let d = levenshtein(&tv[tr.clone()], &hv[hr.clone()]) as f32;
+                out.push((*hk, if normalize { d / tr.len() as f32 } else { d }));
+                h.next();
+                t.next();
+            }
+            (Some((hk, hr)), Some((tk, _))) if tk > hk => {
+                out.push((*hk, hyp_only(hr.len())));
+                h.next();
+            }
+            (_, Some((tk, tr))) => {
+                out.push((*tk, truth_only(tr.len())));
+                t.next();
+            }
+            (Some((hk, hr)), None) => {
+                out.push((*hk, hyp_only(hr.len())));
+                h.next();
+            }
+            (None, None) => return out,
+        }
+    }
+}
+
+register_kernel!(
+    KernelDefBuilder::new("EditDistance")
+        .type_constraint_list("T", &types(&[NUMERIC_BOOL_TYPES, &[DataType::String]])),
+    EditDistanceOp
 );

@@ -263,6 +263,33 @@ pub fn cases() -> Vec<Case> {
         c.push(op(o).i(bools(&[5])));
         c.push(op(o).i(u8s(&[0])).a("out_idx", DataType::Int64));
     }
+    // Bitcast: same size, narrower (a dimension added), wider (one consumed).
+    c.push(op("Bitcast").i(f32s(&[2, 3])).a("type", DataType::Int32));
+    c.push(op("Bitcast").i(c64s(&[2])).a("type", DataType::Float));
+    c.push(op("Bitcast").i(i32s(&[3, 2])).a("type", DataType::Int64));
+    c.push(op("Bitcast").i(u8s(&[0, 4])).a("type", DataType::UInt32));
+    // EditDistance of two rank-3 sparse tensors (TensorFlow's documented example).
+    for normalize in [true, false] {
+        c.push(
+            op("EditDistance")
+                .i(t(&[2, 3], &[0i64, 0, 0, 1, 0, 0]))
+                .i(str_list(&[2], &["a", "b"]))
+                .i(t(&[3], &[2i64, 1, 1]))
+                .i(t(&[4, 3], &[0i64, 1, 0, 1, 0, 0, 1, 0, 1, 1, 1, 0]))
+                .i(str_list(&[4], &["a", "b", "c", "a"]))
+                .i(t(&[3], &[2i64, 2, 2]))
+                .a("normalize", normalize),
+        );
+    }
+    c.push(
+        op("EditDistance")
+            .i(t(&[3, 2], &[0i64, 0, 0, 1, 1, 0]))
+            .i(t(&[3], &[1i32, 2, 3]))
+            .i(t(&[2], &[2i64, 2]))
+            .i(t::<i64>(&[0, 2], &[]))
+            .i(t::<i32>(&[0], &[]))
+            .i(t(&[2], &[2i64, 2])),
+    );
     // Diagonal ops.
     for x in [f32s(&[3]), i32s(&[2, 2]), c64s(&[1, 2, 1]), f64s(&[0]), bf16s(&[2])] {
         c.push(op("Diag").i(x));
