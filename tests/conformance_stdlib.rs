@@ -77,6 +77,7 @@ const STANDARD_OPS: &[&str] = &[
     "UniqueWithCounts",
     "EditDistance",
     "Bitcast",
+    "ImmutableConst",
     "QuantizeAndDequantize",
     // math
     "Add",
@@ -215,4 +216,49 @@ fn every_standard_op_is_registered_with_a_cpu_kernel() {
         "{} standard ops lack an OpDef or a CPU kernel: {missing:?}",
         missing.len()
     );
+}
+
+/// The standard ops that have no CPU kernel, each with why. Every other
+/// registered standard op must have one (issue 16: an op that passes graph
+/// construction and fails only at run time with NOT_FOUND is a bug unless
+/// it is listed here and says so in `ops show` / `ops list`).
+const WITHOUT_CPU_KERNEL: &[(&str, &str)] = &[(
+    "RefIdentity",
+    "ref tensors (TensorFlow 1's reference variables) do not exist in opforge",
+)];
+
+#[test]
+fn the_standard_ops_without_a_cpu_kernel_are_the_documented_ones() {
+    opforge::opforge_ops::link();
+    let registry = Registry::global();
+    let without: Vec<String> = registry
+        .names()
+        .into_iter()
+        .filter(|op| {
+            !registry
+                .kernels_for(op)
+                .iter()
+                .any(|k| k.def.device_type == "CPU")
+        })
+        .collect();
+    let documented: Vec<&str> = WITHOUT_CPU_KERNEL.iter().map(|(op, _)| *op).collect();
+    assert_eq!(without, documented, "standard ops without a CPU kernel");
+    for (op, _) in WITHOUT_CPU_KERNEL {
+        let why = registry
+            .attr::<opforge::kernel::WithoutKernel>(op)
+            .unwrap_or_else(|| panic!("{op} must declare why it has no kernel (without_kernel)"));
+        assert!(!why.is_empty());
+    }
+    // And no op declares `without_kernel` while having a kernel.
+    for op in registry.names() {
+        if registry
+            .attr::<opforge::kernel::WithoutKernel>(&op)
+            .is_some()
+        {
+            assert!(
+                registry.kernels_for(&op).is_empty(),
+                "{op} has a kernel after all"
+            );
+        }
+    }
 }

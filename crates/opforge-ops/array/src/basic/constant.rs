@@ -198,12 +198,12 @@ register_kernel!(KernelDefBuilder::new("StopGradient"), IdentityOp);
 
 // ---------------------------------------------------------------------------
 
-// `ImmutableConst` and `RefIdentity`: OpDef and shape function only (no CPU
-// kernel: running one eagerly fails with TensorFlow's "No OpKernel was
-// registered" error). `ImmutableConst` needs memory-mapped regions;
-// `RefIdentity` needs ref tensors (`Ref(T)` inputs and outputs), which
-// opforge's runtimes do not have. `GuaranteeConst` and `CheckNumerics`
-// forward their input, as TensorFlow's CPU kernels do.
+// `ImmutableConst` maps the file `memory_region_name` read-only and returns
+// a tensor over it, as TensorFlow's CPU kernel does. `RefIdentity` has no
+// kernel on purpose (`without_kernel`): it takes and returns ref tensors
+// (`Ref(T)`), which opforge's runtimes do not have, so no node could ever
+// feed it. `GuaranteeConst` and `CheckNumerics` forward their input, as
+// TensorFlow's CPU kernels do.
 
 register_op!(OpDefBuilder::new("ImmutableConst")
     .attr("dtype: type")
@@ -233,6 +233,10 @@ register_op!(OpDefBuilder::new("RefIdentity")
     .attr("T: type")
     .allows_uninitialized_input()
     .set_shape_fn(with_inputs(1, unchanged_shape))
+    .without_kernel(
+        "it takes and returns ref tensors (TensorFlow 1's reference variables), which opforge \
+         does not have: no op produces one; use resource variables (VarHandleOp) instead"
+    )
     .doc("Return the same ref tensor as the input ref tensor."));
 
 register_op!(OpDefBuilder::new("CheckNumerics")
@@ -246,6 +250,103 @@ register_op!(OpDefBuilder::new("CheckNumerics")
         "Checks a tensor for NaN and Inf values.\n\n\
          Fails with `message` if the tensor has any; otherwise passes it through.",
     ));
+
+/// `ImmutableConst`: a tensor of `dtype` and `shape` over the file
+/// `memory_region_name`, mapped read-only (no copy); the mapping lives as
+/// long as a tensor uses it. TensorFlow's checks and messages: NotFound for
+/// a missing file, Unimplemented for string, Internal for a file shorter
+/// than the tensor. The file must not change while tensors use it (the
+/// op's contract: the region is immutable). A bool tensor is refused
+/// (InvalidArgument) if the file holds a byte other than 0 or 1, which
+/// TensorFlow does not check.
+pub(super) struct ImmutableConstOp {
+    dtype: DataType,
+    dims: Vec<i64>,
+    region: String,
+}
+
+impl CreateKernel for ImmutableConstOp {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        let region: String = ctx.get_attr("memory_region_name")?;
+        let dtype: DataType = ctx.get_attr("dtype")?;
+        ensure!(
+            !matches!(dtype, DataType::Resource | DataType::Variant),
+            InvalidArgument,
+            "Resource and variant dtypes are invalid for this op."
+        );
+        let shape = TensorShape::from_proto(&ctx.get_attr::<TensorShapeProto>("shape")?)?;
+        Ok(ImmutableConstOp {
+            dtype,
+            dims: shape.dims().to_vec(),
+            region,
+        })
+    }
+}
+
+impl OpKernel for ImmutableConstOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let path = &self.region;
+        let file = std::fs::File::open(path).map_err(|e| {
+            let code = match e.kind() {
+                std::io::ErrorKind::NotFound => Code::NotFound,
+                std::io::ErrorKind::PermissionDenied => Code::PermissionDenied,
+                _ => Code::FailedPrecondition,
+            };
+            let what = match e.kind() {
+                std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+                _ => e.to_string(),
+            };
+            Status::new(code, format!("{path}; {what}"))
+        })?;
+        ensure!(
+            self.dtype != DataType::String,
+            Unimplemented,
+            "Sorry, DT_STRING is not currently supported for ImmutableConstOp."
+        );
+        let shape = TensorShape::new(&self.dims)?;
+        let needed = shape
+            .num_elements()
+            .checked_mul(self.dtype.size())
+            .ok_or_else(|| Status::invalid_argument(format!("Shape {shape} is too large")))?;
+        let length = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if needed as u64 > length {
+            return Err(Status::internal(format!(
+                "Readonly memory region has wrong length ({length}) when allocating {needed}"
+            )));
+        }
+        if needed == 0 {
+            let out = Tensor::zeros(self.dtype, &self.dims)?;
+            return ctx.set_output(0, out);
+        }
+        // SAFETY: the mapping is read-only and private to this kernel; it is
+        // moved into the buffer's release closure below, so the memory stays
+        // mapped until the last tensor over it is dropped. A file changed or
+        // truncated by another process while mapped breaks this (the
+        // immutability ImmutableConst's contract demands of the region, as
+        // in TensorFlow); opforge itself never writes the file.
+        let map = unsafe { memmap2::MmapOptions::new().len(needed).map(&file) }
+            .map_err(|e| Status::internal(format!("{path}: cannot map the file: {e}")))?;
+        let ptr = std::ptr::NonNull::new(map.as_ptr().cast_mut())
+            .ok_or_else(|| Status::internal(format!("{path}: the mapping has no address")))?;
+        // SAFETY: `ptr` points to `needed` initialized bytes (the file's
+        // first `needed` bytes, `needed <= length`) that stay mapped until
+        // the release closure drops `map`; the buffer is read-only, so
+        // opforge never writes them; `from_buffer` checks alignment (a
+        // mapping is page-aligned) and, for bool, that every byte is 0 or 1.
+        let buffer = unsafe {
+            opforge_core::tensor::Buffer::from_foreign_read_only(
+                ptr,
+                needed,
+                opforge_core::tensor::Location::Host,
+                move || drop(map),
+            )
+        };
+        let out = Tensor::from_buffer(self.dtype, &self.dims, buffer)?;
+        ctx.set_output(0, out)
+    }
+}
+
+register_kernel!(KernelDefBuilder::new("ImmutableConst"), ImmutableConstOp);
 
 // `GuaranteeConst`: TensorFlow's CPU kernel (`GuaranteeConstOp`) forwards
 // its input, for every type.

@@ -913,3 +913,117 @@ fn reshape_of_an_empty_tensor_with_an_inferred_dimension_matches_tensorflow() {
         .unwrap();
     assert_eq!(y.dims(), &[1, 0]);
 }
+
+/// A file in the temp directory holding `bytes`, removed on drop.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(tag: &str, bytes: &[u8]) -> TempFile {
+        let path = std::env::temp_dir().join(format!(
+            "opforge-immutable-const-{tag}-{}",
+            std::process::id()
+        ));
+        std::fs::write(&path, bytes).unwrap();
+        TempFile(path)
+    }
+    fn name(&self) -> String {
+        self.0.to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn immutable_const(path: &str, dtype: DataType, dims: &[i64]) -> Result<Tensor> {
+    let shape = TensorShapeProto {
+        dim: dims
+            .iter()
+            .map(|&size| opforge_core::proto::tensor_shape_proto::Dim {
+                size,
+                name: String::new(),
+            })
+            .collect(),
+        unknown_rank: false,
+    };
+    ctx()
+        .op("ImmutableConst")
+        .attr("dtype", dtype)
+        .attr("shape", shape)
+        .attr("memory_region_name", path.to_string())
+        .run1()
+}
+
+#[test]
+fn immutable_const_maps_the_file_without_copying() {
+    let values = [1.0f32, 2.0, 3.0, 4.0, 99.0];
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let file = TempFile::new("f32", &bytes);
+    let y = immutable_const(&file.name(), DataType::Float, &[2, 2]).unwrap();
+    assert_eq!(y.dims(), &[2, 2]);
+    assert_eq!(y.flat::<f32>().unwrap(), &values[..4]);
+    // The mapping outlives the file's name.
+    drop(file);
+    assert_eq!(y.flat::<f32>().unwrap(), &values[..4]);
+    // Read-only: a kernel can never write into the mapping.
+    let mut y2 = y.clone();
+    drop(y);
+    assert_eq!(
+        y2.flat_mut::<f32>().unwrap_err().code(),
+        Code::FailedPrecondition
+    );
+
+    let file = TempFile::new("empty", &[]);
+    let e = immutable_const(&file.name(), DataType::Int32, &[0, 3]).unwrap();
+    assert_eq!(e.dims(), &[0, 3]);
+    let b = TempFile::new("bool", &[1, 0, 1]);
+    let y = immutable_const(&b.name(), DataType::Bool, &[3]).unwrap();
+    assert_eq!(y.flat::<bool>().unwrap(), &[true, false, true]);
+}
+
+#[test]
+fn immutable_const_errors_match_tensorflow() {
+    let missing = std::env::temp_dir().join("opforge-no-such-region.bin");
+    let missing = missing.to_str().unwrap();
+    // TensorFlow 2.21: NotFound "/tmp/x.bin; No such file or directory".
+    assert_err(
+        immutable_const(missing, DataType::Float, &[2]),
+        Code::NotFound,
+        &format!("{missing}; No such file or directory"),
+    );
+    let file = TempFile::new("short", &[0; 4]);
+    assert_err(
+        immutable_const(&file.name(), DataType::Float, &[2, 2]),
+        Code::Internal,
+        "Readonly memory region has wrong length (4) when allocating 16",
+    );
+    assert_err(
+        immutable_const(&file.name(), DataType::String, &[1]),
+        Code::Unimplemented,
+        "Sorry, DT_STRING is not currently supported for ImmutableConstOp.",
+    );
+    assert_err(
+        immutable_const(&file.name(), DataType::Resource, &[1]),
+        Code::InvalidArgument,
+        "Resource and variant dtypes are invalid for this op.",
+    );
+    // Not every byte is a bool (TensorFlow does not check; opforge must).
+    let bad = TempFile::new("badbool", &[0, 2]);
+    assert_err(
+        immutable_const(&bad.name(), DataType::Bool, &[2]),
+        Code::InvalidArgument,
+        "bytes other than 0 and 1",
+    );
+}
+
+#[test]
+fn ref_identity_says_why_it_has_no_kernel() {
+    let e = ctx()
+        .op("RefIdentity")
+        .input(t(&[1], vec![1.0f32]))
+        .run1()
+        .unwrap_err();
+    assert!(e.message().contains("ref tensors"), "{e}");
+}
