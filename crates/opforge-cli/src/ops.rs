@@ -54,7 +54,7 @@ pub fn show(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let data = registry.lookup(name)?;
-    let op = &data.op_def;
+    let op: &proto::OpDef = &data.op_def;
     match format {
         ShowFormat::Text => {
             write!(out, "{}", signature::describe(op))?;

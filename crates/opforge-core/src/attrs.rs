@@ -9,11 +9,11 @@ use crate::proto::{
     attr_value::ListValue, attr_value::Value, op_def::ArgDef, AttrValue, OpDef, TensorShapeProto,
 };
 use crate::{Result, Status, Tensor};
-use std::collections::BTreeMap;
 use std::ops::Range;
 
-/// A node's attrs by name, in name order.
-pub type AttrMap = BTreeMap<String, AttrValue>;
+mod map;
+
+pub use map::AttrMap;
 
 /// The dtypes a caller passes for one input argument: one tensor, or a list.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -175,7 +175,7 @@ fn flat_count(args: &[ArgDef], attrs: &AttrMap) -> Option<i64> {
 /// Ref arguments give ref dtypes (`int32_ref`).
 pub fn node_in_out_types(node: &NodeDef, op: &OpDef) -> Result<(Vec<DataType>, Vec<DataType>)> {
     for (what, args) in [("inputs", &op.input_arg), ("outputs", &op.output_arg)] {
-        if let Some(n) = flat_count(args, &node.attr) {
+        if let Some(n) = flat_count(args, &AttrMap::from(&node.attr)) {
             if n > MAX_FLAT_ARGS {
                 return Err(Status::invalid_argument(format!(
                     "NodeDef {} has {n} flat {what}: more than the {MAX_FLAT_ARGS} supported; {}",
@@ -185,7 +185,7 @@ pub fn node_in_out_types(node: &NodeDef, op: &OpDef) -> Result<(Vec<DataType>, V
             }
         }
     }
-    in_out_types(op, &node.attr)
+    in_out_types(op, &AttrMap::from(&node.attr))
 }
 
 /// Whether a node keeps its meaning for old graphs: the same flat input
@@ -253,11 +253,16 @@ impl NodeDefCheck {
 /// assert_eq!(report.summary, "{{node z}} = ZeroOut[T=DT_INT32, preserve_index=0](x)");
 /// ```
 pub fn check_node_def(node: &NodeDef, old: &OpDef, new: &OpDef) -> NodeDefCheck {
-    let mut old_node = node.clone();
-    add_defaults(old, &mut old_node.attr);
+    let with_defaults = |op: &OpDef| {
+        let mut n = node.clone();
+        let mut attrs = AttrMap::from(&n.attr);
+        add_defaults(op, &mut attrs);
+        n.attr = attrs.into();
+        n
+    };
+    let old_node = with_defaults(old);
     let old_types = node_in_out_types(&old_node, old);
-    let mut new_node = node.clone();
-    add_defaults(new, &mut new_node.attr);
+    let new_node = with_defaults(new);
     let validation = validate_node_def(&new_node, new);
     let new_types = node_in_out_types(&new_node, new);
     let types_match = match (&old_types, &new_types) {

@@ -93,7 +93,8 @@ impl Graph {
     /// the current OpDef's defaults (so old graphs keep loading after an op
     /// gains an attr with a default); an unknown op is `NotFound`.
     pub fn import(&mut self, def: &GraphDef, prefix: &str) -> Result<()> {
-        let mut index: HashMap<&str, usize> = HashMap::new();
+        self.nodes.reserve_exact(def.node.len());
+        let mut index: HashMap<&str, usize> = HashMap::with_capacity(def.node.len());
         for (i, n) in def.node.iter().enumerate() {
             if index.insert(n.name.as_str(), i).is_some() {
                 return Err(Status::invalid_argument(format!(

@@ -11,6 +11,7 @@ use crate::{DataType, Result, Status};
 use smallvec::SmallVec;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 /// What a kernel's constructor may read: the node's attrs, its dtypes and
 /// the device. Validation that fails here fails the node's construction.
@@ -87,8 +88,8 @@ impl<'a> OpKernelConstruction<'a> {
 /// Per-node data a runtime computes once and every run of the kernel shares.
 #[derive(Clone, Debug)]
 pub struct KernelSignature {
-    /// The op's definition.
-    pub op_def: OpDef,
+    /// The op's definition (shared with the op's registration).
+    pub op_def: Arc<OpDef>,
     /// The node's name.
     pub node_name: String,
     /// The node's attrs.

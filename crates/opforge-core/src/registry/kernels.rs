@@ -159,7 +159,7 @@ impl Registry {
     /// the device and constructs it.
     pub fn build_kernel(
         &self,
-        op: &OpDef,
+        op: &Arc<OpDef>,
         node_name: &str,
         attrs: AttrMap,
         device: &dyn Device,
@@ -173,7 +173,7 @@ impl Registry {
         let kernel = (registration.factory)(&ctx)?;
         Ok(BuiltKernel {
             sig: KernelSignature {
-                op_def: op.clone(),
+                op_def: Arc::clone(op),
                 node_name: node_name.to_string(),
                 attrs,
                 input_types,

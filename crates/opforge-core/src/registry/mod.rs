@@ -103,7 +103,7 @@ pub fn should_register_op(name: &str, ops_to_register: Option<&[&str]>) -> bool 
 #[non_exhaustive]
 pub struct OpRegistrationData {
     /// The op's interface.
-    pub op_def: OpDef,
+    pub op_def: Arc<OpDef>,
     state: EntryState,
 }
 
@@ -120,7 +120,7 @@ impl OpRegistrationData {
     /// The registration data of `op_def` (not yet in any registry).
     pub fn new(op_def: OpDef) -> OpRegistrationData {
         OpRegistrationData {
-            op_def,
+            op_def: Arc::new(op_def),
             state: EntryState::default(),
         }
     }
@@ -400,7 +400,7 @@ impl Registry {
         let mut t = self.write();
         let existing = t.ops.get(&op_def.name).cloned();
         if let Some(existing) = &existing {
-            if existing.op_def != op_def {
+            if *existing.op_def != op_def {
                 return Err(Status::already_exists(format!(
                     "Op with name '{}' is already registered with a different definition: {} \
                      (registered by {}; this registration by {origin})",
@@ -467,7 +467,7 @@ impl Registry {
 
     /// The OpDef of op `name` (a copy); `NotFound` as [`lookup`](Self::lookup).
     pub fn op_def(&self, name: &str) -> Result<OpDef> {
-        Ok(self.lookup(name)?.op_def.clone())
+        Ok(OpDef::clone(&self.lookup(name)?.op_def))
     }
 
     /// The names of every registered op, sorted.
@@ -489,7 +489,12 @@ impl Registry {
 
     /// Every registered OpDef, sorted by name.
     pub fn op_list(&self) -> OpList {
-        let mut op: Vec<OpDef> = self.read().ops.values().map(|d| d.op_def.clone()).collect();
+        let mut op: Vec<OpDef> = self
+            .read()
+            .ops
+            .values()
+            .map(|d| OpDef::clone(&d.op_def))
+            .collect();
         op.sort_by(|a, b| a.name.cmp(&b.name));
         OpList { op }
     }

@@ -281,7 +281,7 @@ pub(super) unsafe extern "C" fn reg_op(
                 )));
             }
             if let Ok(existing) = st.registry()?.lookup(&name) {
-                if existing.op_def != op_def {
+                if *existing.op_def != op_def {
                     return Err(Status::already_exists(format!(
                         "Op with name '{name}' is already registered with a different \
                          definition by {}; library {} registers another one ({}). Rename the \
