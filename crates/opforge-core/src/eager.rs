@@ -492,11 +492,14 @@ fn flat_grouping(
         .filter(|(_, l)| l.is_none())
         .map(|(i, _)| i)
         .collect();
+    // Saturating: a hostile count attr (N = 2^63 - 1 on two arguments) must
+    // give "too few inputs", not an overflow.
     let fixed: usize = lens
         .iter()
         .map(|l| l.flatten().unwrap_or(1) * usize::from(l.is_some()))
-        .sum();
+        .fold(0, usize::saturating_add);
     match unknown.as_slice() {
+        [] if fixed > n => return Err(too_few(&op.name, op, n)),
         [] => {}
         [one] => {
             let rest = n.checked_sub(fixed).ok_or_else(|| too_few(&op.name, op, n))?;
@@ -601,6 +604,26 @@ mod tests {
             );
             Ok(Scale(f))
         }
+    }
+
+    #[test]
+    fn huge_count_attrs_on_several_list_arguments_are_too_few_inputs() {
+        // Found by scripts/hostile-cli: QuantizedConcat-like ops with
+        // N = 2^63 - 1 on two list arguments overflowed the input count.
+        let op = OpDefBuilder::new("TwoLists")
+            .input("a: N * int32")
+            .input("b: N * float")
+            .input("c: int32")
+            .attr("N: int >= 1")
+            .finalize()
+            .unwrap();
+        let mut attrs = AttrMap::new();
+        attrs.insert(
+            "N".into(),
+            crate::attrs::IntoAttrValue::into_attr_value(i64::MAX),
+        );
+        let e = flat_grouping(&op, 3, &attrs).unwrap_err();
+        assert_eq!(e.code(), crate::Code::InvalidArgument, "{e}");
     }
 
     #[test]
