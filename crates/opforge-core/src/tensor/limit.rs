@@ -49,6 +49,13 @@ pub fn set_max_allocation(bytes: u64) {
     LIMIT.store(bytes, Ordering::Relaxed);
 }
 
+/// What a tensor allocation is for, as TensorFlow's OOM message names it
+/// ("tensor with shape[2,3] and type float on the host"): the `what` of
+/// [`check`] for tensors.
+pub fn describe_tensor(dtype: crate::DataType, shape: &crate::TensorShape) -> String {
+    format!("tensor with shape{shape} and type {dtype} on the host")
+}
+
 /// `ResourceExhausted` if `bytes` (what `what` needs) is above the limit.
 #[inline]
 pub fn check(bytes: usize, what: impl FnOnce() -> String) -> Result<()> {
@@ -93,5 +100,33 @@ mod tests {
             filled_vec(3, 7u8, || "small".into()).unwrap(),
             vec![7, 7, 7]
         );
+    }
+
+    /// Issue 16: the OOM message of a tensor names its dtype and shape as
+    /// TensorFlow's does, for every dtype (uint32/uint64 included).
+    #[test]
+    fn tensor_oom_names_the_dtype_and_shape() {
+        use crate::{DataType, Tensor, TensorShape};
+        let shape = TensorShape::new(&[1 << 40, 1 << 20]).unwrap();
+        for dtype in [
+            DataType::UInt32,
+            DataType::UInt64,
+            DataType::Float,
+            DataType::Int8,
+            DataType::Complex128,
+            DataType::String,
+            DataType::Bool,
+        ] {
+            for e in [
+                Tensor::uninit(dtype, shape.clone()).unwrap_err(),
+                Tensor::zeros_with_shape(dtype, shape.clone()).unwrap_err(),
+            ] {
+                assert_eq!(e.code(), crate::Code::ResourceExhausted, "{e}");
+                let want = format!(
+                    "OOM when allocating tensor with shape[1099511627776,1048576] and type {dtype} on the host"
+                );
+                assert!(e.message().starts_with(&want), "{dtype}: {e}");
+            }
+        }
     }
 }

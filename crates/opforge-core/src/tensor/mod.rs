@@ -123,17 +123,17 @@ impl Tensor {
         let storage = match dtype {
             DataType::String => {
                 Storage::Strings(Arc::new(limit::filled_vec(n, Vec::new(), || {
-                    format!("a string tensor of shape {shape}")
+                    limit::describe_tensor(dtype, &shape)
                 })?))
             }
             DataType::Resource => Storage::Resources(Arc::new(limit::filled_vec(
                 n,
                 ResourceHandle::default(),
-                || format!("a resource tensor of shape {shape}"),
+                || limit::describe_tensor(dtype, &shape),
             )?)),
             _ => Storage::Dense {
                 buf: {
-                    let mut buf = buffer::allocate_host_shared(byte_len(dtype, n)?)?;
+                    let mut buf = buffer::allocate_host_shared(dense_bytes(dtype, &shape)?)?;
                     match Arc::get_mut(&mut buf) {
                         Some(b) => b.as_mut_slice().fill(0),
                         None => return Err(Status::internal("a new buffer is shared")),
@@ -162,7 +162,7 @@ impl Tensor {
         {
             return Tensor::zeros_with_shape(dtype, shape);
         }
-        let buf = buffer::allocate_host_shared(byte_len(dtype, shape.num_elements())?)?;
+        let buf = buffer::allocate_host_shared(dense_bytes(dtype, &shape)?)?;
         Ok(Tensor {
             dtype,
             shape,
@@ -759,6 +759,19 @@ impl Tensor {
 }
 
 /// Bytes for `n` elements of `dtype`, checked for overflow.
+/// The bytes of a dense tensor of `dtype` and `shape`, checked against the
+/// allocation limit with a message naming the shape and dtype.
+fn dense_bytes(dtype: DataType, shape: &TensorShape) -> Result<usize> {
+    let Some(bytes) = shape.num_elements().checked_mul(dtype.size()) else {
+        return Err(Status::resource_exhausted(format!(
+            "OOM when allocating {}: it needs more than 2^64 bytes",
+            limit::describe_tensor(dtype, shape)
+        )));
+    };
+    limit::check(bytes, || limit::describe_tensor(dtype, shape))?;
+    Ok(bytes)
+}
+
 fn byte_len(dtype: DataType, n: usize) -> Result<usize> {
     n.checked_mul(dtype.size()).ok_or_else(|| {
         Status::resource_exhausted(format!("A {dtype} tensor of {n} elements is too large"))

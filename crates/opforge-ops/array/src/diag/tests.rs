@@ -367,3 +367,20 @@ fn matrix_band_part_gradient_is_the_band_of_the_gradient() {
         );
     }
 }
+
+/// Found by scripts/hostile-cli: an empty batch with a huge last dimension
+/// overflowed the row sharding (`8 * row_len`) of the element mover.
+#[test]
+fn matrix_diag_of_an_empty_batch_with_a_huge_diagonal() {
+    let x = Tensor::from_vec(&[2, 0, 3, i64::MAX], Vec::<f32>::new());
+    let e = x.and_then(|x| run1("MatrixDiag", vec![x]));
+    // Either the shape is refused as too large or the empty output is made;
+    // never a panic.
+    if let Ok(y) = e {
+        assert_eq!(y.num_elements(), 0);
+    } else if let Err(e) = e {
+        assert_ne!(e.code(), Code::Internal, "{e}");
+    }
+    let y = run1("MatrixDiag", vec![t(&[0, 1 << 31], Vec::<f32>::new())]).unwrap();
+    assert_eq!(y.dims(), &[0, 1 << 31, 1 << 31]);
+}

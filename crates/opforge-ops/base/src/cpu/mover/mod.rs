@@ -193,20 +193,30 @@ pub fn move_elements(
     match carrier {
         DataType::String => {
             let mut out = filled_vec(shape.num_elements(), Vec::new(), || {
-                format!("a string tensor of shape {shape}")
+                opforge_core::tensor::limit::describe_tensor(DataType::String, &shape)
             })?;
             run_as(pool, mover, &srcs, &mut out)?;
             Tensor::from_strings(shape.dims(), out)
         }
         DataType::Resource => {
             let mut out = filled_vec(shape.num_elements(), ResourceHandle::default(), || {
-                format!("a resource tensor of shape {shape}")
+                opforge_core::tensor::limit::describe_tensor(DataType::Resource, &shape)
             })?;
             run_as(pool, mover, &srcs, &mut out)?;
             Tensor::from_resource_handles(shape.dims(), out)
         }
         _ => {
-            let mut out = device.allocate(carrier, shape)?;
+            // Allocated as `dtype` (so an allocation error names the real
+            // dtype, not the carrier), then seen as the carrier; the
+            // original is dropped so the view owns its storage alone.
+            let typed = device.allocate(dtype, shape)?;
+            let mut out = if carrier == dtype {
+                typed
+            } else {
+                let view = typed.bitcast(carrier)?;
+                drop(typed);
+                view
+            };
             with_carrier!(carrier, T => run_as(pool, mover, &srcs, T::view_mut(&mut out)?))?;
             if carrier == dtype {
                 Ok(out)
@@ -290,12 +300,18 @@ pub fn for_each_rows<T: Send>(
     row_len: usize,
     f: impl Fn(usize, &mut [T]) + Sync,
 ) {
-    if row_len == 0 {
+    // An empty output may still have a huge row length (a zero elsewhere
+    // in the shape): nothing to do, and `8 * row_len` must not overflow.
+    if row_len == 0 || out.is_empty() {
         return;
     }
-    for_each_chunk(pool, out, row_len, 8 * row_len, |start, chunk| {
-        f(start / row_len, chunk)
-    });
+    for_each_chunk(
+        pool,
+        out,
+        row_len,
+        row_len.saturating_mul(8),
+        |start, chunk| f(start / row_len, chunk),
+    );
 }
 
 /// The row-major strides of `dims`.
