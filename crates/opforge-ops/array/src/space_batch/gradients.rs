@@ -51,7 +51,7 @@ fn v1_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
 /// `SpaceToDepth` <-> `DepthToSpace`: the opposite op on the gradient, with
 /// the forward op's block size and data format (NCHW_VECT_C, for qint8,
 /// has no gradient, as in TensorFlow).
-fn depth_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+pub(super) fn depth_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
     let Some(g) = grads[0] else {
         return Ok(vec![None]);
     };
