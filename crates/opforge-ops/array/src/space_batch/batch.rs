@@ -56,26 +56,26 @@ impl Layout {
             Direction::ToBatch => &self.batch,
             Direction::ToSpace => &self.space,
         };
-        // Unravel r over [out_batch, out_dims...].
-        let mut idx = vec![0usize; k];
+        // Unravel r over [out_batch, out_dims...] (k <= MAX_BLOCK_DIMS).
+        let mut idx = [0usize; MAX_BLOCK_DIMS];
         let mut rem = r;
-        for d in (0..k).rev() {
-            idx[d] = rem % out_dims[d];
-            rem /= out_dims[d];
+        for (i, &n) in idx[..k].iter_mut().zip(out_dims).rev() {
+            *i = rem % n;
+            rem /= n;
         }
         let out_b = rem;
         match self.direction {
             Direction::ToBatch => {
                 // Output batch entry out_b is block `out_b / space_batch` of
-                // space batch entry `out_b % space_batch`.
-                let space_b = out_b % self.space_batch;
+                // space batch entry `out_b % space_batch`; the block's
+                // offsets are its index unravelled over the block shape.
+                let mut offsets = [0usize; MAX_BLOCK_DIMS];
                 let mut block_index = out_b / self.space_batch;
-                let mut offsets = vec![0usize; k];
-                for d in (0..k).rev() {
-                    offsets[d] = block_index % self.block[d];
-                    block_index /= self.block[d];
+                for (o, &b) in offsets[..k].iter_mut().zip(&self.block).rev() {
+                    *o = block_index % b;
+                    block_index /= b;
                 }
-                let mut off = space_b;
+                let mut off = out_b % self.space_batch;
                 for d in 0..k {
                     let p = (idx[d] * self.block[d] + offsets[d]).checked_sub(self.start[d])?;
                     if p >= self.space[d] {
@@ -86,16 +86,18 @@ impl Layout {
                 Some(off * self.depth)
             }
             Direction::ToSpace => {
+                // Space position p is position p / block of the batch entry
+                // of block offset p % block.
                 let mut block_index = 0usize;
-                let mut pos = vec![0usize; k];
-                for d in 0..k {
+                let mut pos = [0usize; MAX_BLOCK_DIMS];
+                for (d, q) in pos[..k].iter_mut().enumerate() {
                     let p = idx[d] + self.start[d];
-                    pos[d] = p / self.block[d];
+                    *q = p / self.block[d];
                     block_index = block_index * self.block[d] + p % self.block[d];
                 }
                 let mut off = block_index * self.space_batch + out_b;
-                for d in 0..k {
-                    off = off * self.batch[d] + pos[d];
+                for (&q, &n) in pos[..k].iter().zip(&self.batch) {
+                    off = off * n + q;
                 }
                 Some(off * self.depth)
             }
@@ -127,9 +129,7 @@ fn read_args(
         input.rank()
     );
     ensure!(
-        amounts.rank() == 2
-            && amounts.dims()[0] as usize == block_dims
-            && amounts.dims()[1] == 2,
+        amounts.rank() == 2 && amounts.dims()[0] as usize == block_dims && amounts.dims()[1] == 2,
         InvalidArgument,
         "{what} should have shape [{block_dims}, 2] instead of {}",
         fmt_shape(amounts.dims())
@@ -233,7 +233,10 @@ pub(crate) fn space_to_batch(
         space_batch: dims[..=prefix].iter().product::<i64>() as usize,
         space,
         batch,
-        block: block[prefix..n - suffix].iter().map(|&b| b as usize).collect(),
+        block: block[prefix..n - suffix]
+            .iter()
+            .map(|&b| b as usize)
+            .collect(),
         start: (prefix..n - suffix).map(|d| pads[2 * d] as usize).collect(),
         depth: dims[n - suffix + 1..].iter().product::<i64>() as usize,
     };
@@ -330,7 +333,9 @@ pub(crate) fn batch_to_space(
             .iter()
             .map(|&b| b.max(1) as usize)
             .collect(),
-        start: (prefix..n - suffix).map(|d| crops[2 * d] as usize).collect(),
+        start: (prefix..n - suffix)
+            .map(|d| crops[2 * d] as usize)
+            .collect(),
         depth: dims[n - suffix + 1..].iter().product::<i64>() as usize,
     };
     run(ctx, input, shape, layout)

@@ -85,16 +85,16 @@ impl OpKernel for DepthSpaceOp {
                 StridedView::empty()
             } else {
                 StridedView::new(
-                0,
-                [
-                    (n as usize, h * w * d),
-                    ((h / b) as usize, b * w * d),
-                    ((w / b) as usize, b * d),
-                    (b as usize, w * d),
-                    (b as usize, d),
-                    (d as usize, 1),
-                ],
-            )
+                    0,
+                    [
+                        (n as usize, h * w * d),
+                        ((h / b) as usize, b * w * d),
+                        ((w / b) as usize, b * d),
+                        (b as usize, w * d),
+                        (b as usize, d),
+                        (d as usize, 1),
+                    ],
+                )
             };
             (shape, view)
         } else {
@@ -113,16 +113,16 @@ impl OpKernel for DepthSpaceOp {
                 StridedView::empty()
             } else {
                 StridedView::new(
-                0,
-                [
-                    (n as usize, h * w * d),
-                    (h as usize, w * d),
-                    (b as usize, b * od),
-                    (w as usize, d),
-                    (b as usize, od),
-                    (od as usize, 1),
-                ],
-            )
+                    0,
+                    [
+                        (n as usize, h * w * d),
+                        (h as usize, w * d),
+                        (b as usize, b * od),
+                        (w as usize, d),
+                        (b as usize, od),
+                        (od as usize, 1),
+                    ],
+                )
             };
             (shape, view)
         };

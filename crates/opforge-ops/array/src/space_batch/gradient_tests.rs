@@ -102,7 +102,12 @@ fn depth_grads_refuse_nchw_vect_c() {
     );
 }
 
-fn patch_attrs(k: [i64; 4], s: [i64; 4], r: [i64; 4], padding: &str) -> Vec<(&'static str, AttrValue)> {
+fn patch_attrs(
+    k: [i64; 4],
+    s: [i64; 4],
+    r: [i64; 4],
+    padding: &str,
+) -> Vec<(&'static str, AttrValue)> {
     vec![
         ("ksizes", k.to_vec().into_attr_value()),
         ("strides", s.to_vec().into_attr_value()),
@@ -114,10 +119,22 @@ fn patch_attrs(k: [i64; 4], s: [i64; 4], r: [i64; 4], padding: &str) -> Vec<(&'s
 #[test]
 fn extract_image_patches_grad() {
     let cases = [
-        (vec![1, 3, 4, 1], patch_attrs([1, 2, 2, 1], [1, 1, 1, 1], [1, 1, 1, 1], "VALID")),
-        (vec![2, 3, 3, 2], patch_attrs([1, 2, 2, 1], [1, 2, 1, 1], [1, 1, 1, 1], "SAME")),
-        (vec![1, 4, 5, 1], patch_attrs([1, 2, 3, 1], [1, 2, 1, 1], [1, 1, 2, 1], "SAME")),
-        (vec![1, 5, 3, 1], patch_attrs([1, 2, 1, 1], [1, 3, 2, 1], [1, 2, 1, 1], "VALID")),
+        (
+            vec![1, 3, 4, 1],
+            patch_attrs([1, 2, 2, 1], [1, 1, 1, 1], [1, 1, 1, 1], "VALID"),
+        ),
+        (
+            vec![2, 3, 3, 2],
+            patch_attrs([1, 2, 2, 1], [1, 2, 1, 1], [1, 1, 1, 1], "SAME"),
+        ),
+        (
+            vec![1, 4, 5, 1],
+            patch_attrs([1, 2, 3, 1], [1, 2, 1, 1], [1, 1, 2, 1], "SAME"),
+        ),
+        (
+            vec![1, 5, 3, 1],
+            patch_attrs([1, 2, 1, 1], [1, 3, 2, 1], [1, 2, 1, 1], "VALID"),
+        ),
     ];
     for (dims, attrs) in cases {
         let n = dims.iter().product::<i64>() as usize;
@@ -149,8 +166,7 @@ fn extract_image_patches_grad_as_tensorflow() {
             patch_attrs([1, 2, 2, 1], [1, 3, 2, 1], ONES, "VALID"),
             vec![
                 0., 1., 2., 3., 8., 9., 10., 11., 0., 0., 4., 5., 6., 7., 12., 13., 14., 15., 0.,
-                0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0.,
-                0.,
+                0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0.,
             ],
         ),
     ];
@@ -163,7 +179,11 @@ fn extract_image_patches_grad_as_tensorflow() {
         let one = tape.constant(Tensor::scalar(1i32)).unwrap();
         let w = tape.op1("Range", &[zero, n, one], &[]).unwrap();
         let w = tape
-            .op1("Cast", &[w], &[("DstT", opforge_core::DataType::Double.into_attr_value())])
+            .op1(
+                "Cast",
+                &[w],
+                &[("DstT", opforge_core::DataType::Double.into_attr_value())],
+            )
             .unwrap();
         let s = tape.shape_of(y).unwrap();
         let w = tape.reshape(w, s).unwrap();

@@ -108,11 +108,7 @@ fn pick(o: &mut dyn Ops, v: Sym, idx: &[i32]) -> Result<Sym> {
 /// The product of the elements of vector `v`, as a vector of one element.
 fn product(o: &mut dyn Ops, v: Sym) -> Result<Sym> {
     let axis = o.int_vector(&[0])?;
-    o.op1(
-        "Prod",
-        &[v, axis],
-        &[("keep_dims", true.into_attr_value())],
-    )
+    o.op1("Prod", &[v, axis], &[("keep_dims", true.into_attr_value())])
 }
 
 /// `ExtractImagePatches`: TensorFlow's `_ExtractImagePatchesGrad`. An image
@@ -138,12 +134,10 @@ fn extract_image_patches_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<
     let ksizes: Vec<i64> = op.attr("ksizes")?;
     let (ksize_rows, ksize_cols) = match ksizes.as_slice() {
         [_, r, c, _, ..] => (*r, *c),
-        _ => {
-            return Err(Status::invalid_argument(format!(
-                "ExtractImagePatches requires the ksizes attribute to contain 4 values, but got: {}",
-                ksizes.len()
-            )))
-        }
+        _ => return Err(Status::invalid_argument(format!(
+            "ExtractImagePatches requires the ksizes attribute to contain 4 values, but got: {}",
+            ksizes.len()
+        ))),
     };
 
     // The index image [1, rows, cols, 1] and its patches.

@@ -1,9 +1,9 @@
 //! Moving data between space and batch or depth: `SpaceToBatch(ND)`,
 //! `BatchToSpace(ND)`, `SpaceToDepth`, `DepthToSpace` and
 //! `ExtractImagePatches`: OpDefs and shape functions (here), TensorFlow's
-//! CPU kernels, as bodies of the element mover ([`batch`]: the four
-//! space/batch ops on one engine; [`depth`]; [`patches`]), and the
-//! gradients of `array_grad.py` ([`gradients`]).
+//! CPU kernels, as bodies of the element mover (`batch`: the four
+//! space/batch ops on one engine; `depth`; `patches`), and the
+//! gradients of `array_grad.py` (`gradients`).
 
 mod batch;
 mod depth;

@@ -141,7 +141,9 @@ impl OpKernel for ExtractImagePatchesOp {
         )?;
         let out_depth = (rows.ksize * cols.ksize)
             .checked_mul(depth)
-            .ok_or_else(|| Status::invalid_argument("ExtractImagePatches output depth overflows int64"))?;
+            .ok_or_else(|| {
+                Status::invalid_argument("ExtractImagePatches output depth overflows int64")
+            })?;
         let shape = TensorShape::new(&[batch, rows.output, cols.output, out_depth])?;
         if shape.num_elements() == 0 {
             return move_to_output(ctx, 0, &[&input], shape, &RowGather::new(0, |_| None));
