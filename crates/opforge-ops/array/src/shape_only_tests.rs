@@ -1,6 +1,7 @@
 //! Shape-function tests of array ops whose kernels are tested elsewhere or
 //! that have no kernel yet (`Diag`, `SpaceToBatchND`, `Gather`,
-//! `MirrorPad`, ...).
+//! `MirrorPad`, ...); the space/batch/depth ops' kernels are tested in
+//! `space_batch/tests.rs`.
 
 use opforge_core::proto::TensorShapeProto;
 use opforge_core::{DataType, Tensor};

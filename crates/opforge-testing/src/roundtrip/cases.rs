@@ -307,6 +307,18 @@ pub fn cases() -> Vec<Case> {
     c.push(op("MatrixSetDiag").i(i64s(&[2, 3, 2])).i(i64nz(&[2, 2])));
     c.push(op("MatrixBandPart").i(f32s(&[2, 3, 4])).i(s(1i64)).i(s(-1i64)));
     c.push(op("MatrixBandPart").i(i32s(&[4, 3])).i(s(0i32)).i(s(2i32)));
+    c.push(op("SpaceToBatchND").i(f32s(&[2, 3, 5, 2])).i(t(&[2], &[2i32, 3])).i(t(&[2, 2], &[1i32, 0, 2, 2])));
+    c.push(op("SpaceToBatchND").i(i64s(&[1, 2, 4, 3, 1])).i(t(&[3], &[1i64, 2, 1])).i(t(&[3, 2], &[0i64, 0, 1, 1, 0, 0])));
+    c.push(op("BatchToSpaceND").i(f64s(&[12, 2, 2, 1])).i(t(&[2], &[2i32, 3])).i(t(&[2, 2], &[1i32, 0, 2, 1])));
+    c.push(op("BatchToSpaceND").i(u8s(&[4, 2, 2])).i(t(&[1], &[4i64])).i(t(&[1, 2], &[0i64, 3])));
+    c.push(op("SpaceToBatch").i(f32s(&[1, 4, 3, 2])).i(t(&[2, 2], &[0i32, 0, 1, 0])).a("block_size", 2i64));
+    c.push(op("BatchToSpace").i(i32s(&[4, 2, 2, 1])).i(t(&[2, 2], &[0i64, 1, 1, 0])).a("block_size", 2i64));
+    c.push(op("SpaceToDepth").i(f32s(&[2, 4, 6, 2])).a("block_size", 2i64));
+    c.push(op("SpaceToDepth").i(strs(&[1, 3, 3, 1])).a("block_size", 3i64));
+    c.push(op("DepthToSpace").i(i64s(&[2, 2, 3, 8])).a("block_size", 2i64));
+    c.push(op("DepthToSpace").i(bools(&[1, 1, 2, 4])).a("block_size", 2i64).a("data_format", "NHWC"));
+    c.push(op("ExtractImagePatches").i(f32s(&[2, 5, 4, 2])).a("ksizes", vec![1i64, 3, 2, 1]).a("strides", vec![1i64, 2, 3, 1]).a("rates", vec![1i64, 1, 1, 1]).a("padding", "SAME"));
+    c.push(op("ExtractImagePatches").i(i32s(&[1, 5, 4, 1])).a("ksizes", vec![1i64, 2, 2, 1]).a("strides", vec![1i64, 1, 1, 1]).a("rates", vec![1i64, 2, 2, 1]).a("padding", "VALID"));
     for x in [fin32(&[2, 3]), fin64(&[4]), fin16(&[0]), t(&[2], &[opforge_core::half::bf16::ONE, opforge_core::half::bf16::MAX])] {
         c.push(op("CheckNumerics").i(x).a("message", "roundtrip"));
     }
@@ -507,5 +519,29 @@ pub const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[
         "NotEqual(int32[2], int32[3]) [incompatible_shape_error=false]",
         "[FedUnknownDims inputs, Built] output 0's inferred shape is [-1], eager gave []",
         "static shape [?] for a scalar result",
+    ),
+    // Not a bug: TensorFlow's shape function of SpaceToBatchND and
+    // BatchToSpaceND needs the size of block_shape (the number of block
+    // dims) at graph construction, and fails as here when it is unknown
+    // (checked with TensorFlow 2.21: "block_shape must have known size.").
+    (
+        "SpaceToBatchND(float[2, 3, 5, 2], int32[2], int32[2, 2]) []",
+        "[FedUnknownDims inputs] graph construction: INVALID_ARGUMENT: Node 'op': block_shape must have known size.",
+        "TensorFlow's shape function needs block_shape's size",
+    ),
+    (
+        "SpaceToBatchND(int64[1, 2, 4, 3, 1], int64[3], int64[3, 2]) []",
+        "[FedUnknownDims inputs] graph construction: INVALID_ARGUMENT: Node 'op': block_shape must have known size.",
+        "TensorFlow's shape function needs block_shape's size",
+    ),
+    (
+        "BatchToSpaceND(double[12, 2, 2, 1], int32[2], int32[2, 2]) []",
+        "[FedUnknownDims inputs] graph construction: INVALID_ARGUMENT: Node 'op': block_shape must have known size.",
+        "TensorFlow's shape function needs block_shape's size",
+    ),
+    (
+        "BatchToSpaceND(uint8[4, 2, 2], int64[1], int64[1, 2]) []",
+        "[FedUnknownDims inputs] graph construction: INVALID_ARGUMENT: Node 'op': block_shape must have known size.",
+        "TensorFlow's shape function needs block_shape's size",
     ),
 ];

@@ -1,6 +1,21 @@
 //! Moving data between space and batch or depth: `SpaceToBatch(ND)`,
 //! `BatchToSpace(ND)`, `SpaceToDepth`, `DepthToSpace` and
-//! `ExtractImagePatches` (OpDefs and shape functions; no CPU kernels yet).
+//! `ExtractImagePatches`: OpDefs and shape functions (here), TensorFlow's
+//! CPU kernels, as bodies of the element mover (`batch`: the four
+//! space/batch ops on one engine; `depth`; `patches`), and the
+//! gradients of `array_grad.py` (`gradients`).
+
+mod batch;
+mod depth;
+mod gradients;
+mod patches;
+mod rows;
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod gradient_tests;
 
 use opforge_core::shape_inference::{DimensionHandle, InferenceContext, ShapeHandle};
 use opforge_core::{register_op, OpDefBuilder, Result, Status};
