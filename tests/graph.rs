@@ -523,3 +523,31 @@ fn runs_after_failed_runs_and_unread_feeds_see_only_their_own_values() {
         }
     }
 }
+
+/// Found by scripts/hostile-cli: an inferred output shape whose element
+/// count overflows int64 (Fill of dims [4, 7, 2^32, 2^63 - 1]) made the
+/// session's planning overflow; the kernel must refuse it instead.
+#[test]
+fn an_inferred_shape_too_large_to_count_is_a_kernel_error_not_a_panic() {
+    opforge::opforge_ops::link();
+    let mut g = Graph::new();
+    let dims = konst(
+        &mut g,
+        "dims",
+        &Tensor::from_vec(&[4], vec![4i64, 7, 1 << 32, i64::MAX]).unwrap(),
+    );
+    let value = konst(
+        &mut g,
+        "value",
+        &Tensor::from_vec(&[], vec![1.0f32]).unwrap(),
+    );
+    let fill = g
+        .add(NodeSpec::new("Fill", "fill").input(dims).input(value))
+        .unwrap();
+    let sess = Session::new(g).unwrap();
+    let e = sess.run(vec![], &[Output::new(fill, 0)], &[]).unwrap_err();
+    assert!(
+        matches!(e.code(), Code::InvalidArgument | Code::ResourceExhausted),
+        "{e}"
+    );
+}

@@ -673,7 +673,12 @@ impl Session {
             }
             all_small &= node.output_shapes.iter().all(|s| {
                 s.as_ref().is_some_and(|d| {
-                    d.iter().all(|&x| x >= 0) && d.iter().product::<i64>() <= SMALL_ELEMENTS
+                    // Checked: an inferred shape may have dims whose product
+                    // overflows (the kernel then refuses it).
+                    d.iter().all(|&x| x >= 0)
+                        && d.iter()
+                            .try_fold(1i64, |n, &x| n.checked_mul(x))
+                            .is_some_and(|n| n <= SMALL_ELEMENTS)
                 })
             });
             let kernel = self.kernel(n)?;

@@ -134,10 +134,12 @@ fn extract_image_patches_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<
     let ksizes: Vec<i64> = op.attr("ksizes")?;
     let (ksize_rows, ksize_cols) = match ksizes.as_slice() {
         [_, r, c, _, ..] => (*r, *c),
-        _ => return Err(Status::invalid_argument(format!(
+        _ => {
+            return Err(Status::invalid_argument(format!(
             "ExtractImagePatches requires the ksizes attribute to contain 4 values, but got: {}",
             ksizes.len()
-        ))),
+        )))
+        }
     };
 
     // The index image [1, rows, cols, 1] and its patches.
