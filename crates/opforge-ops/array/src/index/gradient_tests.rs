@@ -1,7 +1,7 @@
 //! Gradient checks of the indexing ops.
 
-use opforge_core::autodiff::{GradientTape, Ops, OpsExt};
 use opforge_core::attrs::IntoAttrValue;
+use opforge_core::autodiff::{GradientTape, Ops, OpsExt};
 use opforge_core::Tensor;
 use opforge_testing::util::{assert_close, ctx, t};
 use opforge_testing::util::{check, weighted, X};
@@ -145,5 +145,9 @@ fn gather_nd_and_unravel_index_gradients() {
         .unwrap();
     let y = tape.op1("GatherNd", &[p, idx], &[]).unwrap();
     let e = tape.gradient(y, &[p]).unwrap_err();
-    assert!(e.message().contains("No gradient defined for op 'GatherNd'"), "{e}");
+    assert!(
+        e.message()
+            .contains("No gradient defined for op 'GatherNd'"),
+        "{e}"
+    );
 }

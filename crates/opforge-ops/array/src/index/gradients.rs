@@ -43,7 +43,11 @@ fn gather_v2_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Gr
         ));
     }
     let (params, indices, axis) = (op.inputs[0], op.inputs[1], op.inputs[2]);
-    Ok(vec![Some(gather_params_grad(o, g, params, indices, axis)?), None, None])
+    Ok(vec![
+        Some(gather_params_grad(o, g, params, indices, axis)?),
+        None,
+        None,
+    ])
 }
 
 /// `Gather`'s gradient: `GatherV2`'s along axis 0 (TensorFlow builds the
@@ -54,12 +58,21 @@ fn gather_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads
     };
     let axis = o.constant(opforge_core::Tensor::scalar(0i32))?;
     let (params, indices) = (op.inputs[0], op.inputs[1]);
-    Ok(vec![Some(gather_params_grad(o, g, params, indices, axis)?), None])
+    Ok(vec![
+        Some(gather_params_grad(o, g, params, indices, axis)?),
+        None,
+    ])
 }
 
 /// The gradient `g` of a gather of `params` along `axis` at `indices`,
 /// scattered back into the shape of `params` (duplicates summed).
-fn gather_params_grad(o: &mut dyn Ops, g: Sym, params: Sym, indices: Sym, axis: Sym) -> Result<Sym> {
+fn gather_params_grad(
+    o: &mut dyn Ops,
+    g: Sym,
+    params: Sym,
+    indices: Sym,
+    axis: Sym,
+) -> Result<Sym> {
     let dtype = o.dtype(params);
     let i32t = DataType::Int32.into_attr_value();
     let keep = [("keep_dims", true.into_attr_value())];

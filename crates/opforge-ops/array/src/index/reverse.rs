@@ -340,7 +340,11 @@ impl MoveElements for ReverseSequenceMover {
                 let (batch, seq) = if self.batch_first { (ix, iy) } else { (iy, ix) };
                 let len = self.lens[batch];
                 let seq = if seq < len { len - 1 - seq } else { seq };
-                let (ix, iy) = if self.batch_first { (ix, seq) } else { (seq, iy) };
+                let (ix, iy) = if self.batch_first {
+                    (ix, seq)
+                } else {
+                    (seq, iy)
+                };
                 let s = (((ia * x + ix) * b + ib) * y + iy) * c;
                 row.clone_from_slice(&src[s..s + c]);
             }

@@ -688,10 +688,7 @@ fn gather_v1_is_gather_v2_along_axis_0() {
     let p = iota_i32(&[3, 4]);
     let y = gather_v1(p.clone(), t(&[1, 2], vec![2i32, 0])).unwrap();
     assert_eq!(y.dims(), &[1, 2, 4]);
-    assert_eq!(
-        y.flat::<i32>().unwrap(),
-        &[8, 9, 10, 11, 0, 1, 2, 3]
-    );
+    assert_eq!(y.flat::<i32>().unwrap(), &[8, 9, 10, 11, 0, 1, 2, 3]);
     let v2 = ctx()
         .op("GatherV2")
         .input(p.clone())
@@ -872,7 +869,8 @@ fn gather_nd_errors() {
         Code::InvalidArgument,
         "Only indices.shape[-1] values between 1 and 7 are currently supported.  Requested rank: 8",
     );
-    let big = Tensor::zeros_with_shape(DataType::Float, TensorShape::new(&[40000]).unwrap()).unwrap();
+    let big =
+        Tensor::zeros_with_shape(DataType::Float, TensorShape::new(&[40000]).unwrap()).unwrap();
     assert_err(
         e(&big, t(&[0, 1], Vec::<i16>::new())),
         Code::InvalidArgument,
@@ -938,11 +936,21 @@ fn reverse_sequence_values() {
     let y = reverse_sequence(s, t(&[2], vec![2i32, 3]), 1, 0).unwrap();
     assert_eq!(y.strings().unwrap(), &strs(&["b", "a", "c", "f", "e", "d"]));
     // Empty.
-    let y = reverse_sequence(t(&[2, 0, 3], Vec::<f32>::new()), t(&[2], vec![0i32, 0]), 1, 0)
-        .unwrap();
+    let y = reverse_sequence(
+        t(&[2, 0, 3], Vec::<f32>::new()),
+        t(&[2], vec![0i32, 0]),
+        1,
+        0,
+    )
+    .unwrap();
     assert_eq!(y.dims(), &[2, 0, 3]);
-    let y = reverse_sequence(t(&[0, 3], Vec::<f32>::new()), t(&[0], Vec::<i32>::new()), 1, 0)
-        .unwrap();
+    let y = reverse_sequence(
+        t(&[0, 3], Vec::<f32>::new()),
+        t(&[0], Vec::<i32>::new()),
+        1,
+        0,
+    )
+    .unwrap();
     assert_eq!(y.dims(), &[0, 3]);
 }
 
@@ -951,9 +959,18 @@ fn reverse_sequence_errors() {
     let x = t(&[2, 3, 4], vec![0f32; 24]);
     let l = t(&[2], vec![3i32, 1]);
     let cases: Vec<(Result<Tensor>, &str)> = vec![
-        (reverse_sequence(x.clone(), l.clone(), -2, 0), "Invalid seq_dim -2"),
-        (reverse_sequence(x.clone(), l.clone(), 1, -3), "Invalid batch_dim -3"),
-        (reverse_sequence(x.clone(), l.clone(), 0, 0), "batch_dim == seq_dim == 0"),
+        (
+            reverse_sequence(x.clone(), l.clone(), -2, 0),
+            "Invalid seq_dim -2",
+        ),
+        (
+            reverse_sequence(x.clone(), l.clone(), 1, -3),
+            "Invalid batch_dim -3",
+        ),
+        (
+            reverse_sequence(x.clone(), l.clone(), 0, 0),
+            "batch_dim == seq_dim == 0",
+        ),
         (
             reverse_sequence(x.clone(), l.clone(), 3, 0),
             "seq_dim must be < input rank ( 3 vs. 3)",

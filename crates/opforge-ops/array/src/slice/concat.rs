@@ -2,8 +2,8 @@
 //! kernels.
 
 use super::*;
-use opforge_core::shape_inference::common::*;
 use opforge_core::proto::TensorShapeProto;
+use opforge_core::shape_inference::common::*;
 use opforge_core::DataType;
 use opforge_ops_base::shape::*;
 use opforge_ops_base::types::{types, INDEX_TYPES, POD_TYPES};
@@ -365,7 +365,13 @@ impl CreateKernel for ParallelConcatStartOp {
 fn fmt_dims(dims: &[i64]) -> String {
     let parts: Vec<String> = dims
         .iter()
-        .map(|&d| if d < 0 { "?".to_string() } else { d.to_string() })
+        .map(|&d| {
+            if d < 0 {
+                "?".to_string()
+            } else {
+                d.to_string()
+            }
+        })
         .collect();
     format!("[{}]", parts.join(","))
 }

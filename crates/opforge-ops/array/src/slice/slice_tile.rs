@@ -2,8 +2,8 @@
 
 use super::tile_pad::{to_usize, Pad, Tile};
 use super::*;
-use opforge_ops_base::args::int_values;
 use opforge_core::DataType;
+use opforge_ops_base::args::int_values;
 use opforge_ops_base::cpu::elem::Num;
 use opforge_ops_base::shape::*;
 use opforge_ops_base::types::{types, INDEX_TYPES, NUMERIC_KERNEL_TYPES, POD_TYPES};
@@ -361,11 +361,7 @@ fn mirror(o: usize, before: usize, n: usize, offset: usize) -> usize {
 fn mirror_paddings(ctx: &OpKernelContext<'_>, sep: &str) -> Result<Vec<(i64, i64)>> {
     let (input, paddings) = (ctx.input(0), ctx.input(1));
     let rank = input.rank();
-    ensure!(
-        rank <= 5,
-        Unimplemented,
-        "inputs rank not in [0,5]: {rank}"
-    );
+    ensure!(rank <= 5, Unimplemented, "inputs rank not in [0,5]: {rank}");
     ensure!(
         paddings.rank() == 2 && paddings.dims()[1] == 2,
         InvalidArgument,
@@ -615,7 +611,10 @@ impl OpKernel for MirrorPadGradOp {
             return ctx.set_output(0, input);
         }
         let in_dims = to_usize(input.dims());
-        let pads: Vec<(usize, usize)> = pads.iter().map(|&(b, a)| (b as usize, a as usize)).collect();
+        let pads: Vec<(usize, usize)> = pads
+            .iter()
+            .map(|&(b, a)| (b as usize, a as usize))
+            .collect();
         let pool = ctx.thread_pool();
         let offset = self.offset;
         let out = ctx.allocate_output(0, shape)?;

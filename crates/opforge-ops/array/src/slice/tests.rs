@@ -956,7 +956,11 @@ fn concat_v1_is_concat_v2_with_the_dimension_first() {
     assert_close(&y, &[4, 2], &[1., 2., 3., 4., 1., 2., 3., 4.], 0.0);
     let s = concat_v1(
         Tensor::scalar(0i32),
-        vec![strs(&[1, 2], &["a", "b"]), strs(&[0, 2], &[]), strs(&[1, 2], &["c", "d"])],
+        vec![
+            strs(&[1, 2], &["a", "b"]),
+            strs(&[0, 2], &[]),
+            strs(&[1, 2], &["c", "d"]),
+        ],
     )
     .unwrap();
     assert_eq!(sv(&s), ["a", "b", "c", "d"]);
@@ -1131,16 +1135,12 @@ fn mirror_pad_values() {
     assert_eq!(y.dims(), &[4, 7]);
     assert_eq!(
         v::<i32>(&y),
-        [
-            6, 5, 4, 5, 6, 5, 4, 3, 2, 1, 2, 3, 2, 1, 6, 5, 4, 5, 6, 5, 4, 3, 2, 1, 2, 3, 2, 1
-        ]
+        [6, 5, 4, 5, 6, 5, 4, 3, 2, 1, 2, 3, 2, 1, 6, 5, 4, 5, 6, 5, 4, 3, 2, 1, 2, 3, 2, 1]
     );
     let y = mirror_pad(x.clone(), p, "SYMMETRIC").unwrap();
     assert_eq!(
         v::<i32>(&y),
-        [
-            2, 1, 1, 2, 3, 3, 2, 2, 1, 1, 2, 3, 3, 2, 5, 4, 4, 5, 6, 6, 5, 5, 4, 4, 5, 6, 6, 5
-        ]
+        [2, 1, 1, 2, 3, 3, 2, 2, 1, 1, 2, 3, 3, 2, 5, 4, 4, 5, 6, 6, 5, 5, 4, 4, 5, 6, 6, 5]
     );
     let y = mirror_pad(x.clone(), t(&[2, 2], vec![2i32, 2, 3, 3]), "SYMMETRIC").unwrap();
     assert_eq!(y.dims(), &[6, 9]);
@@ -1154,7 +1154,12 @@ fn mirror_pad_values() {
         [4, 5, 6, 5, 4, 1, 2, 3, 2, 1, 4, 5, 6, 5, 4, 1, 2, 3, 2, 1]
     );
     let x3 = iota(&[2, 3, 4]);
-    let y = mirror_pad(x3.clone(), t(&[3, 2], vec![1i32, 0, 2, 1, 0, 3]), "SYMMETRIC").unwrap();
+    let y = mirror_pad(
+        x3.clone(),
+        t(&[3, 2], vec![1i32, 0, 2, 1, 0, 3]),
+        "SYMMETRIC",
+    )
+    .unwrap();
     assert_eq!(y.dims(), &[3, 6, 7]);
     let want = [
         4, 5, 6, 7, 7, 6, 5, 0, 1, 2, 3, 3, 2, 1, 0, 1, 2, 3, 3, 2, 1, 4, 5, 6, 7, 7, 6, 5, 8, 9,
@@ -1174,11 +1179,26 @@ fn mirror_pad_values() {
     assert_eq!(v::<i32>(&y)[..70], want);
     assert_eq!(v::<i32>(&y)[70..], want);
     // Strings, bool, a scalar, empty tensors.
-    let y = mirror_pad(strs(&[3], &["a", "b", "c"]), t(&[1, 2], vec![2i32, 1]), "REFLECT").unwrap();
+    let y = mirror_pad(
+        strs(&[3], &["a", "b", "c"]),
+        t(&[1, 2], vec![2i32, 1]),
+        "REFLECT",
+    )
+    .unwrap();
     assert_eq!(sv(&y), ["c", "b", "a", "b", "c", "b"]);
-    let y = mirror_pad(t(&[2], vec![true, false]), t(&[1, 2], vec![1i32, 1]), "SYMMETRIC").unwrap();
+    let y = mirror_pad(
+        t(&[2], vec![true, false]),
+        t(&[1, 2], vec![1i32, 1]),
+        "SYMMETRIC",
+    )
+    .unwrap();
     assert_eq!(v::<bool>(&y), [true, true, false, false]);
-    let y = mirror_pad(Tensor::scalar(3.0f32), t(&[0, 2], Vec::<i32>::new()), "SYMMETRIC").unwrap();
+    let y = mirror_pad(
+        Tensor::scalar(3.0f32),
+        t(&[0, 2], Vec::<i32>::new()),
+        "SYMMETRIC",
+    )
+    .unwrap();
     assert_eq!(v::<f32>(&y), [3.0]);
     let y = mirror_pad(
         t(&[0, 3], Vec::<f32>::new()),
@@ -1195,7 +1215,8 @@ fn mirror_pad_values() {
 fn mirror_pad_errors() {
     let x = t(&[2, 3], vec![1i32, 2, 3, 4, 5, 6]);
     let p = |v: Vec<i32>| t(&[v.len() as i64 / 2, 2], v);
-    let cases: Vec<(Result<Tensor>, &str)> = vec![
+    let cases: Vec<(Result<Tensor>, &str)> =
+        vec![
         (
             mirror_pad(x.clone(), p(vec![2, 0, 0, 0]), "REFLECT"),
             "paddings must be less than the dimension size: 2, 0 not less than 2",
@@ -1272,12 +1293,7 @@ fn mirror_pad_grad_values() {
     let y = mirror_pad_grad(g.clone(), p(vec![1, 1, 2, 2]), "SYMMETRIC").unwrap();
     assert_close(&y, &[2, 3], &[24., 45., 36., 80., 129., 92.], 0.0);
     let y = mirror_pad_grad(g.clone(), p(vec![2, 0, 0, 3]), "SYMMETRIC").unwrap();
-    assert_close(
-        &y,
-        &[2, 4],
-        &[23., 60., 60., 60., 23., 60., 60., 60.],
-        0.0,
-    );
+    assert_close(&y, &[2, 4], &[23., 60., 60., 60., 23., 60., 60., 60.], 0.0);
     let y = mirror_pad_grad(g, p(vec![0, 1, 3, 0]), "REFLECT").unwrap();
     assert_close(
         &y,
@@ -1296,8 +1312,8 @@ fn mirror_pad_grad_values() {
     assert_close(&y, &[3, 4, 4], &want, 0.0);
     let y = mirror_pad_grad(g3, p(vec![2, 1, 0, 2, 3, 1]), "SYMMETRIC").unwrap();
     let want = [
-        262., 262., 400., 290., 290., 442., 720., 720., 1094., 720., 720., 1094., 603., 603.,
-        915., 645., 645., 978., 1500., 1500., 2271., 1500., 1500., 2271.,
+        262., 262., 400., 290., 290., 442., 720., 720., 1094., 720., 720., 1094., 603., 603., 915.,
+        645., 645., 978., 1500., 1500., 2271., 1500., 1500., 2271.,
     ];
     assert_close(&y, &[2, 4, 3], &want, 0.0);
     // Complex, int8 and uint8 (which wrap, as TensorFlow's do).
@@ -1319,8 +1335,12 @@ fn mirror_pad_grad_values() {
     assert_eq!(v::<i8>(&y), [3, 12, 6]);
     let y = mirror_pad_grad(t(&[4], vec![200u8; 4]), p(vec![1, 1]), "SYMMETRIC").unwrap();
     assert_eq!(v::<u8>(&y), [144, 144]);
-    let y = mirror_pad_grad(Tensor::scalar(3.0f32), t(&[0, 2], Vec::<i32>::new()), "REFLECT")
-        .unwrap();
+    let y = mirror_pad_grad(
+        Tensor::scalar(3.0f32),
+        t(&[0, 2], Vec::<i32>::new()),
+        "REFLECT",
+    )
+    .unwrap();
     assert_eq!(v::<f32>(&y), [3.0]);
 }
 
@@ -1382,7 +1402,11 @@ fn mirror_pad_grad_errors() {
         assert_err(r, Code::InvalidArgument, msg);
     }
     assert_err(
-        mirror_pad_grad(t(&[1; 7], vec![0f32]), t(&[7, 2], vec![0i32; 14]), "REFLECT"),
+        mirror_pad_grad(
+            t(&[1; 7], vec![0f32]),
+            t(&[7, 2], vec![0i32; 14]),
+            "REFLECT",
+        ),
         Code::Unimplemented,
         "inputs rank not in [0,5]: 7",
     );
