@@ -345,6 +345,15 @@ pub fn cases() -> Vec<Case> {
     c.push(op("ConcatV2").l(vec![strs(&[1, 2]), strs(&[2, 2]), strs(&[0, 2])]).i(s(0i64)));
     c.push(op("ConcatV2").l(vec![bools(&[2, 1]), bools_b(&[2, 3])]).i(s(-1i32)));
     c.push(op("ConcatV2").l(vec![i64s(&[3]), i64nz(&[0])]).i(s(0i32)));
+    c.push(op("Concat").i(s(1i32)).l(vec![f32s(&[2, 2]), f32b(&[2, 1])]));
+    c.push(op("Concat").i(s(-2i32)).l(vec![strs(&[1, 2]), strs(&[2, 2]), strs(&[0, 2])]));
+    c.push(op("ConcatOffset").i(s(1i32)).l(vec![t(&[3], &[2i32, 3, 5]), t(&[3], &[2i32, 7, 5])]));
+    c.push(op("ConcatOffset").i(s(0i32)).l(vec![t(&[2], &[2i64, 3]), t(&[2], &[4i64, 3]), t(&[2], &[0i64, 3])]));
+    c.push(op("MirrorPad").i(f32s(&[2, 3])).i(t(&[2, 2], &[1i32, 1, 2, 2])).a("mode", "REFLECT"));
+    c.push(op("MirrorPad").i(strs(&[3, 1])).i(t(&[2, 2], &[3i64, 2, 1, 0])).a("mode", "SYMMETRIC"));
+    c.push(op("MirrorPadGrad").i(f32s(&[4, 7])).i(t(&[2, 2], &[1i32, 1, 2, 2])).a("mode", "SYMMETRIC"));
+    c.push(op("MirrorPadGrad").i(i64s(&[6])).i(t(&[1, 2], &[1i64, 2])).a("mode", "REFLECT"));
+    c.push(op("_ParallelConcatStart").a("shape", opforge_core::TensorShape::new(&[2, 3]).unwrap().to_proto()).a("dtype", DataType::Float));
     c.push(op("Pack").l(vec![f32s(&[2]), f32b(&[2]), fin32(&[2])]).a("axis", 1i64));
     c.push(op("Pack").l(vec![strs(&[2, 1]), strs(&[2, 1])]));
     c.push(op("Pack").l(vec![s(1i64), s(2i64), s(3i64), s(4i64)]));
@@ -392,6 +401,14 @@ pub fn cases() -> Vec<Case> {
     c.push(op("GatherV2").i(i64s(&[2, 3])).i(t(&[2, 2], &[0i32, 2, 1, 1])).i(s(1i32)).a("batch_dims", 1i64));
     c.push(op("GatherV2").i(strs(&[4])).i(t(&[2, 2], &[3i64, 0, 1, 1])).i(s(0i64)));
     c.push(op("GatherV2").i(bools(&[2, 3])).i(t(&[1], &[1i16])).i(s(-1i32)));
+    c.push(op("Gather").i(f32s(&[3, 2])).i(t(&[2, 2], &[2i32, 0, 1, 1])));
+    c.push(op("Gather").i(strs(&[4])).i(t(&[0], &[] as &[i64])));
+    c.push(op("GatherNd").i(f32s(&[3, 2])).i(t(&[2, 2], &[2i32, 1, 0, 0])));
+    c.push(op("GatherNd").i(strs(&[2, 3, 2])).i(t(&[3, 1], &[1i64, 0, 1])));
+    c.push(op("GatherNd").i(i64s(&[2, 2])).i(t(&[2], &[1i16, 1])));
+    c.push(op("GatherNd").i(f64s(&[2, 3])).i(t(&[2, 2], &[1i32, 7, 0, 2])).a("bad_indices_policy", "IGNORE"));
+    c.push(op("UnravelIndex").i(t(&[3], &[2i32, 5, 7])).i(t(&[2], &[3i32, 3])));
+    c.push(op("UnravelIndex").i(s(11i64)).i(t(&[3], &[2i64, 3, 2])));
     c.push(op("OneHot").i(t(&[4], &[0i64, 2, -1, 1])).i(s(3i32)).i(s(5.0f32)).i(s(-0.0f32)));
     c.push(op("OneHot").i(t(&[2, 2], &[0i32, 1, 1, 3])).i(s(2i32)).i(s(1i64)).i(s(0i64)).a("axis", 0i64));
     c.push(op("OneHot").i(t(&[2], &[1u8, 5])).i(s(2i32)).i(str_list(&[], &["on"])).i(str_list(&[], &["off"])));
@@ -414,6 +431,8 @@ pub fn cases() -> Vec<Case> {
     c.push(op("ReverseV2").i(f32s(&[2, 3, 2])).i(t(&[2], &[0i32, 2])));
     c.push(op("ReverseV2").i(i64s(&[2, 3])).i(t(&[1], &[-1i64])));
     c.push(op("ReverseV2").i(strs(&[3])).i(t::<i32>(&[0], &[])));
+    c.push(op("ReverseSequence").i(f32s(&[2, 3, 4])).i(t(&[2], &[2i64, 3])).a("seq_dim", 2i64).a("batch_dim", 0i64));
+    c.push(op("ReverseSequence").i(strs(&[3, 2])).i(t(&[2], &[3i32, 1])).a("seq_dim", 0i64).a("batch_dim", 1i64));
     // Every other storable dtype, through ops that take any type.
     use DataType::{Complex128, Float8E4M3FN, Float8E5M2, Int16, Int8, QInt8, QUInt8, UInt16, UInt32, UInt64};
     for dtype in [Int8, Int16, UInt16, UInt32, UInt64, Complex128] {

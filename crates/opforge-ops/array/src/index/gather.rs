@@ -1,4 +1,4 @@
-//! `GatherV2`.
+//! `GatherV2`, `Gather` and `GatherNd`.
 
 use super::*;
 use opforge_ops_base::args::int_values;
@@ -47,7 +47,8 @@ pub(super) fn slice_debug_string(dims: &[i64], flat: usize) -> String {
 }
 
 /// Gathers rows of `inner` elements: output row `(b, o, i)` is input row
-/// `(b, o, idx[b][i])` of a `[batch, outer, gather, inner]` params.
+/// `(b, o, idx[b][i])` of a `[batch, outer, gather, inner]` params; an
+/// index of [`SKIP`] gives a row of zeros (`GatherNd`'s ignored indices).
 pub(super) struct GatherMover {
     idx: Vec<usize>,
     outer: usize,
@@ -55,6 +56,9 @@ pub(super) struct GatherMover {
     per_batch: usize,
     inner: usize,
 }
+
+/// The index of a [`GatherMover`] row that is zeros.
+const SKIP: usize = usize::MAX;
 
 impl MoveElements for GatherMover {
     fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
@@ -66,7 +70,12 @@ impl MoveElements for GatherMover {
                 let r = first + r;
                 let (bo, i) = (r / self.per_batch, r % self.per_batch);
                 let b = bo / self.outer;
-                let s = (bo * self.gather + self.idx[b * self.per_batch + i]) * inner;
+                let k = self.idx[b * self.per_batch + i];
+                if k == SKIP {
+                    row.fill(T::default());
+                    continue;
+                }
+                let s = (bo * self.gather + k) * inner;
                 row.clone_from_slice(&src[s..s + inner]);
             }
         });
@@ -87,108 +96,128 @@ impl CreateKernel for GatherV2Op {
 
 impl OpKernel for GatherV2Op {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let (params, indices, axis_t) = (ctx.input(0), ctx.input(1), ctx.input(2));
         ensure!(
-            params.rank() >= 1,
+            ctx.input(0).rank() >= 1,
             InvalidArgument,
             "params must be at least 1 dimensional"
         );
+        let axis_t = ctx.input(2);
         ensure!(axis_t.rank() == 0, InvalidArgument, "axis must be scalar");
-        let mut axis = index_values(axis_t, "axis")?[0];
-        let prank = params.rank() as i64;
-        let min_rank = if axis < 0 {
-            axis.checked_neg().unwrap_or(i64::MAX)
-        } else {
-            axis.saturating_add(1)
-        };
+        let axis = index_values(axis_t, "axis")?[0];
+        gather(ctx, axis, self.batch_dims)
+    }
+}
+
+/// The engine of `GatherV2` and `Gather`: output 0 is `params` (input 0)
+/// gathered along `axis` (in `[-rank, rank)`) at `indices` (input 1), with
+/// `batch_dims` leading batch dimensions, checked as TensorFlow's
+/// `GatherOp` does.
+pub(super) fn gather(ctx: &mut OpKernelContext<'_>, axis: i64, batch_dims: i64) -> Result<()> {
+    let (params, indices) = (ctx.input(0), ctx.input(1));
+    ensure!(
+        params.rank() >= 1,
+        InvalidArgument,
+        "params must be at least 1 dimensional"
+    );
+    let mut axis = axis;
+    let prank = params.rank() as i64;
+    let min_rank = if axis < 0 {
+        axis.checked_neg().unwrap_or(i64::MAX)
+    } else {
+        axis.saturating_add(1)
+    };
+    ensure!(
+        prank >= min_rank,
+        InvalidArgument,
+        "Shape must be at least rank {min_rank} but is rank {prank}"
+    );
+    if axis < 0 {
+        axis += prank;
+    }
+    let irank = indices.rank() as i64;
+    let mut batch_dims = batch_dims;
+    if batch_dims != 0 {
         ensure!(
-            prank >= min_rank,
+            batch_dims >= -irank && batch_dims <= irank,
             InvalidArgument,
-            "Shape must be at least rank {min_rank} but is rank {prank}"
+            "Expected batch_dims in the range [{}, {irank}], but got {batch_dims}",
+            -irank
         );
-        if axis < 0 {
-            axis += prank;
+        if batch_dims < 0 {
+            batch_dims += irank;
         }
-        let irank = indices.rank() as i64;
-        let mut batch_dims = self.batch_dims;
-        if batch_dims != 0 {
-            ensure!(
-                batch_dims >= -irank && batch_dims <= irank,
-                InvalidArgument,
-                "Expected batch_dims in the range [{}, {irank}], but got {batch_dims}",
-                -irank
-            );
-            if batch_dims < 0 {
-                batch_dims += irank;
-            }
-            ensure!(
-                batch_dims < prank,
-                InvalidArgument,
-                "batch_dims ({batch_dims}) must be less than rank(params) ({prank})."
-            );
-            ensure!(
-                axis >= batch_dims,
-                InvalidArgument,
-                "batch_dims ({batch_dims}) must be less than or equal to axis ({axis})."
-            );
-            for i in 0..batch_dims as usize {
-                let (p, q) = (params.dims()[i], indices.dims()[i]);
-                ensure!(
-                    p == q,
-                    InvalidArgument,
-                    "params.shape[{i}]: {p} should be equal to indices.shape[{i}]: {q}"
-                );
-            }
-        }
-        let (axis, batch_dims) = (axis as usize, batch_dims as usize);
-        let pdims = params.dims();
-        let gather = pdims[axis];
-        let index_max = match indices.dtype() {
-            DataType::Int16 => i64::from(i16::MAX),
-            DataType::Int32 => i64::from(i32::MAX),
-            _ => i64::MAX,
-        };
         ensure!(
-            gather <= index_max,
+            batch_dims < prank,
             InvalidArgument,
-            "params.shape[{axis}] too large for {} indexing: {gather} > {index_max}",
-            indices.dtype()
+            "batch_dims ({batch_dims}) must be less than rank(params) ({prank})."
         );
-        let mut out_dims: Vec<i64> = pdims[..axis].to_vec();
-        out_dims.extend_from_slice(&indices.dims()[batch_dims..]);
-        out_dims.extend_from_slice(&pdims[axis + 1..]);
-        let shape = TensorShape::new(&out_dims)?;
-        let batch: usize = pdims[..batch_dims].iter().map(|&d| d as usize).product();
-        let outer: usize = pdims[batch_dims..axis]
-            .iter()
-            .map(|&d| d as usize)
-            .product();
-        let inner: usize = pdims[axis + 1..].iter().map(|&d| d as usize).product();
-        let n = indices.num_elements();
-        let dtype = params.dtype();
-        if n == 0 || inner == 0 || outer == 0 {
-            return ctx.set_output(0, empty(dtype, shape)?);
-        }
-        let values = int_values(indices, "indices")?;
-        let mut idx = Vec::with_capacity(values.len());
-        for (i, &v) in values.iter().enumerate() {
+        ensure!(
+            axis >= batch_dims,
+            InvalidArgument,
+            "batch_dims ({batch_dims}) must be less than or equal to axis ({axis})."
+        );
+        for i in 0..batch_dims as usize {
+            let (p, q) = (params.dims()[i], indices.dims()[i]);
             ensure!(
-                v >= 0 && v < gather,
+                p == q,
                 InvalidArgument,
-                "indices{} = {v} is not in [0, {gather})",
-                slice_debug_string(indices.dims(), i)
+                "params.shape[{i}]: {p} should be equal to indices.shape[{i}]: {q}"
             );
-            idx.push(v as usize);
         }
-        let mover = GatherMover {
-            idx,
-            outer,
-            gather: gather as usize,
-            per_batch: n / batch,
-            inner,
-        };
-        let out = move_elements(ctx.device(), dtype, &[params], shape, &mover)?;
-        ctx.set_output(0, out)
+    }
+    let (axis, batch_dims) = (axis as usize, batch_dims as usize);
+    let pdims = params.dims();
+    let gather = pdims[axis];
+    let index_max = index_max(indices.dtype());
+    ensure!(
+        gather <= index_max,
+        InvalidArgument,
+        "params.shape[{axis}] too large for {} indexing: {gather} > {index_max}",
+        indices.dtype()
+    );
+    let mut out_dims: Vec<i64> = pdims[..axis].to_vec();
+    out_dims.extend_from_slice(&indices.dims()[batch_dims..]);
+    out_dims.extend_from_slice(&pdims[axis + 1..]);
+    let shape = TensorShape::new(&out_dims)?;
+    let batch: usize = pdims[..batch_dims].iter().map(|&d| d as usize).product();
+    let outer: usize = pdims[batch_dims..axis]
+        .iter()
+        .map(|&d| d as usize)
+        .product();
+    let inner: usize = pdims[axis + 1..].iter().map(|&d| d as usize).product();
+    let n = indices.num_elements();
+    let dtype = params.dtype();
+    if n == 0 || inner == 0 || outer == 0 {
+        return ctx.set_output(0, empty(dtype, shape)?);
+    }
+    let values = int_values(indices, "indices")?;
+    let mut idx = Vec::with_capacity(values.len());
+    for (i, &v) in values.iter().enumerate() {
+        ensure!(
+            v >= 0 && v < gather,
+            InvalidArgument,
+            "indices{} = {v} is not in [0, {gather})",
+            slice_debug_string(indices.dims(), i)
+        );
+        idx.push(v as usize);
+    }
+    let mover = GatherMover {
+        idx,
+        outer,
+        gather: gather as usize,
+        per_batch: n / batch,
+        inner,
+    };
+    let out = move_elements(ctx.device(), dtype, &[params], shape, &mover)?;
+    ctx.set_output(0, out)
+}
+
+/// The largest value of the index dtype `dtype` (int16, int32 or int64).
+fn index_max(dtype: DataType) -> i64 {
+    match dtype {
+        DataType::Int16 => i64::from(i16::MAX),
+        DataType::Int32 => i64::from(i32::MAX),
+        _ => i64::MAX,
     }
 }
 
@@ -259,8 +288,8 @@ register_kernel!(
 
 // ---------------------------------------------------------------------------
 
-// `Gather`, `GatherNd`: OpDef and shape function only (no CPU kernel
-// yet: running it eagerly fails with TensorFlow's "No OpKernel was registered" error).
+// Gather, GatherNd
+// ---------------------------------------------------------------------------
 
 register_op!(OpDefBuilder::new("Gather")
     .input("params: Tparams")
@@ -322,3 +351,180 @@ pub(crate) fn gather_nd_shape(c: &mut InferenceContext) -> Result<()> {
     c.set_output(0, out);
     Ok(())
 }
+
+register_kernel!(
+    KernelDefBuilder::new("Gather")
+        .type_constraint_list("Tparams", &types(&[&all_types(), QUANTIZED]))
+        .type_constraint_list("Tindices", INDEX_TYPES),
+    fn = |_| Ok(Box::new(GatherOp))
+);
+
+/// `Gather`: `GatherV2` along axis 0 without batch dimensions (its
+/// `validate_indices` is ignored: indices are always checked, as in
+/// TensorFlow).
+pub(super) struct GatherOp;
+
+impl OpKernel for GatherOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        gather(ctx, 0, 0)
+    }
+}
+
+/// What `GatherNd` does with an index outside `params` (its
+/// `bad_indices_policy`): fail (`""`, `DEFAULT`, `ERROR`) or give zeros
+/// (`IGNORE`).
+fn ignores_bad_indices(policy: &str) -> Result<bool> {
+    match policy {
+        "" | "DEFAULT" | "ERROR" => Ok(false),
+        "IGNORE" => Ok(true),
+        other => Err(Status::invalid_argument(format!(
+            "Unknown bad indices handling attribute: {other}"
+        ))),
+    }
+}
+
+/// `GatherNd`: row `i` of `indices` (viewed as `[N, nd]`) picks the slice
+/// `params[indices[i]]` of `params.shape[nd:]`. Runs as a `GatherV2` body
+/// over `params` viewed as `[prod(params.shape[:nd]), slice]`, with the
+/// index tuples flattened.
+pub(super) struct GatherNdOp {
+    ignore_bad: bool,
+}
+
+impl CreateKernel for GatherNdOp {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        let policy: String = ctx.get_attr("bad_indices_policy")?;
+        Ok(GatherNdOp {
+            ignore_bad: ignores_bad_indices(&policy)?,
+        })
+    }
+}
+
+impl OpKernel for GatherNdOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let (params, indices) = (ctx.input(0), ctx.input(1));
+        ensure!(
+            params.rank() >= 1,
+            InvalidArgument,
+            "params must be at least a vector"
+        );
+        ensure!(
+            indices.rank() >= 1,
+            InvalidArgument,
+            "indices must be at least a vector"
+        );
+        let (pdims, idims) = (params.dims(), indices.dims());
+        let nd = idims[idims.len() - 1];
+        let prank = pdims.len();
+        ensure!(
+            nd <= prank as i64,
+            InvalidArgument,
+            "index innermost dimension length must be <= params rank; saw: {nd} vs. {prank}"
+        );
+        let nd = nd as usize;
+        let batch_shape = &idims[..idims.len() - 1];
+        // Every dimension is at most the element count, which is an i64.
+        let n: i64 = batch_shape.iter().product();
+        ensure!(
+            n <= i64::from(i32::MAX),
+            InvalidArgument,
+            "indices has too many elements for int indexing: {n} > {}",
+            i32::MAX
+        );
+        let index_max = index_max(indices.dtype());
+        let total = params.num_elements() as i64;
+        ensure!(
+            total <= index_max,
+            InvalidArgument,
+            "params.NumElements() too large for {} indexing: {total} > {index_max}",
+            indices.dtype()
+        );
+        let mut out_dims = batch_shape.to_vec();
+        out_dims.extend_from_slice(&pdims[nd..]);
+        let shape = TensorShape::new(&out_dims)?;
+        let slice: i64 = pdims[nd..].iter().product();
+        ensure!(
+            slice <= index_max,
+            InvalidArgument,
+            "slice size is too large for indexing: {slice} > {index_max}"
+        );
+        let dtype = params.dtype();
+        if n == 0 {
+            return ctx.set_output(0, empty(dtype, shape)?);
+        }
+        ensure!(
+            total > 0,
+            InvalidArgument,
+            "Requested more than 0 entries, but params is empty.  Params shape: {}",
+            params.shape()
+        );
+        ensure!(
+            nd <= 7,
+            InvalidArgument,
+            "Only indices.shape[-1] values between 1 and 7 are currently supported.  Requested rank: {nd}"
+        );
+        let values = int_values(indices, "indices")?;
+        let strides = strides_of(&pdims[..nd].iter().map(|&d| d as usize).collect::<Vec<_>>());
+        let mut idx = Vec::with_capacity(n as usize);
+        let mut bad = None;
+        for (row, tuple) in values.chunks(nd.max(1)).take(n as usize).enumerate() {
+            let mut flat = 0usize;
+            let mut ok = true;
+            for (k, &v) in tuple.iter().take(nd).enumerate() {
+                if v < 0 || v >= pdims[k] {
+                    ok = false;
+                    break;
+                }
+                flat += v as usize * strides[k];
+            }
+            if ok {
+                idx.push(flat);
+            } else {
+                // TensorFlow reports the last bad index.
+                bad = Some(row);
+                idx.push(SKIP);
+            }
+        }
+        if nd == 0 {
+            idx.resize(n as usize, 0);
+        }
+        if let (Some(row), false) = (bad, self.ignore_bad) {
+            let tuple: Vec<String> = values[row * nd..(row + 1) * nd]
+                .iter()
+                .map(i64::to_string)
+                .collect();
+            return Err(Status::invalid_argument(format!(
+                "indices{} = [{}] does not index into param shape {}, node name: {}",
+                slice_debug_string(batch_shape, row),
+                tuple.join(", "),
+                params.shape(),
+                ctx.node_name()
+            )));
+        }
+        let mover = GatherMover {
+            idx,
+            outer: 1,
+            gather: pdims[..nd].iter().product::<i64>() as usize,
+            per_batch: n as usize,
+            inner: slice as usize,
+        };
+        let out = move_elements(ctx.device(), dtype, &[params], shape, &mover)?;
+        ctx.set_output(0, out)
+    }
+}
+
+register_kernel!(
+    KernelDefBuilder::new("GatherNd")
+        .type_constraint_list(
+            "Tparams",
+            &types(&[
+                &all_types(),
+                &[DataType::QInt8, DataType::QUInt8, DataType::QInt32]
+            ])
+        )
+        .type_constraint_list(
+            "Tindices",
+            &[DataType::Int16, DataType::Int32, DataType::Int64]
+        ),
+    GatherNdOp
+);

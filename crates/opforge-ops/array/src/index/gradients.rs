@@ -43,6 +43,36 @@ fn gather_v2_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Gr
         ));
     }
     let (params, indices, axis) = (op.inputs[0], op.inputs[1], op.inputs[2]);
+    Ok(vec![
+        Some(gather_params_grad(o, g, params, indices, axis)?),
+        None,
+        None,
+    ])
+}
+
+/// `Gather`'s gradient: `GatherV2`'s along axis 0 (TensorFlow builds the
+/// same `IndexedSlices` for both).
+fn gather_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let axis = o.constant(opforge_core::Tensor::scalar(0i32))?;
+    let (params, indices) = (op.inputs[0], op.inputs[1]);
+    Ok(vec![
+        Some(gather_params_grad(o, g, params, indices, axis)?),
+        None,
+    ])
+}
+
+/// The gradient `g` of a gather of `params` along `axis` at `indices`,
+/// scattered back into the shape of `params` (duplicates summed).
+fn gather_params_grad(
+    o: &mut dyn Ops,
+    g: Sym,
+    params: Sym,
+    indices: Sym,
+    axis: Sym,
+) -> Result<Sym> {
     let dtype = o.dtype(params);
     let i32t = DataType::Int32.into_attr_value();
     let keep = [("keep_dims", true.into_attr_value())];
@@ -87,11 +117,37 @@ fn gather_v2_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Gr
     let s3b = concat(o, &[n, outer, inner])?;
     let r3 = o.reshape(r, s3b)?;
     let rt = o.op1("Transpose", &[r3, perm], &[])?;
-    Ok(vec![Some(o.reshape(rt, ps)?), None, None])
+    o.reshape(rt, ps)
+}
+
+/// `ReverseSequence` only permutes: its gradient permutes back, the same
+/// `ReverseSequence` of the incoming gradient.
+fn reverse_sequence_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let seq_dim: i64 = op.attr("seq_dim")?;
+    let batch_dim: i64 = op.attr("batch_dim")?;
+    let r = o.op1(
+        "ReverseSequence",
+        &[g, op.inputs[1]],
+        &[
+            ("seq_dim", seq_dim.into_attr_value()),
+            ("batch_dim", batch_dim.into_attr_value()),
+        ],
+    )?;
+    Ok(vec![Some(r), None])
 }
 
 register_gradient!("Transpose", transpose_grad);
 register_gradient!("Reverse", reverse_grad);
 register_gradient!("ReverseV2", reverse_grad);
 register_gradient!("GatherV2", gather_v2_grad);
+register_gradient!("Gather", gather_grad);
+register_gradient!("ReverseSequence", reverse_sequence_grad);
 register_not_differentiable!("OneHot");
+// Integer in, integer out: no gradient flows (TensorFlow registers none).
+register_not_differentiable!("UnravelIndex");
+// `GatherNd`'s gradient is `ScatterNd(indices, grad, shape(params))` in
+// TensorFlow's array_grad.py; no `ScatterNd` op is registered yet, so none
+// is defined here (asking for one fails with "No gradient defined").

@@ -1,9 +1,10 @@
 //! Array ops that move elements by index, with TensorFlow 2.21's OpDefs and
-//! CPU kernels: `Transpose`, `GatherV2`, `OneHot`, `Reverse` and
-//! `ReverseV2`.
+//! CPU kernels: `Transpose`, `GatherV2`, `Gather`, `GatherNd`, `OneHot`,
+//! `Reverse`, `ReverseV2`, `ReverseSequence` and `UnravelIndex`.
 //!
 //! Every kernel supports all the dtypes TensorFlow's CPU kernel does
-//! (numbers, bool, string, ...): the element loops run through
+//! (numbers, bool, string, ...): the element loops (all but `UnravelIndex`'s,
+//! which computes int32/int64 coordinates) run through
 //! the element mover of `opforge_ops_base::cpu::mover`, compiled once per
 //! element size.
 //! `Transpose` is zero-copy when the permutation only moves dimensions of
@@ -29,7 +30,17 @@ use opforge_ops_base::types::{all_types, types, POD_TYPES, QUANTIZED};
 
 /// The ops this file registers (its tests check them).
 #[cfg(test)]
-const OPS: &[&str] = &["Transpose", "GatherV2", "OneHot", "Reverse", "ReverseV2"];
+const OPS: &[&str] = &[
+    "Transpose",
+    "GatherV2",
+    "Gather",
+    "GatherNd",
+    "OneHot",
+    "Reverse",
+    "ReverseV2",
+    "ReverseSequence",
+    "UnravelIndex",
+];
 
 const INDEX_TYPES: &[DataType] = &[DataType::Int32, DataType::Int64];
 
@@ -56,7 +67,9 @@ mod unravel_index;
 /// `IndexedSlices` and scatters with `UnsortedSegmentSum`): the gradient,
 /// viewed as `[outer, K, inner]` (`K` indices), is scattered into
 /// `[N, outer * inner]` by `MatMul(OneHot(indices, N), g, transpose_a)`,
-/// which sums duplicate indices like `UnsortedSegmentSum` does.
+/// which sums duplicate indices like `UnsortedSegmentSum` does; `Gather`'s
+/// is the same along axis 0. `GatherNd` has none yet (TensorFlow's uses
+/// `ScatterNd`, which is not registered).
 mod gradients;
 
 #[cfg(test)]

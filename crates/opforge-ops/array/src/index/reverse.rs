@@ -1,4 +1,4 @@
-//! `Reverse` and `ReverseV2`.
+//! `Reverse`, `ReverseV2` and `ReverseSequence`.
 
 use super::*;
 use opforge_core::shape_inference::common::*;
@@ -260,8 +260,8 @@ register_kernel!(
     fn = |_| Ok(Box::new(ReverseV2Op))
 );
 
-// `ReverseSequence`: OpDef and shape function only (no CPU kernel
-// yet: running it eagerly fails with TensorFlow's "No OpKernel was registered" error).
+// ReverseSequence
+// ---------------------------------------------------------------------------
 
 register_op!(OpDefBuilder::new("ReverseSequence")
     .input("input: T")
@@ -310,3 +310,148 @@ fn reverse_sequence_shape(c: &mut InferenceContext) -> Result<()> {
     c.set_output(0, out);
     Ok(())
 }
+
+/// Reverses the first `lens[b]` entries along the sequence axis of each
+/// batch entry `b`, for an input viewed as `[a, x, b, y, c]` where `x` and
+/// `y` are the batch and sequence axes (in either order), a row at a time
+/// (a row is `c` elements).
+pub(super) struct ReverseSequenceMover {
+    /// `[a, x, b, y, c]`.
+    dims: [usize; 5],
+    /// Whether `x` (else `y`) is the batch axis.
+    batch_first: bool,
+    lens: Vec<usize>,
+}
+
+impl MoveElements for ReverseSequenceMover {
+    fn run<T: Carrier>(&self, pool: &ThreadPool, srcs: &[&[T]], dst: &mut [T]) {
+        let src = srcs[0];
+        let [_, x, b, y, c] = self.dims;
+        for_each_chunk(pool, dst, c, c, |start, chunk| {
+            let first = start / c;
+            for (r, row) in chunk.chunks_mut(c).enumerate() {
+                let mut rem = first + r;
+                let iy = rem % y;
+                rem /= y;
+                let ib = rem % b;
+                rem /= b;
+                let ix = rem % x;
+                let ia = rem / x;
+                let (batch, seq) = if self.batch_first { (ix, iy) } else { (iy, ix) };
+                let len = self.lens[batch];
+                let seq = if seq < len { len - 1 - seq } else { seq };
+                let (ix, iy) = if self.batch_first {
+                    (ix, seq)
+                } else {
+                    (seq, iy)
+                };
+                let s = (((ia * x + ix) * b + ib) * y + iy) * c;
+                row.clone_from_slice(&src[s..s + c]);
+            }
+        });
+    }
+}
+
+/// `ReverseSequence`, with TensorFlow's checks (ranks 2 to 5).
+pub(super) struct ReverseSequenceOp {
+    seq_dim: i64,
+    batch_dim: i64,
+}
+
+impl CreateKernel for ReverseSequenceOp {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        let batch_dim: i64 = ctx.get_attr("batch_dim")?;
+        let seq_dim: i64 = ctx.get_attr("seq_dim")?;
+        ensure!(
+            batch_dim >= 0,
+            InvalidArgument,
+            "Invalid batch_dim {batch_dim}"
+        );
+        ensure!(seq_dim >= 0, InvalidArgument, "Invalid seq_dim {seq_dim}");
+        Ok(ReverseSequenceOp { seq_dim, batch_dim })
+    }
+}
+
+impl OpKernel for ReverseSequenceOp {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let (input, lens_t) = (ctx.input(0), ctx.input(1));
+        let (seq_dim, batch_dim) = (self.seq_dim, self.batch_dim);
+        ensure!(
+            lens_t.rank() == 1,
+            InvalidArgument,
+            "seq_lengths must be 1-dim, not {}",
+            lens_t.rank()
+        );
+        ensure!(
+            batch_dim != seq_dim,
+            InvalidArgument,
+            "batch_dim == seq_dim == {seq_dim}"
+        );
+        let rank = input.rank() as i64;
+        ensure!(
+            seq_dim < rank,
+            InvalidArgument,
+            "seq_dim must be < input rank ( {seq_dim} vs. {rank})"
+        );
+        ensure!(
+            batch_dim < rank,
+            InvalidArgument,
+            "batch_dim must be < input rank ( {batch_dim} vs. {rank})"
+        );
+        let (sd, bd) = (seq_dim as usize, batch_dim as usize);
+        let dims = input.dims();
+        ensure!(
+            lens_t.num_elements() as i64 == dims[bd],
+            InvalidArgument,
+            "Length of seq_lengths != input.dims({batch_dim}), ({} vs. {})",
+            lens_t.num_elements(),
+            dims[bd]
+        );
+        let lens = index_values(lens_t, "seq_lengths")?;
+        for (d, &l) in lens.iter().enumerate() {
+            ensure!(l >= 0, InvalidArgument, "seq_lens({d}) < 0");
+            ensure!(
+                l <= dims[sd],
+                InvalidArgument,
+                "seq_lens({d}) > input.dims({seq_dim})"
+            );
+        }
+        ensure!(
+            rank <= 5,
+            InvalidArgument,
+            "ReverseSequenceOp : Unhandled input dimensions: {rank}"
+        );
+        if input.num_elements() == 0 {
+            let t = ctx.take_input(0);
+            return ctx.set_output(0, t);
+        }
+        let (lo, hi) = (bd.min(sd), bd.max(sd));
+        let size = |r: &[i64]| r.iter().map(|&d| d as usize).product::<usize>();
+        let mover = ReverseSequenceMover {
+            dims: [
+                size(&dims[..lo]),
+                dims[lo] as usize,
+                size(&dims[lo + 1..hi]),
+                dims[hi] as usize,
+                size(&dims[hi + 1..]),
+            ],
+            batch_first: bd < sd,
+            lens: lens.iter().map(|&l| l as usize).collect(),
+        };
+        let out = move_elements(
+            ctx.device(),
+            input.dtype(),
+            &[input],
+            input.shape().clone(),
+            &mover,
+        )?;
+        ctx.set_output(0, out)
+    }
+}
+
+register_kernel!(
+    KernelDefBuilder::new("ReverseSequence")
+        .type_constraint_list("T", &types(&[POD_TYPES, &[DataType::String]]))
+        .type_constraint_list("Tlen", INDEX_TYPES),
+    ReverseSequenceOp
+);

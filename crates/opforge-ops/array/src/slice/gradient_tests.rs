@@ -236,3 +236,64 @@ fn pad_grads() {
         &[(vec![2, 3], X.to_vec())],
     );
 }
+
+#[test]
+fn concat_grad() {
+    for dim in [0i32, 1, -1] {
+        check(
+            "Concat",
+            &move |o, x| {
+                let d = o.constant(Tensor::scalar(dim))?;
+                let r = o.call(
+                    "Concat",
+                    &[SymArg::One(d), SymArg::List(x.to_vec())],
+                    &AttrMap::new(),
+                )?;
+                weighted(o, r[0])
+            },
+            &if dim == 0 {
+                vec![(vec![1, 3], xs(3, 1.0)), (vec![2, 3], xs(6, 2.0))]
+            } else {
+                vec![
+                    (vec![2, 1], xs(2, 1.0)),
+                    (vec![2, 3], xs(6, 2.0)),
+                    (vec![2, 2], xs(4, 0.5)),
+                ]
+            },
+        );
+    }
+}
+
+#[test]
+fn mirror_pad_grads() {
+    for (name, mode, shape, pads) in [
+        ("MirrorPad", "REFLECT", vec![3i64, 4], vec![1i32, 2, 3, 0]),
+        ("MirrorPad", "SYMMETRIC", vec![2, 3], vec![2, 1, 0, 3]),
+        ("MirrorPadGrad", "REFLECT", vec![7, 6], vec![1, 2, 0, 2]),
+        ("MirrorPadGrad", "SYMMETRIC", vec![5, 6], vec![2, 1, 2, 2]),
+    ] {
+        let n: i64 = shape.iter().product();
+        check(
+            name,
+            &move |o, x| {
+                let p = o.constant(Tensor::from_slice(&[2, 2], &pads).unwrap())?;
+                let y = o.op1(name, &[x[0], p], &[("mode", mode.into_attr_value())])?;
+                weighted(o, y)
+            },
+            &[(shape.clone(), xs(n as usize, 1.5))],
+        );
+    }
+}
+
+#[test]
+fn concat_offset_and_parallel_concat_start_are_not_differentiable() {
+    use opforge_core::autodiff::{Gradient, GradientFn};
+    let reg = opforge_core::Registry::global();
+    for op in ["ConcatOffset", "_ParallelConcatStart"] {
+        let g = reg.attr::<Gradient>(op);
+        assert!(
+            matches!(g.as_deref(), Some(GradientFn::NotDifferentiable)),
+            "{op}"
+        );
+    }
+}

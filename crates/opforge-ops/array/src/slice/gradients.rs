@@ -2,7 +2,9 @@
 
 use opforge_core::attrs::{AttrMap, IntoAttrValue};
 use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
-use opforge_core::{register_gradient, DataType, Result, Status, Tensor};
+use opforge_core::{
+    register_gradient, register_not_differentiable, DataType, Result, Status, Tensor,
+};
 
 type Grads = Result<Vec<Option<Sym>>>;
 
@@ -71,6 +73,33 @@ fn concat_v2_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Gr
             None => size,
             Some(off) => o.add(off, size)?,
         });
+    }
+    Ok(out)
+}
+
+/// `Concat`'s gradient, as TensorFlow's `_ConcatGradHelper`: the slices of
+/// the incoming gradient at the `ConcatOffset`s of the inputs (the
+/// dimension taken modulo the rank), of the inputs' shapes.
+fn concat_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let n = op.inputs.len() - 1;
+    let mut out = vec![None; n + 1];
+    let Some(g) = grads[0] else {
+        return Ok(out);
+    };
+    let values = &op.inputs[1..];
+    let rank = o.op1("Rank", &[values[0]], &[])?;
+    let dim = o.op1("FloorMod", &[op.inputs[0], rank], &[])?;
+    let shapes = values
+        .iter()
+        .map(|&x| o.shape_of(x))
+        .collect::<Result<Vec<_>>>()?;
+    let offsets = o.call(
+        "ConcatOffset",
+        &[SymArg::One(dim), SymArg::List(shapes.clone())],
+        &AttrMap::new(),
+    )?;
+    for (i, (&begin, &size)) in offsets.iter().zip(&shapes).enumerate() {
+        out[i + 1] = Some(o.op1("Slice", &[g, begin, size], &[])?);
     }
     Ok(out)
 }
@@ -173,7 +202,33 @@ fn pad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
     Ok(out)
 }
 
+/// `MirrorPad`'s gradient is `MirrorPadGrad` of the incoming gradient, and
+/// `MirrorPadGrad`'s is `MirrorPad` (both linear, adjoint to each other).
+fn mirror_pad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let adjoint = if op.op == "MirrorPad" {
+        "MirrorPadGrad"
+    } else {
+        "MirrorPad"
+    };
+    let mode: String = op.attr("mode")?;
+    let r = o.op1(
+        adjoint,
+        &[g, op.inputs[1]],
+        &[("mode", mode.into_attr_value())],
+    )?;
+    Ok(vec![Some(r), None])
+}
+
 register_gradient!("ConcatV2", concat_v2_grad);
+register_gradient!("Concat", concat_grad);
+register_gradient!("MirrorPad", mirror_pad_grad);
+register_gradient!("MirrorPadGrad", mirror_pad_grad);
+register_not_differentiable!("ConcatOffset");
+// No input to differentiate (TensorFlow registers no gradient for it).
+register_not_differentiable!("_ParallelConcatStart");
 register_gradient!("Pack", pack_grad);
 register_gradient!("Unpack", unpack_grad);
 register_gradient!("Split", split_grad);

@@ -1,7 +1,10 @@
-//! Joining, splitting and slicing ops: `ConcatV2`, `Pack`, `Unpack`, `Split`,
-//! `Slice`, `Tile`, `Pad` and `PadV2` (`StridedSlice` is in
+//! Joining, splitting and slicing ops: `ConcatV2`, `Concat`, `ConcatOffset`,
+//! `_ParallelConcatStart`, `Pack`, `Unpack`, `Split`, `Slice`, `Tile`, `Pad`,
+//! `PadV2`, `MirrorPad` and `MirrorPadGrad` (`StridedSlice` is in
 //! [`crate::array_strided`]), with TensorFlow 2.21's OpDefs, error messages
-//! and CPU kernels for every dtype a dense tensor can hold, and `string`.
+//! and CPU kernels for the dtypes TensorFlow registers (every dtype a dense
+//! tensor can hold, and `string`, for most; numbers only for
+//! `MirrorPadGrad`, which sums, and int32/int64 for `ConcatOffset`).
 //!
 //! These ops only move elements, so their kernels are bodies of the element
 //! mover (`opforge_ops_base::cpu::mover`), which moves each element as a
@@ -31,7 +34,19 @@ use opforge_ops_base::cpu::mover::*;
 /// The ops this file registers (its tests check them).
 #[cfg(test)]
 const OPS: &[&str] = &[
-    "ConcatV2", "Pack", "Unpack", "Split", "Slice", "Tile", "Pad", "PadV2",
+    "ConcatV2",
+    "Concat",
+    "ConcatOffset",
+    "_ParallelConcatStart",
+    "Pack",
+    "Unpack",
+    "Split",
+    "Slice",
+    "Tile",
+    "Pad",
+    "PadV2",
+    "MirrorPad",
+    "MirrorPadGrad",
 ];
 
 // ---------------------------------------------------------------------------
@@ -50,7 +65,8 @@ mod slice_tile;
 /// The gradients of the concat/split/slice/pad ops, as TensorFlow's
 /// `array_grad.py` defines them. `ConcatV2`'s offsets (TensorFlow's
 /// `ConcatOffset`) are computed at run time from the inputs' `Shape`s: input
-/// `i`'s slice begins at `onehot(axis) * sum(sizes[..i])`.
+/// `i`'s slice begins at `onehot(axis) * sum(sizes[..i])`; `Concat`'s uses
+/// `ConcatOffset` itself, as TensorFlow does.
 mod gradients;
 
 #[cfg(test)]
