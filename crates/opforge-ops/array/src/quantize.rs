@@ -338,6 +338,7 @@ mod kernel_tests;
 #[cfg(test)]
 mod quantized_tests;
 #[cfg(test)]
+#[rustfmt::skip]
 mod vectors;
 
 #[cfg(test)]
