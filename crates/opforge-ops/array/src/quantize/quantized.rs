@@ -156,13 +156,13 @@ impl Quantizer {
         Quantizer {
             scale,
             shift: min_scaled - lowest,
-            lower: if lower < -2.147_483_648e9 {
-                -2.147_483_648e9
+            lower: if lower < -2_147_483_648.0 {
+                -2_147_483_648.0
             } else {
                 lower
             },
-            upper: if 2.147_483_52e9 < upper {
-                2.147_483_52e9
+            upper: if 2_147_483_520.0 < upper {
+                2_147_483_520.0
             } else {
                 upper
             },
@@ -260,9 +260,9 @@ impl OpKernel for QuantizedConcatOp {
                 "ConcatOp : Ranks of all input tensors should match: {}",
                 shapes()
             );
-            for j in 0..input_dims {
+            for (j, d) in first.iter().enumerate() {
                 ensure!(
-                    j == axis || dims.get(j) == Some(&first[j]),
+                    j == axis || dims.get(j) == Some(d),
                     InvalidArgument,
                     "ConcatOp : Dimensions of inputs should match: {}",
                     shapes()
