@@ -1,4 +1,4 @@
-//! Array ops (TensorFlow's `array_ops`): shapes and reshaping, filling and broadcasting, indexing and gathering, joining, splitting, slicing and padding, placeholders, the diagonal ops, `Unique`/`UniqueWithCounts`, `CheckNumerics`/`GuaranteeConst`, and the quantization ops of `array_ops` (OpDefs and shape functions; `QuantizeAndDequantize` V1 has a kernel).
+//! Array ops (TensorFlow's `array_ops`): shapes and reshaping, filling and broadcasting, indexing and gathering, joining, splitting, slicing and padding, placeholders, the diagonal ops, `Unique`/`UniqueWithCounts`, `CheckNumerics`/`GuaranteeConst`, and the quantization ops of `array_ops` (`Dequantize`, the FakeQuant family, `QuantizeAndDequantize`/`V2`, `QuantizedConcat`, `QuantizedReshape`, with CPU kernels).
 //!
 //! Part of opforge's standard op library: link it through the umbrella
 //! crate `opforge-ops` (`opforge_ops::link()`). Every op here registers

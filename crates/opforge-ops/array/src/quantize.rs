@@ -1,25 +1,15 @@
-//! Quantization ops of TensorFlow's shape-inference corpus, registered with
-//! TensorFlow 2.21's exact OpDefs and TensorFlow's shape functions:
-//! `Dequantize`, `FakeQuantWithMinMaxVars`,
-//! `FakeQuantWithMinMaxVarsPerChannel`,
-//! `FakeQuantWithMinMaxVarsPerChannelGradient`, `QuantizeAndDequantize`,
-//! `QuantizeAndDequantizeV2`, `QuantizedConcat` and `QuantizedReshape`.
-//!
-//! Only the deprecated `QuantizeAndDequantize` (V1) has a CPU kernel here,
-//! TensorFlow's (`QuantizeAndDequantizeOp`, float and double), with the
-//! pass-through gradient of `array_grad.py`; the others have no kernel yet
-//! (running one eagerly fails with TensorFlow's "No OpKernel was
-//! registered to support Op ..." error).
+//! Quantization ops of TensorFlow's `array_ops`, with TensorFlow 2.21's
+//! exact OpDefs, shape functions and CPU kernels: `Dequantize`
+//! (`dequantize.rs`), the FakeQuant family (`FakeQuantWithMinMaxArgs`,
+//! `FakeQuantWithMinMaxVars`, `FakeQuantWithMinMaxVarsPerChannel` and
+//! their `*Gradient` ops, [`fake_quant`]), `QuantizeAndDequantize` (V1)
+//! and `QuantizeAndDequantizeV2` (`qdq.rs`), `QuantizedConcat` and
+//! `QuantizedReshape` (`quantized.rs`); gradients where TensorFlow's
+//! Python registers them.
 
-use opforge_core::autodiff::{GradOp, Ops, Sym};
-use opforge_core::kernel::{
-    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
-};
 use opforge_core::shape_inference::common::{concat_shape_helper, unchanged_shape};
 use opforge_core::shape_inference::InferenceContext;
-use opforge_core::{
-    ensure, register_gradient, register_kernel, register_op, DataType, OpDefBuilder, Result, Status,
-};
+use opforge_core::{register_op, OpDefBuilder, Result, Status};
 use opforge_ops_base::shape::{reshape_shape, with_inputs};
 
 register_op!(OpDefBuilder::new("QuantizeAndDequantize")
@@ -190,6 +180,34 @@ fn quantized_reshape_shape(c: &mut InferenceContext) -> Result<()> {
     Ok(())
 }
 
+register_op!(OpDefBuilder::new("FakeQuantWithMinMaxArgs")
+    .attr("min: float = -6.0")
+    .attr("max: float = 6.0")
+    .attr("num_bits: int = 8")
+    .attr("narrow_range: bool = false")
+    .input("inputs: float")
+    .output("outputs: float")
+    .set_shape_fn(with_inputs(1, unchanged_shape))
+    .doc(
+        "Fake-quantize the 'inputs' tensor, type float to 'outputs' tensor of same type.\n\n\
+         The range `[min, max]` (attrs) is nudged so that 0.0 is on the grid of `2^num_bits` \
+         levels (`2^num_bits - 1` with `narrow_range`); values are clamped to it and rounded.",
+    ));
+
+register_op!(OpDefBuilder::new("FakeQuantWithMinMaxArgsGradient")
+    .attr("min: float = -6.0")
+    .attr("max: float = 6.0")
+    .attr("num_bits: int = 8")
+    .attr("narrow_range: bool = false")
+    .input("gradients: float")
+    .input("inputs: float")
+    .output("backprops: float")
+    .set_shape_fn(with_inputs(2, unchanged_shape))
+    .doc(
+        "Compute gradients for a FakeQuantWithMinMaxArgs operation.\n\n\
+         `backprops` is `gradients` where `inputs` is in the nudged range, 0 elsewhere.",
+    ));
+
 register_op!(OpDefBuilder::new("FakeQuantWithMinMaxVars")
     .attr("num_bits: int = 8")
     .attr("narrow_range: bool = false")
@@ -208,6 +226,36 @@ fn fake_quant_vars_shape(c: &mut InferenceContext) -> Result<()> {
     let (min, max) = (c.input(1), c.input(2));
     c.with_rank(min, 0)?;
     c.with_rank(max, 0)?;
+    Ok(())
+}
+
+register_op!(OpDefBuilder::new("FakeQuantWithMinMaxVarsGradient")
+    .attr("num_bits: int = 8")
+    .attr("narrow_range: bool = false")
+    .input("gradients: float")
+    .input("inputs: float")
+    .input("min: float")
+    .input("max: float")
+    .output("backprops_wrt_input: float")
+    .output("backprop_wrt_min: float")
+    .output("backprop_wrt_max: float")
+    .set_shape_fn(with_inputs(4, fake_quant_vars_gradient_shape))
+    .doc(
+        "Compute gradients for a FakeQuantWithMinMaxVars operation.\n\n\
+         The input backprop is `gradients` where `inputs` is in the nudged range; the min and \
+         max backprops are the sums of `gradients` below and above it.",
+    ));
+
+fn fake_quant_vars_gradient_shape(c: &mut InferenceContext) -> Result<()> {
+    let (g, i) = (c.input(0), c.input(1));
+    let inputs = c.merge(g, i)?;
+    let mn = c.input(2);
+    let min_max = c.with_rank(mn, 0)?;
+    let mx = c.input(3);
+    let min_max = c.merge(min_max, mx)?;
+    c.set_output(0, inputs);
+    c.set_output(1, min_max);
+    c.set_output(2, min_max);
     Ok(())
 }
 
@@ -278,178 +326,31 @@ fn fake_quant_per_channel_gradient_shape(c: &mut InferenceContext) -> Result<()>
     Ok(())
 }
 
-// ---------------------------------------------------------------------------
-// QuantizeAndDequantize (V1): TensorFlow's CPU kernel
-// ---------------------------------------------------------------------------
-
-/// `QuantizeAndDequantize`: one scale for the whole tensor, from the
-/// attrs' range (`range_given`, values clamped to it) or the input's min
-/// and max, rounding half to even, not narrow range (TensorFlow's
-/// `QuantizeAndDequantizeOneScaleImpl`).
-struct QuantizeAndDequantizeOp {
-    signed_input: bool,
-    num_bits: i64,
-    range_given: bool,
-    input_min: f32,
-    input_max: f32,
-}
-
-impl CreateKernel for QuantizeAndDequantizeOp {
-    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
-        let signed_input: bool = ctx.get_attr("signed_input")?;
-        let num_bits: i64 = ctx.get_attr("num_bits")?;
-        ensure!(
-            num_bits > 0 && num_bits < if signed_input { 62 } else { 63 },
-            InvalidArgument,
-            "num_bits is out of range: {num_bits} with signed_input_ {}",
-            signed_input as i32
-        );
-        let range_given: bool = ctx.get_attr("range_given")?;
-        let input_min: f32 = ctx.get_attr("input_min")?;
-        let input_max: f32 = ctx.get_attr("input_max")?;
-        if range_given {
-            ensure!(
-                input_min <= input_max,
-                InvalidArgument,
-                "Invalid range: input_min {input_min} > input_max {input_max}"
-            );
-        }
-        Ok(QuantizeAndDequantizeOp {
-            signed_input,
-            num_bits,
-            range_given,
-            input_min,
-            input_max,
-        })
-    }
-}
-
-macro_rules! quantize_and_dequantize_impl {
-    ($name:ident, $t:ty) => {
-        /// Quantizes and dequantizes `x` into `out`, computing in the
-        /// element type as TensorFlow does.
-        fn $name(op: &QuantizeAndDequantizeOp, x: &[$t], out: &mut [$t]) {
-            let (mut min_range, mut max_range): ($t, $t) = if op.range_given {
-                (op.input_min as $t, op.input_max as $t)
-            } else if x.is_empty() {
-                (0.0, 0.0)
-            } else {
-                x.iter().fold((x[0], x[0]), |(lo, hi), &v| {
-                    (if v < lo { v } else { lo }, if v > hi { v } else { hi })
-                })
-            };
-            let bits = op.num_bits as u32;
-            let (min_q, max_q): (i64, i64) = if op.signed_input {
-                (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
-            } else {
-                (0, (1i64 << bits) - 1)
-            };
-            let (min_q, max_q) = (min_q as $t, max_q as $t);
-            // The largest scale that keeps [min_range, max_range] within
-            // [min_q, max_q] and 0 at 0.
-            let from_min = if min_q * min_range > 0.0 {
-                min_q / min_range
-            } else {
-                <$t>::MAX
-            };
-            let from_max = if max_q * max_range > 0.0 {
-                max_q / max_range
-            } else {
-                <$t>::MAX
-            };
-            let (scale, inverse_scale) = if from_min < from_max {
-                let inverse = min_range / min_q;
-                max_range = max_q * inverse;
-                (from_min, inverse)
-            } else {
-                let inverse = max_range / max_q;
-                min_range = min_q * inverse;
-                (from_max, inverse)
-            };
-            for (o, &v) in out.iter_mut().zip(x) {
-                let v = if op.range_given {
-                    v.min(max_range).max(min_range)
-                } else {
-                    v
-                };
-                *o = (v * scale).round_ties_even() * inverse_scale;
-            }
-        }
-    };
-}
-
-quantize_and_dequantize_impl!(quantize_and_dequantize_f32, f32);
-quantize_and_dequantize_impl!(quantize_and_dequantize_f64, f64);
-
-impl OpKernel for QuantizeAndDequantizeOp {
-    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let input = ctx.input(0).clone();
-        let out = ctx.allocate_output(0, input.shape().clone())?;
-        match input.dtype() {
-            DataType::Float => {
-                quantize_and_dequantize_f32(self, input.flat::<f32>()?, out.flat_mut::<f32>()?)
-            }
-            DataType::Double => {
-                quantize_and_dequantize_f64(self, input.flat::<f64>()?, out.flat_mut::<f64>()?)
-            }
-            dt => {
-                return Err(Status::internal(format!(
-                    "QuantizeAndDequantize has no CPU implementation for dtype {dt}"
-                )))
-            }
-        }
-        Ok(())
-    }
-}
-
-register_kernel!(
-    KernelDefBuilder::new("QuantizeAndDequantize")
-        .type_constraint_list("T", &[DataType::Float, DataType::Double]),
-    QuantizeAndDequantizeOp
-);
-
-/// `QuantizeAndDequantize`: the gradient passes through (array_grad.py's
-/// `_QuantizeAndDequantizeGrad`).
-fn quantize_and_dequantize_grad(
-    _: &mut dyn Ops,
-    _: &GradOp<'_>,
-    grads: &[Option<Sym>],
-) -> Result<Vec<Option<Sym>>> {
-    Ok(vec![grads[0]])
-}
-
-register_gradient!("QuantizeAndDequantize", quantize_and_dequantize_grad);
+mod dequantize;
+mod fake_quant;
+mod qdq;
+mod quantized;
 
 #[cfg(test)]
+mod fake_quant_tests;
+#[cfg(test)]
 mod kernel_tests;
+#[cfg(test)]
+mod quantized_tests;
+#[cfg(test)]
+#[rustfmt::skip]
+// A data table: 3.14159 is an input value (not pi), and the rows are tuples.
+#[allow(clippy::approx_constant, clippy::type_complexity)]
+mod vectors;
 
 #[cfg(test)]
 mod tests {
-    use opforge_core::{Code, DataType, Tensor};
+    use opforge_core::{DataType, Tensor};
     use opforge_testing::shape::ShapeTestOp;
     use opforge_testing::{infer_error, infer_ok};
 
     fn op(name: &str) -> ShapeTestOp {
         ShapeTestOp::new(name)
-    }
-
-    #[test]
-    fn quantize_ops_have_no_kernels() {
-        let x = Tensor::from_vec(&[2], vec![1f32, 2.]).unwrap();
-        let e = opforge_testing::util::ctx()
-            .op("QuantizeAndDequantizeV2")
-            .input(x)
-            .input(Tensor::scalar(0f32))
-            .input(Tensor::scalar(1f32))
-            .run1()
-            .unwrap_err();
-        assert_eq!(e.code(), Code::NotFound);
-        assert!(
-            e.message()
-                .starts_with("No OpKernel was registered to support Op 'QuantizeAndDequantizeV2'"),
-            "{e}"
-        );
-        assert!(e.message().contains("<no registered kernels>"), "{e}");
     }
 
     #[test]

@@ -255,6 +255,30 @@ pub fn cases() -> Vec<Case> {
     c.push(op("QuantizeAndDequantize").i(fin64(&[4])).a("signed_input", false).a("num_bits", 4i64));
     c.push(op("QuantizeAndDequantize").i(fin32(&[0])).a("range_given", true).a("input_min", -1.0f32).a("input_max", 1.0f32));
     c.push(op("QuantizeAndDequantize").i(fin64(&[3, 2])).a("range_given", true).a("input_min", -0.5f32).a("input_max", 2.0f32));
+    // QuantizeAndDequantizeV2, per tensor and per slice.
+    c.push(op("QuantizeAndDequantizeV2").i(fin32(&[2, 3])).i(s(-1.0f32)).i(s(1.0f32)));
+    c.push(op("QuantizeAndDequantizeV2").i(fin64(&[4])).i(s(-0.5f64)).i(s(2.0f64)).a("range_given", true).a("round_mode", "HALF_UP"));
+    c.push(op("QuantizeAndDequantizeV2").i(fin32(&[3, 2])).i(fin32(&[2])).i(fin32(&[2])).a("axis", 1i64).a("narrow_range", true).a("num_bits", 4i64));
+    // The FakeQuant family.
+    c.push(op("FakeQuantWithMinMaxArgs").i(fin32(&[2, 3])).a("min", -1.0f32).a("max", 2.0f32).a("num_bits", 4i64));
+    c.push(op("FakeQuantWithMinMaxArgsGradient").i(fin32(&[2, 3])).i(fin32(&[2, 3])).a("narrow_range", true));
+    c.push(op("FakeQuantWithMinMaxVars").i(fin32(&[5])).i(s(-0.4f32)).i(s(1.1f32)));
+    c.push(op("FakeQuantWithMinMaxVarsGradient").i(fin32(&[2, 2])).i(fin32(&[2, 2])).i(s(-0.4f32)).i(s(1.1f32)));
+    c.push(op("FakeQuantWithMinMaxVarsPerChannel").i(fin32(&[2, 3])).i(t(&[3], &[-1.0f32, -0.5, 0.0])).i(t(&[3], &[1.0f32, 0.5, 2.0])));
+    c.push(op("FakeQuantWithMinMaxVarsPerChannelGradient").i(fin32(&[4, 2])).i(fin32(&[4, 2])).i(t(&[2], &[-1.0f32, -0.5])).i(t(&[2], &[1.0f32, 0.5])).a("num_bits", 16i64));
+    // Quantized tensors: Dequantize, QuantizedConcat, QuantizedReshape.
+    let qu8 = |dims: &[i64], v: &[u8]| t(dims, v).bitcast(DataType::QUInt8).unwrap();
+    let qi32 = |dims: &[i64], v: &[i32]| t(dims, v).bitcast(DataType::QInt32).unwrap();
+    c.push(op("Dequantize").i(qu8(&[2, 2], &[0, 1, 128, 255])).i(s(-1.0f32)).i(s(2.0f32)));
+    c.push(op("Dequantize").i(t(&[3], &[-128i8, 0, 127]).bitcast(DataType::QInt8).unwrap()).i(s(-1.0f32)).i(s(1.0f32)).a("mode", "SCALED").a("narrow_range", true));
+    // (Not per axis: TensorFlow's shape function rejects an axis on an input of unknown rank.)
+    c.push(op("Dequantize").i(qi32(&[2, 2], &[-5, 7, 1 << 30, 0])).i(s(-1.0f32)).i(s(4.0f32)));
+    c.push(op("Dequantize").i(t(&[2], &[3u16, 60000]).bitcast(DataType::QUInt16).unwrap()).i(s(0.0f32)).i(s(6.0f32)).a("mode", "MIN_FIRST"));
+    c.push(op("Dequantize").i(qu8(&[3], &[0, 9, 255])).i(s(0.0f32)).i(s(1.0f32)).a("dtype", DataType::BFloat16));
+    c.push(op("QuantizedConcat").i(s(1i32)).l(vec![qu8(&[2, 1], &[1, 2]), qu8(&[2, 2], &[3, 4, 5, 6])]).l(vec![s(0.0f32), s(-1.0f32)]).l(vec![s(1.0f32), s(3.0f32)]));
+    c.push(op("QuantizedConcat").i(s(0i32)).l(vec![qi32(&[1, 2], &[1, -2]), qi32(&[1, 2], &[3, 4])]).l(vec![s(-2.0f32), s(-2.0f32)]).l(vec![s(2.0f32), s(2.0f32)]));
+    c.push(op("QuantizedReshape").i(qu8(&[2, 3], &[1, 2, 3, 4, 5, 6])).i(t(&[2], &[3i32, -1])).i(s(0.0f32)).i(s(1.0f32)));
+    c.push(op("QuantizedReshape").i(qi32(&[4], &[1, 2, 3, 4])).i(t(&[1], &[4i64])).i(s(-1.0f32)).i(s(1.0f32)));
     // Unique elements.
     for o in ["Unique", "UniqueWithCounts"] {
         c.push(op(o).i(t(&[7], &[3i32, 1, 3, 3, 0, 1, 7])));

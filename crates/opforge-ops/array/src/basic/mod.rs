@@ -127,6 +127,8 @@ mod constant;
 mod shape;
 
 mod reshape;
+// `QuantizedReshape`'s kernel runs `Reshape`'s for its data.
+pub(crate) use reshape::ReshapeOp;
 
 mod fill;
 

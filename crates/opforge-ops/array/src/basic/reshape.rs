@@ -133,7 +133,7 @@ pub(super) fn reshape_target(input: &TensorShape, sizes: &[i64]) -> Result<Vec<i
     Ok(shape)
 }
 
-pub(super) struct ReshapeOp;
+pub(crate) struct ReshapeOp;
 
 impl OpKernel for ReshapeOp {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
