@@ -292,6 +292,23 @@ pub fn cases() -> Vec<Case> {
     c.push(op("Bitcast").i(c64s(&[2])).a("type", DataType::Float));
     c.push(op("Bitcast").i(i32s(&[3, 2])).a("type", DataType::Int64));
     c.push(op("Bitcast").i(u8s(&[0, 4])).a("type", DataType::UInt32));
+    // ImmutableConst over a region file checked into the repository (six
+    // little-endian f32s: 1, -2.5, 3.25, 0, 0.001, 7).
+    let region = concat!(env!("CARGO_MANIFEST_DIR"), "/data/immutable_const_region.bin");
+    for dims in [&[2i64, 3][..], &[4], &[0, 5]] {
+        c.push(
+            op("ImmutableConst")
+                .a("dtype", DataType::Float)
+                .a("shape", shape(dims))
+                .a("memory_region_name", region),
+        );
+    }
+    c.push(
+        op("ImmutableConst")
+            .a("dtype", DataType::UInt8)
+            .a("shape", shape(&[3, 8]))
+            .a("memory_region_name", region),
+    );
     // EditDistance of two rank-3 sparse tensors (TensorFlow's documented example).
     for normalize in [true, false] {
         c.push(
