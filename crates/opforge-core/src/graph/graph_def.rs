@@ -120,8 +120,8 @@ impl Graph {
 
     /// A graph from a [`LeanGraphDef`], resolving its ops in the global
     /// registry: the graph [`Graph::from_graph_def`] makes of the same
-    /// `GraphDef`, each node's fields moved into the graph (and the rest
-    /// freed) as the node is added.
+    /// `GraphDef`, each node's attrs moved into the graph (and the rest of
+    /// the node freed) as the node is added.
     pub fn from_lean_graph_def(def: LeanGraphDef) -> Result<Graph> {
         Graph::from_lean_graph_def_in(def, Registry::global().clone())
     }
