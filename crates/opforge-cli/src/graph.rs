@@ -15,7 +15,7 @@
 use super::exec::error_json;
 use super::CliError;
 use opforge::autodiff::gradients;
-use opforge::graph::{Graph, Output, Session};
+use opforge::graph::{Graph, LeanGraphDef, Output, Session};
 use opforge::proto::{self, GraphDef};
 use opforge::tensor::json::{tensor_from_json, tensor_to_json};
 use opforge::{Result, Status};
@@ -34,6 +34,30 @@ pub fn read_graph_def(path: &Path) -> Result<GraphDef> {
     match std::str::from_utf8(&bytes) {
         Ok(text) => proto::from_text(text).or_else(|e| proto::from_binary(&bytes).map_err(|_| e)),
         Err(_) => proto::from_binary(&bytes),
+    }
+}
+
+/// Reads a GraphDef file for import, as [`read_graph_def`] reads it (same
+/// formats, same fallback, same errors) but without building the
+/// `GraphDef`: binary bytes are decoded for the import only, text is
+/// re-encoded to binary first.
+pub fn read_lean_graph_def(path: &Path) -> Result<LeanGraphDef> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Status::not_found(format!("cannot read {}: {e}", path.display())))?;
+    let is_binary = path.extension().is_some_and(|e| e == "pb");
+    if is_binary {
+        return LeanGraphDef::decode(&bytes);
+    }
+    match std::str::from_utf8(&bytes) {
+        Ok(text) => match proto::text_to_binary::<GraphDef>(text) {
+            Ok(binary) => {
+                drop(bytes);
+                LeanGraphDef::decode(&binary)
+            }
+            // As read_graph_def: text that does not parse may be binary.
+            Err(e) => LeanGraphDef::decode(&bytes).map_err(|_| e),
+        },
+        Err(_) => LeanGraphDef::decode(&bytes),
     }
 }
 
@@ -94,16 +118,15 @@ pub fn run(
     out: &mut dyn Write,
 ) -> std::result::Result<(), CliError> {
     let result = (|| -> Result<Value> {
-        let def = read_graph_def(graph_path)?;
+        // Decoded for the import only: a decoded GraphDef (an attr map per
+        // node) would add to the import's peak memory.
+        let def = read_lean_graph_def(graph_path)?;
         let text = std::fs::read_to_string(request_path).map_err(|e| {
             Status::not_found(format!("cannot read {}: {e}", request_path.display()))
         })?;
         let request: Value = serde_json::from_str(&text)
             .map_err(|e| Status::invalid_argument(format!("the request is not valid JSON: {e}")))?;
-        let graph = Graph::from_graph_def(&def)?;
-        // The graph holds everything it needs: the GraphDef (an attr map
-        // per node) would only add to the run's peak memory.
-        drop(def);
+        let graph = Graph::from_lean_graph_def(def)?;
         run_request(graph, &request)
     })();
     let line = result.unwrap_or_else(|e| error_json(&e));

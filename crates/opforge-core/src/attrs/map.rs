@@ -1,6 +1,7 @@
 //! [`AttrMap`]: a node's attrs, as a vector sorted by name.
 
 use crate::proto::AttrValue;
+use std::sync::Arc;
 
 /// A node's attrs by name, in name order.
 ///
@@ -19,9 +20,33 @@ use crate::proto::AttrValue;
 /// assert_eq!(m.keys().collect::<Vec<_>>(), ["a", "b"]);
 /// assert!(m.contains_key("a") && m.get("c").is_none());
 /// ```
-#[derive(Clone, Default, PartialEq)]
+///
+/// A map can be [shared](AttrMap::share): its clones then share its
+/// entries (a graph's node and the kernel built for it hold one copy of
+/// the attrs), and changing a shared map first takes its own copy.
+#[derive(Clone, Default)]
 pub struct AttrMap {
-    entries: Vec<(String, AttrValue)>,
+    entries: Entries,
+}
+
+type Entry = (String, AttrValue);
+
+#[derive(Clone)]
+enum Entries {
+    Owned(Vec<Entry>),
+    Shared(Arc<[Entry]>),
+}
+
+impl Default for Entries {
+    fn default() -> Self {
+        Entries::Owned(Vec::new())
+    }
+}
+
+impl PartialEq for AttrMap {
+    fn eq(&self, other: &AttrMap) -> bool {
+        self.slice() == other.slice()
+    }
 }
 
 impl std::fmt::Debug for AttrMap {
@@ -34,23 +59,54 @@ impl AttrMap {
     /// An empty map.
     pub const fn new() -> AttrMap {
         AttrMap {
-            entries: Vec::new(),
+            entries: Entries::Owned(Vec::new()),
+        }
+    }
+
+    /// Stores the entries so that clones of the map share them (one
+    /// allocation, counted references) until one of them is changed.
+    pub fn share(&mut self) {
+        if let Entries::Owned(v) = &mut self.entries {
+            self.entries = Entries::Shared(std::mem::take(v).into());
+        }
+    }
+
+    fn slice(&self) -> &[Entry] {
+        match &self.entries {
+            Entries::Owned(v) => v,
+            Entries::Shared(a) => a,
+        }
+    }
+
+    /// The entries, to change: a shared map's are taken out (moved when
+    /// no clone shares them, else copied).
+    fn vec_mut(&mut self) -> &mut Vec<Entry> {
+        if let Entries::Shared(a) = &mut self.entries {
+            let v: Vec<Entry> = match Arc::get_mut(a) {
+                Some(unique) => unique.iter_mut().map(std::mem::take).collect(),
+                None => a.to_vec(),
+            };
+            self.entries = Entries::Owned(v);
+        }
+        match &mut self.entries {
+            Entries::Owned(v) => v,
+            Entries::Shared(_) => unreachable!("made owned above"),
         }
     }
 
     fn find(&self, key: &str) -> Result<usize, usize> {
-        self.entries.binary_search_by(|(k, _)| k.as_str().cmp(key))
+        self.slice().binary_search_by(|(k, _)| k.as_str().cmp(key))
     }
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&AttrValue> {
-        self.find(key).ok().map(|i| &self.entries[i].1)
+        self.find(key).ok().map(|i| &self.slice()[i].1)
     }
 
     /// The value of `key`, mutably.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut AttrValue> {
         match self.find(key) {
-            Ok(i) => Some(&mut self.entries[i].1),
+            Ok(i) => Some(&mut self.vec_mut()[i].1),
             Err(_) => None,
         }
     }
@@ -63,9 +119,9 @@ impl AttrMap {
     /// Sets `key` to `value`; the previous value, if any.
     pub fn insert(&mut self, key: String, value: AttrValue) -> Option<AttrValue> {
         match self.find(&key) {
-            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            Ok(i) => Some(std::mem::replace(&mut self.vec_mut()[i].1, value)),
             Err(i) => {
-                self.entries.insert(i, (key, value));
+                self.vec_mut().insert(i, (key, value));
                 None
             }
         }
@@ -73,51 +129,51 @@ impl AttrMap {
 
     /// Removes `key`; its value, if it had one.
     pub fn remove(&mut self, key: &str) -> Option<AttrValue> {
-        self.find(key).ok().map(|i| self.entries.remove(i).1)
+        self.find(key).ok().map(|i| self.vec_mut().remove(i).1)
     }
 
     /// The number of attrs.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.slice().len()
     }
 
     /// Whether there are no attrs.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.slice().is_empty()
     }
 
     /// The attrs in name order.
     pub fn iter(
         &self,
     ) -> impl DoubleEndedIterator<Item = (&String, &AttrValue)> + ExactSizeIterator {
-        self.entries.iter().map(|(k, v)| (k, v))
+        self.slice().iter().map(|(k, v)| (k, v))
     }
 
     /// The attrs in name order, values mutably.
     pub fn iter_mut(
         &mut self,
     ) -> impl DoubleEndedIterator<Item = (&String, &mut AttrValue)> + ExactSizeIterator {
-        self.entries.iter_mut().map(|(k, v)| (&*k, v))
+        self.vec_mut().iter_mut().map(|(k, v)| (&*k, v))
     }
 
     /// The names, in order.
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator {
-        self.entries.iter().map(|(k, _)| k)
+        self.slice().iter().map(|(k, _)| k)
     }
 
     /// The values, in name order.
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &AttrValue> + ExactSizeIterator {
-        self.entries.iter().map(|(_, v)| v)
+        self.slice().iter().map(|(_, v)| v)
     }
 
     /// Keeps only the attrs for which `keep` is true.
     pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut AttrValue) -> bool) {
-        self.entries.retain_mut(|(k, v)| keep(k, v));
+        self.vec_mut().retain_mut(|(k, v)| keep(k, v));
     }
 
     /// Removes every attr.
     pub fn clear(&mut self) {
-        self.entries.clear();
+        self.entries = Entries::default();
     }
 }
 
@@ -137,7 +193,9 @@ impl FromIterator<(String, AttrValue)> for AttrMap {
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         entries.dedup_by(|later, earlier| later.0 == earlier.0);
         entries.shrink_to_fit();
-        AttrMap { entries }
+        AttrMap {
+            entries: Entries::Owned(entries),
+        }
     }
 }
 
@@ -152,7 +210,7 @@ impl From<&std::collections::BTreeMap<String, AttrValue>> for AttrMap {
     fn from(map: &std::collections::BTreeMap<String, AttrValue>) -> AttrMap {
         AttrMap {
             // Already sorted and unique.
-            entries: map.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            entries: Entries::Owned(map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
         }
     }
 }
@@ -160,15 +218,15 @@ impl From<&std::collections::BTreeMap<String, AttrValue>> for AttrMap {
 /// To a protobuf map (`NodeDef.attr`).
 impl From<AttrMap> for std::collections::BTreeMap<String, AttrValue> {
     fn from(map: AttrMap) -> Self {
-        map.entries.into_iter().collect()
+        map.into_iter().collect()
     }
 }
 
 impl IntoIterator for AttrMap {
     type Item = (String, AttrValue);
     type IntoIter = std::vec::IntoIter<(String, AttrValue)>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.entries.into_iter()
+    fn into_iter(mut self) -> Self::IntoIter {
+        std::mem::take(self.vec_mut()).into_iter()
     }
 }
 
@@ -179,7 +237,7 @@ impl<'a> IntoIterator for &'a AttrMap {
         fn(&'a (String, AttrValue)) -> (&'a String, &'a AttrValue),
     >;
     fn into_iter(self) -> Self::IntoIter {
-        self.entries.iter().map(|(k, v)| (k, v))
+        self.slice().iter().map(|(k, v)| (k, v))
     }
 }
 

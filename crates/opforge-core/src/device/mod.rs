@@ -81,9 +81,14 @@ pub fn memory_for(device: &dyn Device, dtype: DataType, host_memory: bool) -> Lo
 /// Where each flat input of a kernel must be when it runs (see
 /// [`memory_for`]), with the common case (every input on the host, every
 /// tensor given already there) checked without a walk over the locations.
+///
+/// Kept per node of a session's graph, so it is small: the number of
+/// inputs, and the locations only when some input is not on the host.
 #[derive(Clone, Debug)]
 pub struct InputMemory {
-    locations: SmallVec<[Location; 4]>,
+    /// Empty when every input is on the host.
+    locations: Box<[Location]>,
+    len: usize,
     all_host: bool,
 }
 
@@ -92,7 +97,12 @@ impl FromIterator<Location> for InputMemory {
         let locations: SmallVec<[Location; 4]> = iter.into_iter().collect();
         let all_host = locations.iter().all(|&l| l == Location::Host);
         InputMemory {
-            locations,
+            len: locations.len(),
+            locations: if all_host {
+                Box::default()
+            } else {
+                locations.into_iter().collect()
+            },
             all_host,
         }
     }
@@ -101,7 +111,7 @@ impl FromIterator<Location> for InputMemory {
 impl InputMemory {
     /// Where flat input `i` must be.
     pub fn location(&self, i: usize) -> Option<Location> {
-        self.locations.get(i).copied()
+        (i < self.len).then(|| self.locations.get(i).copied().unwrap_or(Location::Host))
     }
 
     /// Moves every input that is not where it must be there, through

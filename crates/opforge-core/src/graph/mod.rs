@@ -6,6 +6,7 @@
 mod graph_def;
 mod session;
 
+pub use graph_def::LeanGraphDef;
 pub use session::{Session, SessionOptions};
 
 use crate::attrs::{
@@ -173,12 +174,77 @@ impl NodeSpec {
 pub struct Graph {
     id: u32,
     nodes: Vec<Node>,
-    by_name: HashMap<String, NodeId>,
+    by_name: NameIndex,
+    /// The attrs of the last node added of each op (shared).
+    last_attrs: HashMap<String, AttrMap>,
     registry: Arc<Registry>,
     /// The GraphDef versions (producer = the opforge graph version).
     pub versions: crate::proto::VersionDef,
     /// Functions carried with the graph (kept through import and export).
     pub library: Option<crate::proto::FunctionDefLibrary>,
+}
+
+/// The nodes by name, without a copy of the names: a map from the hash of
+/// a name to the index of the node, checked against the node's name, and
+/// a map by name for the (rare) names whose hash another name had first.
+/// A later node of a name takes the name over, as in a `HashMap`.
+#[derive(Default)]
+struct NameIndex {
+    hasher: std::collections::hash_map::RandomState,
+    first: HashMap<u64, u32, std::hash::BuildHasherDefault<HashIsKey>>,
+    more: HashMap<String, u32>,
+}
+
+impl NameIndex {
+    fn hash(&self, name: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, name)
+    }
+
+    /// The index of the node named `name`.
+    fn get(&self, nodes: &[Node], name: &str) -> Option<u32> {
+        match self.first.get(&self.hash(name)) {
+            Some(&i) if nodes[i as usize].name == name => Some(i),
+            Some(_) => self.more.get(name).copied(),
+            None => None,
+        }
+    }
+
+    /// Indexes `nodes[index]` by its name.
+    fn insert(&mut self, nodes: &[Node], index: u32) {
+        let name = &nodes[index as usize].name;
+        let h = self.hash(name);
+        match self.first.get_mut(&h) {
+            Some(i) if nodes[*i as usize].name == *name => *i = index,
+            Some(_) => {
+                self.more.insert(name.clone(), index);
+            }
+            None => {
+                self.first.insert(h, index);
+            }
+        }
+    }
+
+    fn reserve(&mut self, additional: usize) {
+        self.first.reserve(additional);
+    }
+}
+
+/// A hasher for keys that are already hashes.
+#[derive(Default)]
+struct HashIsKey(u64);
+
+impl std::hash::Hasher for HashIsKey {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
 }
 
 /// The GraphDef producer version opforge writes (TensorFlow 2.x's range).
@@ -201,7 +267,8 @@ impl Graph {
         Graph {
             id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
             nodes: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: NameIndex::default(),
+            last_attrs: HashMap::new(),
             registry,
             versions: crate::proto::VersionDef {
                 producer: GRAPH_DEF_VERSION,
@@ -290,7 +357,9 @@ impl Graph {
 
     /// The node named `name`.
     pub fn find(&self, name: &str) -> Option<NodeId> {
-        self.by_name.get(name).copied()
+        self.by_name
+            .get(&self.nodes, name)
+            .map(|index| self.id_at(index as usize))
     }
 
     /// The output named `name:index` (or `name` for index 0).
@@ -341,12 +410,12 @@ impl Graph {
 
     /// A name based on `base` that no node has yet (`base`, `base_1`, ...).
     pub fn unique_name(&self, base: &str) -> String {
-        if !self.by_name.contains_key(base) {
+        if self.find(base).is_none() {
             return base.to_string();
         }
         (1..)
             .map(|i| format!("{base}_{i}"))
-            .find(|n| !self.by_name.contains_key(n))
+            .find(|n| self.find(n).is_none())
             .unwrap_or_default()
     }
 
@@ -366,7 +435,7 @@ impl Graph {
                 spec.name
             )));
         }
-        if self.by_name.contains_key(&spec.name) {
+        if self.find(&spec.name).is_some() {
             return Err(Status::already_exists(format!(
                 "A node named '{}' is already in the graph",
                 spec.name
@@ -415,13 +484,23 @@ impl Graph {
         name: String,
         op: String,
         device: String,
-        attrs: AttrMap,
+        mut attrs: AttrMap,
         inputs: Vec<Output>,
         control_inputs: Vec<NodeId>,
         input_types: Vec<DataType>,
         output_types: Vec<DataType>,
         reg: Arc<OpRegistrationData>,
     ) -> Result<NodeId> {
+        // Shared with the kernel a session builds for the node, and with
+        // the previous node of the same op when it has the same attrs (as
+        // most nodes of a large graph have).
+        match self.last_attrs.get(&op) {
+            Some(last) if *last == attrs => attrs = last.clone(),
+            _ => {
+                attrs.share();
+                self.last_attrs.insert(op.clone(), attrs.clone());
+            }
+        }
         let mut node = Node {
             name,
             op,
@@ -435,9 +514,10 @@ impl Graph {
             registration: reg,
         };
         node.output_shapes = self.infer_shapes(&node)?;
-        let id = self.id_at(self.nodes.len());
-        self.by_name.insert(node.name.clone(), id);
+        let index = self.nodes.len();
+        let id = self.id_at(index);
         self.nodes.push(node);
+        self.by_name.insert(&self.nodes, index as u32);
         Ok(id)
     }
 

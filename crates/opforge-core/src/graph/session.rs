@@ -45,7 +45,7 @@ struct NodeKernel {
 
 struct Step {
     /// The node's index in the graph.
-    node: usize,
+    node: u32,
     /// The node's kernel, built when the plan was made.
     kernel: Arc<NodeKernel>,
     /// Copies of the kernel's device and of whether all its inputs must be
@@ -58,10 +58,8 @@ struct Step {
     /// reads it). One array for the whole plan keeps a run's walk over it
     /// sequential in memory.
     first_slot: usize,
-    num_inputs: usize,
-    num_outputs: usize,
-    /// Steps that wait for this one (deduplicated).
-    successors: Vec<usize>,
+    num_inputs: u32,
+    num_outputs: u32,
 }
 
 /// The slot of an output nothing reads.
@@ -71,6 +69,10 @@ struct Plan {
     steps: Vec<Step>,
     /// Every step's input and output slots (see [`Step::first_slot`]).
     slots: Vec<usize>,
+    /// The steps that wait for each step (deduplicated), all in one array:
+    /// those of step `i` are `successors[succ_start[i]..succ_start[i + 1]]`.
+    successors: Vec<u32>,
+    succ_start: Vec<u32>,
     num_slots: usize,
     feed_slots: Vec<usize>,
     fetch_slots: Vec<usize>,
@@ -103,14 +105,20 @@ impl Plan {
     /// The value slots of `step`'s flat inputs.
     #[inline]
     fn inputs(&self, step: &Step) -> &[usize] {
-        &self.slots[step.first_slot..step.first_slot + step.num_inputs]
+        &self.slots[step.first_slot..step.first_slot + step.num_inputs as usize]
     }
 
     /// The value slots of `step`'s flat outputs ([`NO_SLOT`] where unread).
     #[inline]
     fn outputs(&self, step: &Step) -> &[usize] {
-        let start = step.first_slot + step.num_inputs;
-        &self.slots[start..start + step.num_outputs]
+        let start = step.first_slot + step.num_inputs as usize;
+        &self.slots[start..start + step.num_outputs as usize]
+    }
+
+    /// The steps that wait for step `i`.
+    #[inline]
+    fn successors(&self, i: usize) -> &[u32] {
+        &self.successors[self.succ_start[i] as usize..self.succ_start[i + 1] as usize]
     }
 
     /// A run state with the feeds in their slots and every count at its start.
@@ -217,7 +225,9 @@ pub struct Session {
     devices: DeviceSet,
     resource_mgr: Arc<ResourceMgr>,
     registry: Arc<Registry>,
-    kernels: Vec<OnceLock<Result<Arc<NodeKernel>>>>,
+    /// Each node's kernel or the error building it (boxed: one entry
+    /// per node of the graph).
+    kernels: Vec<OnceLock<std::result::Result<Arc<NodeKernel>, Box<Status>>>>,
     plans: Mutex<HashMap<PlanKey, Arc<Plan>>>,
     /// The pool independent nodes run on (`None`: one after another).
     scheduler: Option<Arc<ThreadPool>>,
@@ -512,7 +522,7 @@ impl Session {
             .get_or_init(|| {
                 let n = self.graph.at(node);
                 if !n.registration.is_live() {
-                    return Err(unloaded_op(&n.name, &n.op, &n.registration));
+                    return Err(Box::new(unloaded_op(&n.name, &n.op, &n.registration)));
                 }
                 let device = self.place(node)?;
                 let built = self
@@ -523,7 +533,7 @@ impl Session {
                         n.attrs.clone(),
                         device.as_ref(),
                     )
-                    .map_err(|e| self.annotate(e, node))?;
+                    .map_err(|e| Box::new(self.annotate(e, node)))?;
                 let input_memory = built.input_memory(device.as_ref());
                 Ok(Arc::new(NodeKernel {
                     sig: built.sig,
@@ -534,6 +544,7 @@ impl Session {
                 }))
             })
             .clone()
+            .map_err(|e| *e)
     }
 
     /// The device node `node` runs on: the first device that matches its
@@ -633,44 +644,68 @@ impl Session {
             );
             stack.extend(node.control_inputs.iter().map(|c| c.index()));
         }
-        // Value slots: feeds first, then used outputs of needed nodes.
-        let mut slot_of: HashMap<Output, usize> = HashMap::new();
-        let mut feed_slots = Vec::with_capacity(feeds.len());
-        for &o in feeds {
-            let next = slot_of.len();
-            feed_slots.push(*slot_of.entry(o).or_insert(next));
+        drop(stack);
+        // Value slots: feeds first, then used outputs of needed nodes, then
+        // fetches. The slot of output `i` of node `n` is
+        // `slot_of[out_base[n] + i]` (NO_SLOT until it has one): arrays
+        // rather than a hash map, for a plan of a large graph.
+        let mut out_base: Vec<usize> = Vec::with_capacity(g.len() + 1);
+        let mut total_outputs = 0usize;
+        for n in g.nodes() {
+            out_base.push(total_outputs);
+            total_outputs += n.output_types.len();
         }
-        let order: Vec<usize> = (0..g.len()).filter(|&n| needed[n]).collect();
-        let step_of: HashMap<usize, usize> =
-            order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-        let mut steps: Vec<Step> = Vec::with_capacity(order.len());
-        let mut step_slots: Vec<(Vec<usize>, Vec<usize>)> = Vec::with_capacity(order.len());
-        let mut slot_uses: Vec<usize> = vec![0; slot_of.len()];
-        let mut pending = vec![0usize; order.len()];
+        let mut slot_of: Vec<usize> = vec![NO_SLOT; total_outputs];
+        let mut num_slots = 0usize;
+        let mut slot_for = |o: Output| {
+            let s = &mut slot_of[out_base[o.node.index()] + o.index];
+            if *s == NO_SLOT {
+                *s = num_slots;
+                num_slots += 1;
+            }
+            *s
+        };
+        let feed_slots: Vec<usize> = feeds.iter().map(|&o| slot_for(o)).collect();
+        let mut slot_uses: Vec<usize> =
+            vec![0; feed_slots.iter().map(|&s| s + 1).max().unwrap_or(0)];
+        // The steps, in graph order; `step_of[n]` is node n's step.
+        let mut step_of: Vec<u32> = vec![u32::MAX; g.len()];
+        let mut num_steps = 0u32;
+        for (n, _) in needed.iter().enumerate().filter(|&(_, &x)| x) {
+            step_of[n] = num_steps;
+            num_steps += 1;
+        }
+        drop(needed);
+        let order = || step_of.iter().enumerate().filter(|&(_, &s)| s != u32::MAX);
+        let mut steps: Vec<Step> = Vec::with_capacity(num_steps as usize);
+        // Every step's inputs' slots, then room for its outputs' slots
+        // (filled once the fetches have theirs).
+        let mut slots: Vec<usize> = Vec::new();
+        // Each step's predecessors (deduplicated), all in one array.
+        let mut preds: Vec<u32> = Vec::new();
+        let mut pred_start: Vec<u32> = Vec::with_capacity(num_steps as usize + 1);
         let mut all_small = true;
-        for (si, &n) in order.iter().enumerate() {
+        for (n, _) in order() {
             let node = g.at(n);
-            let mut inputs = Vec::with_capacity(node.inputs.len());
-            let mut preds: Vec<usize> = Vec::new();
+            let first_slot = slots.len();
+            let first_pred = preds.len();
             for &o in &node.inputs {
-                let next = slot_of.len();
-                let slot = *slot_of.entry(o).or_insert(next);
+                let slot = slot_for(o);
                 if slot == slot_uses.len() {
                     slot_uses.push(0);
                 }
                 slot_uses[slot] += 1;
-                inputs.push(slot);
+                slots.push(slot);
                 if !fed.contains(&o) {
-                    preds.push(step_of[&o.node.index()]);
+                    preds.push(step_of[o.node.index()]);
                 }
             }
-            preds.extend(node.control_inputs.iter().map(|c| step_of[&c.index()]));
-            preds.sort_unstable();
-            preds.dedup();
-            pending[si] = preds.len();
-            for p in preds {
-                steps[p].successors.push(si);
-            }
+            preds.extend(node.control_inputs.iter().map(|c| step_of[c.index()]));
+            preds[first_pred..].sort_unstable();
+            let unique = dedup_in_place(&mut preds[first_pred..]);
+            preds.truncate(first_pred + unique);
+            pred_start.push(edge_index(first_pred)?);
+            slots.resize(slots.len() + node.output_types.len(), NO_SLOT);
             all_small &= node.output_shapes.iter().all(|s| {
                 s.as_ref().is_some_and(|d| {
                     // Checked: an inferred shape may have dims whose product
@@ -683,45 +718,76 @@ impl Session {
             });
             let kernel = self.kernel(n)?;
             steps.push(Step {
-                node: n,
+                node: n as u32,
                 device: kernel.device.clone(),
                 host_inputs: kernel.input_memory.all_host(),
                 kernel,
-                first_slot: 0,
-                num_inputs: inputs.len(),
-                num_outputs: node.output_types.len(),
-                successors: Vec::new(),
+                first_slot,
+                num_inputs: node.inputs.len() as u32,
+                num_outputs: node.output_types.len() as u32,
             });
-            step_slots.push((inputs, vec![NO_SLOT; node.output_types.len()]));
         }
+        pred_start.push(edge_index(preds.len())?);
         let mut fetch_slots = Vec::with_capacity(fetches.len());
         for &o in fetches {
-            let next = slot_of.len();
-            let slot = *slot_of.entry(o).or_insert(next);
+            let slot = slot_for(o);
             if slot == slot_uses.len() {
                 slot_uses.push(0);
             }
             slot_uses[slot] += 1;
             fetch_slots.push(slot);
         }
-        for (&o, &slot) in &slot_of {
-            if let Some(&si) = step_of.get(&o.node.index()) {
+        let num_slots = slot_uses.len();
+        // Each step's output slots: NO_SLOT where nothing reads the output,
+        // or where it is fed (the fed value is read instead).
+        for (step, (n, _)) in steps.iter().zip(order()) {
+            let start = step.first_slot + step.num_inputs as usize;
+            let base = out_base[n];
+            for (i, s) in slots[start..start + step.num_outputs as usize]
+                .iter_mut()
+                .enumerate()
+            {
+                let o = Output {
+                    node: g.id_at(n),
+                    index: i,
+                };
                 if !fed.contains(&o) {
-                    step_slots[si].1[o.index] = slot;
+                    *s = slot_of[base + i];
                 }
             }
         }
-        let mut slots = Vec::new();
-        for (step, (inputs, outputs)) in steps.iter_mut().zip(step_slots) {
-            step.first_slot = slots.len();
-            slots.extend(inputs);
-            slots.extend(outputs);
+        drop((slot_of, out_base, step_of));
+        // Successors of each step: the steps that have it as a predecessor,
+        // in step order.
+        let pending: Vec<usize> = pred_start
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .collect();
+        let mut succ_start: Vec<u32> = vec![0; steps.len() + 1];
+        for &p in &preds {
+            succ_start[p as usize + 1] += 1;
         }
+        for i in 0..steps.len() {
+            succ_start[i + 1] += succ_start[i];
+        }
+        let mut successors: Vec<u32> = vec![0; preds.len()];
+        let mut fill: Vec<u32> = succ_start[..steps.len()].to_vec();
+        for si in 0..steps.len() {
+            for &p in &preds[pred_start[si] as usize..pred_start[si + 1] as usize] {
+                successors[fill[p as usize] as usize] = si as u32;
+                fill[p as usize] += 1;
+            }
+        }
+        drop((preds, pred_start, fill));
         let roots = (0..steps.len()).filter(|&i| pending[i] == 0).collect();
+        slots.shrink_to_fit();
+        slot_uses.shrink_to_fit();
         Ok(Plan {
-            num_slots: slot_of.len(),
+            num_slots,
             steps,
             slots,
+            successors,
+            succ_start,
             feed_slots,
             fetch_slots,
             slot_uses,
@@ -742,8 +808,9 @@ impl Session {
         let k = &*step.kernel;
         k.input_memory
             .place_hinted(step.host_inputs, inputs, |i, t, want| {
-                self.transfer(t, want)
-                    .map_err(|e| self.annotate(e.prepend(format!("input {i}: ")), step.node))
+                self.transfer(t, want).map_err(|e| {
+                    self.annotate(e.prepend(format!("input {i}: ")), step.node as usize)
+                })
             })?;
         call_kernel(
             k.kernel.as_ref(),
@@ -753,7 +820,7 @@ impl Session {
             &self.resource_mgr,
             |_, i, t| output(i, t),
         )
-        .map_err(|e| self.annotate(e, step.node))
+        .map_err(|e| self.annotate(e, step.node as usize))
     }
 
     fn run_sequential(&self, plan: &Plan, state: &mut RunState) -> Result<Vec<Tensor>> {
@@ -761,7 +828,7 @@ impl Session {
             let mut inputs = TensorVec::new();
             for &slot in plan.inputs(step) {
                 let v = state.read_alone(slot);
-                inputs.push(v.ok_or_else(|| self.annotate(unproduced(), step.node))?);
+                inputs.push(v.ok_or_else(|| self.annotate(unproduced(), step.node as usize))?);
             }
             let outputs = plan.outputs(step);
             self.execute(step, &mut inputs, |i, t| {
@@ -820,7 +887,7 @@ impl Session {
                 .map(|&slot| {
                     state
                         .read(slot)
-                        .ok_or_else(|| self.annotate(unproduced(), s.node))
+                        .ok_or_else(|| self.annotate(unproduced(), s.node as usize))
                 })
                 .collect();
             let result = gathered.and_then(|mut inputs| {
@@ -840,10 +907,10 @@ impl Session {
                     .get_or_insert(e);
                 return;
             }
-            let mut ready = s
-                .successors
+            let mut ready = plan
+                .successors(step)
                 .iter()
-                .copied()
+                .map(|&n| n as usize)
                 .filter(|&n| state.pending[n].fetch_sub(1, Ordering::AcqRel) == 1);
             let Some(next) = ready.next() else { return };
             for other in ready {
@@ -852,6 +919,28 @@ impl Session {
             step = next;
         }
     }
+}
+
+/// Moves the distinct values of a sorted slice to its front: their count.
+fn dedup_in_place(v: &mut [u32]) -> usize {
+    let mut unique = 0;
+    for i in 0..v.len() {
+        if i == 0 || v[i] != v[unique - 1] {
+            v[unique] = v[i];
+            unique += 1;
+        }
+    }
+    unique
+}
+
+/// A position in a plan's array of dependency edges, as a `u32`.
+fn edge_index(n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| {
+        Status::resource_exhausted(format!(
+            "the plan has more than {} dependencies: too many to run",
+            u32::MAX
+        ))
+    })
 }
 
 fn unproduced() -> Status {

@@ -95,13 +95,17 @@ pub struct KernelSignature {
     /// The node's attrs.
     pub attrs: AttrMap,
     /// Flat input dtypes.
-    pub input_types: Vec<DataType>,
+    ///
+    /// This and the next three lists are shared (`Arc`) by every signature
+    /// with the same list: a session keeps one signature per node of its
+    /// graph, and most nodes of a large graph have the same few lists.
+    pub input_types: Arc<[DataType]>,
     /// Flat output dtypes.
-    pub output_types: Vec<DataType>,
+    pub output_types: Arc<[DataType]>,
     /// The flat input indices of each input argument.
-    pub input_ranges: Vec<Range<usize>>,
+    pub input_ranges: Arc<[Range<usize>]>,
     /// The flat output indices of each output argument.
-    pub output_ranges: Vec<Range<usize>>,
+    pub output_ranges: Arc<[Range<usize>]>,
 }
 
 impl KernelSignature {

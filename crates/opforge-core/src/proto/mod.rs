@@ -86,14 +86,32 @@ pub fn to_short_text<M: prost::Message + prost::Name>(msg: &M) -> String {
 /// Parses a message from protobuf text format (`InvalidArgument` with the
 /// line and column of the problem).
 pub fn from_text<M: prost::Message + prost::Name + Default>(text: &str) -> Result<M> {
-    let dynamic = DynamicMessage::parse_text_format(descriptor::<M>(), text).map_err(|e| {
+    from_dynamic(&parse_text::<M>(text)?)
+}
+
+/// A message of type `M` in text format, re-encoded in the binary wire
+/// format without building `M` (for decoders that read the bytes their own
+/// way, such as [`Graph::from_graph_def_bytes`](crate::graph::Graph::from_graph_def_bytes)).
+/// Errors as [`from_text`].
+///
+/// ```
+/// use opforge_core::proto::{self, OpDef};
+/// let bytes = proto::text_to_binary::<OpDef>("name: 'Foo'").unwrap();
+/// assert_eq!(proto::from_binary::<OpDef>(&bytes).unwrap().name, "Foo");
+/// ```
+pub fn text_to_binary<M: prost::Name>(text: &str) -> Result<Vec<u8>> {
+    use prost::Message;
+    Ok(parse_text::<M>(text)?.encode_to_vec())
+}
+
+fn parse_text<M: prost::Name>(text: &str) -> Result<DynamicMessage> {
+    DynamicMessage::parse_text_format(descriptor::<M>(), text).map_err(|e| {
         let mut msg = format!("cannot parse text-format {}: {e}", M::full_name());
         if let Some(span) = miette_like_position(&e, text) {
             msg.push_str(&span);
         }
         Status::invalid_argument(msg)
-    })?;
-    from_dynamic(&dynamic)
+    })
 }
 
 fn miette_like_position(

@@ -176,13 +176,43 @@ impl Registry {
                 op_def: Arc::clone(op),
                 node_name: node_name.to_string(),
                 attrs,
-                input_types,
-                output_types,
-                input_ranges,
-                output_ranges,
+                input_types: shared_list(&TYPE_LISTS, input_types),
+                output_types: shared_list(&TYPE_LISTS, output_types),
+                input_ranges: shared_list(&RANGE_LISTS, input_ranges),
+                output_ranges: shared_list(&RANGE_LISTS, output_ranges),
             },
             kernel,
             registration,
         })
     }
+}
+
+/// The lists kernel signatures share (see [`KernelSignature::input_types`]).
+type ListSet<T> = std::sync::Mutex<Option<std::collections::HashSet<Arc<[T]>>>>;
+static TYPE_LISTS: ListSet<crate::DataType> = std::sync::Mutex::new(None);
+static RANGE_LISTS: ListSet<std::ops::Range<usize>> = std::sync::Mutex::new(None);
+
+/// Distinct lists kept for sharing, at most (past it, and for long lists,
+/// a signature gets a list of its own): the set stays small whatever runs.
+const SHARED_LISTS: usize = 4096;
+const SHARED_LIST_LEN: usize = 16;
+
+/// `list` as a shared list: the one already in `set`, else `list` (added
+/// to `set` while it has room).
+fn shared_list<T: Eq + std::hash::Hash>(set: &ListSet<T>, list: Vec<T>) -> Arc<[T]> {
+    if list.len() > SHARED_LIST_LEN {
+        return list.into();
+    }
+    let mut guard = set
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let set = guard.get_or_insert_with(Default::default);
+    if let Some(shared) = set.get(&list[..]) {
+        return shared.clone();
+    }
+    let list: Arc<[T]> = list.into();
+    if set.len() < SHARED_LISTS {
+        set.insert(list.clone());
+    }
+    list
 }
