@@ -198,6 +198,11 @@ impl Quantizer {
         post: usize,
         out: &mut [T],
     ) {
+        // An empty input may still have a huge `depth` (a zero elsewhere in
+        // its shape): nothing to quantize, and no range per slice to make.
+        if x.is_empty() {
+            return;
+        }
         let scales: Vec<Scale<T>> = (0..depth)
             .map(|c| {
                 let (min, max) = match ranges {

@@ -614,3 +614,23 @@ fn quantized_reshape() {
         Code::NotFound
     );
 }
+
+/// Found by scripts/hostile-cli: an empty input with a huge dimension on
+/// `axis` made a range per slice (2^63 - 1 of them: "capacity overflow").
+#[test]
+fn quantize_and_dequantize_v2_of_an_empty_input_with_a_huge_axis() {
+    let mut attrs = qdq_attrs(true, 8, false, "HALF_TO_EVEN", false);
+    for (name, v) in attrs.iter_mut() {
+        if *name == "axis" {
+            *v = 1i64.into_attr_value();
+        }
+    }
+    let x = Tensor::zeros(DataType::Double, &[0, i64::MAX, 3]).unwrap();
+    let y = run(
+        "QuantizeAndDequantizeV2",
+        vec![x, Tensor::scalar(0.0f64), Tensor::scalar(1.0f64)],
+        &attrs,
+    )
+    .unwrap();
+    assert_eq!(y[0].dims(), &[0, i64::MAX, 3]);
+}
