@@ -130,8 +130,15 @@ pub fn fmt_float(v: f64, single: bool) -> String {
 /// TensorFlow's `TensorShapeUtils::MakeShape`: a shape from dimension values,
 /// each of which must be `>= 0`.
 pub fn make_shape(dims: &[i64]) -> Result<TensorShape> {
+    let mut n: i64 = 1;
     for &d in dims {
         ensure!(d >= 0, InvalidArgument, "Dimension {d} must be >= 0");
+        n = n.checked_mul(d).ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "Shape {} would have more than 2**63 - 1 elements",
+                fmt_shape(dims)
+            ))
+        })?;
     }
     TensorShape::new(dims)
 }

@@ -373,7 +373,7 @@ impl OpKernel for GatherOp {
 /// What `GatherNd` does with an index outside `params` (its
 /// `bad_indices_policy`): fail (`""`, `DEFAULT`, `ERROR`) or give zeros
 /// (`IGNORE`).
-fn ignores_bad_indices(policy: &str) -> Result<bool> {
+pub(super) fn ignores_bad_indices(policy: &str) -> Result<bool> {
     match policy {
         "" | "DEFAULT" | "ERROR" => Ok(false),
         "IGNORE" => Ok(true),

@@ -1,10 +1,11 @@
 //! Array ops that move elements by index, with TensorFlow 2.21's OpDefs and
-//! CPU kernels: `Transpose`, `GatherV2`, `Gather`, `GatherNd`, `OneHot`,
-//! `Reverse`, `ReverseV2`, `ReverseSequence` and `UnravelIndex`.
+//! CPU kernels: `Transpose`, `GatherV2`, `Gather`, `GatherNd`, `ScatterNd`,
+//! `OneHot`, `Reverse`, `ReverseV2`, `ReverseSequence` and `UnravelIndex`.
 //!
 //! Every kernel supports all the dtypes TensorFlow's CPU kernel does
 //! (numbers, bool, string, ...): the element loops (all but `UnravelIndex`'s,
-//! which computes int32/int64 coordinates) run through
+//! which computes int32/int64 coordinates, and `ScatterNd`'s, which adds
+//! through the scatter-add engine of `opforge_ops_base::cpu::scatter`) run through
 //! the element mover of `opforge_ops_base::cpu::mover`, compiled once per
 //! element size.
 //! `Transpose` is zero-copy when the permutation only moves dimensions of
@@ -21,7 +22,6 @@ use opforge_core::{
     TensorShape,
 };
 use opforge_ops_base::args::int_values;
-use opforge_ops_base::args::scalar_input_value;
 use opforge_ops_base::args::{fmt_shape, index_values};
 use opforge_ops_base::cpu::mover::{
     for_each_chunk, move_elements, strides_of, Carrier, MoveElements,
@@ -35,6 +35,7 @@ const OPS: &[&str] = &[
     "GatherV2",
     "Gather",
     "GatherNd",
+    "ScatterNd",
     "OneHot",
     "Reverse",
     "ReverseV2",
@@ -53,6 +54,8 @@ fn empty(dtype: DataType, shape: TensorShape) -> Result<Tensor> {
 mod transpose;
 
 mod gather;
+
+mod scatter_nd;
 
 mod one_hot;
 
@@ -80,3 +83,6 @@ mod tests;
 
 #[cfg(test)]
 mod shape_fn_tests;
+
+#[cfg(test)]
+mod scatter_nd_tests;
