@@ -88,6 +88,7 @@ const STANDARD_OPS: &[&str] = &[
     "QuantizeAndDequantize",
     "Gather",
     "GatherNd",
+    "ScatterNd",
     "ReverseSequence",
     "UnravelIndex",
     "Concat",

@@ -71,8 +71,8 @@ mod unravel_index;
 /// viewed as `[outer, K, inner]` (`K` indices), is scattered into
 /// `[N, outer * inner]` by `MatMul(OneHot(indices, N), g, transpose_a)`,
 /// which sums duplicate indices like `UnsortedSegmentSum` does; `Gather`'s
-/// is the same along axis 0. `GatherNd` has none yet (TensorFlow's uses
-/// `ScatterNd`, which is not registered).
+/// is the same along axis 0. `GatherNd` and `ScatterNd` are each other's
+/// gradient (a dense `ScatterNd` where TensorFlow may build `IndexedSlices`).
 mod gradients;
 
 #[cfg(test)]
