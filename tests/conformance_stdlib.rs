@@ -147,6 +147,7 @@ const STANDARD_OPS: &[&str] = &[
     "Any",
     "ArgMax",
     "ArgMin",
+    "UnsortedSegmentSum",
     "TanhGrad",
     "SigmoidGrad",
     "SqrtGrad",

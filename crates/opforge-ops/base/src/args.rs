@@ -162,3 +162,23 @@ pub fn scalar_input_value(c: &InferenceContext, idx: usize) -> Result<Option<i64
         )),
     }
 }
+
+/// TensorFlow's `SliceDebugString`: the multi-index of flat element `flat`
+/// of `dims` (`""` for a scalar, `[1]`, `[0,2]`).
+pub fn slice_debug_string(dims: &[i64], flat: usize) -> String {
+    match dims.len() {
+        0 => String::new(),
+        1 => format!("[{flat}]"),
+        _ => {
+            let mut idx = vec![0i64; dims.len()];
+            let mut rem = flat as i64;
+            for k in (0..dims.len()).rev() {
+                if dims[k] > 0 {
+                    idx[k] = rem % dims[k];
+                    rem /= dims[k];
+                }
+            }
+            fmt_shape(&idx)
+        }
+    }
+}
