@@ -75,7 +75,6 @@ fn gather_params_grad(
     indices: Sym,
     axis: Sym,
 ) -> Result<Sym> {
-    let dtype = o.dtype(params);
     let i32t = DataType::Int32.into_attr_value();
     let keep = [("keep_dims", true.into_attr_value())];
     let ps = o.shape_of(params)?;
@@ -104,18 +103,11 @@ fn gather_params_grad(
     let m = o.mul(outer, inner)?;
     let s2 = concat(o, &[k_v, m])?;
     let g2 = o.reshape(gt, s2)?;
-    // OneHot(indices) is [K, N]; its transpose times g2 is [N, outer * inner].
+    // Summed per index: [N, outer * inner].
     let flat = o.reshape(indices, minus_one_v)?;
     let empty = o.int_vector(&[])?;
     let depth = o.reshape(n, empty)?;
-    let on = o.scalar(dtype, 1.0)?;
-    let off = o.scalar(dtype, 0.0)?;
-    let oh = o.op1("OneHot", &[flat, depth, on, off], &[])?;
-    let r = o.op1(
-        "MatMul",
-        &[oh, g2],
-        &[("transpose_a", true.into_attr_value())],
-    )?;
+    let r = o.op1("UnsortedSegmentSum", &[g2, flat, depth], &[])?;
     let s3b = concat(o, &[n, outer, inner])?;
     let r3 = o.reshape(r, s3b)?;
     let rt = o.op1("Transpose", &[r3, perm], &[])?;

@@ -67,11 +67,10 @@ mod unravel_index;
 
 /// The gradients of the index ops, as TensorFlow's `array_grad.py` defines
 /// them. `GatherV2`'s gradient is dense here (TensorFlow returns
-/// `IndexedSlices` and scatters with `UnsortedSegmentSum`): the gradient,
-/// viewed as `[outer, K, inner]` (`K` indices), is scattered into
-/// `[N, outer * inner]` by `MatMul(OneHot(indices, N), g, transpose_a)`,
-/// which sums duplicate indices like `UnsortedSegmentSum` does; `Gather`'s
-/// is the same along axis 0. `GatherNd` and `ScatterNd` are each other's
+/// `IndexedSlices`, which are summed with `UnsortedSegmentSum` when made
+/// dense): the gradient, viewed as `[K, outer * inner]` (`K` indices), is
+/// summed into `[N, outer * inner]` by `UnsortedSegmentSum(g, indices, N)`
+/// (duplicate indices add up); `Gather`'s is the same along axis 0. `GatherNd` and `ScatterNd` are each other's
 /// gradient (a dense `ScatterNd` where TensorFlow may build `IndexedSlices`).
 mod gradients;
 
