@@ -138,11 +138,11 @@ impl OpKernel for ScatterNdOp {
         );
         let (idims, udims, sdims) = (indices.dims(), updates.dims(), shape.dims());
         let outer_dims = idims.len() - 1;
-        for i in 0..outer_dims {
+        for (i, d) in idims[..outer_dims].iter().enumerate() {
             // TensorFlow reads past the updates' rank here (a crash); a
             // missing dim is a mismatch.
             ensure!(
-                udims.get(i) == Some(&idims[i]),
+                udims.get(i) == Some(d),
                 InvalidArgument,
                 "Dimensions [0,{outer_dims}) of indices[shape={}] must match dimensions [0,{outer_dims}) of updates[shape={}]",
                 indices.shape(),
