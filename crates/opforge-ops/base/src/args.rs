@@ -130,8 +130,15 @@ pub fn fmt_float(v: f64, single: bool) -> String {
 /// TensorFlow's `TensorShapeUtils::MakeShape`: a shape from dimension values,
 /// each of which must be `>= 0`.
 pub fn make_shape(dims: &[i64]) -> Result<TensorShape> {
+    let mut n: i64 = 1;
     for &d in dims {
         ensure!(d >= 0, InvalidArgument, "Dimension {d} must be >= 0");
+        n = n.checked_mul(d).ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "Shape {} would have more than 2**63 - 1 elements",
+                fmt_shape(dims)
+            ))
+        })?;
     }
     TensorShape::new(dims)
 }
@@ -153,5 +160,25 @@ pub fn scalar_input_value(c: &InferenceContext, idx: usize) -> Result<Option<i64
         _ => Err(Status::invalid_argument(
             "Scalar input for dim size must be int32 or int64",
         )),
+    }
+}
+
+/// TensorFlow's `SliceDebugString`: the multi-index of flat element `flat`
+/// of `dims` (`""` for a scalar, `[1]`, `[0,2]`).
+pub fn slice_debug_string(dims: &[i64], flat: usize) -> String {
+    match dims.len() {
+        0 => String::new(),
+        1 => format!("[{flat}]"),
+        _ => {
+            let mut idx = vec![0i64; dims.len()];
+            let mut rem = flat as i64;
+            for k in (0..dims.len()).rev() {
+                if dims[k] > 0 {
+                    idx[k] = rem % dims[k];
+                    rem /= dims[k];
+                }
+            }
+            fmt_shape(&idx)
+        }
     }
 }

@@ -2,10 +2,10 @@
 //! TensorFlow's `InferenceContext`, including which dimension handle a
 //! merge returns), shared by the op families' shape functions.
 
-use crate::args::int_values;
+use crate::args::{int_values, scalar_input_value};
 use opforge_core::proto::TensorShapeProto;
 use opforge_core::shape_inference::{DimensionHandle, InferenceContext, ShapeHandle};
-use opforge_core::{Result, Status, Tensor};
+use opforge_core::{ensure, Result, Status, Tensor};
 
 /// A shape function.
 pub type ShapeFnPtr = fn(&mut InferenceContext) -> Result<()>;
@@ -213,4 +213,20 @@ pub fn validate_sparse_tensor(
         }
     }
     Ok(())
+}
+
+/// A dim of the value of constant scalar input `idx`, unknown if the value
+/// is (TensorFlow's `MakeDimForScalarInput`).
+pub fn dim_for_scalar_input(c: &mut InferenceContext, idx: usize) -> Result<DimensionHandle> {
+    match scalar_input_value(c, idx)? {
+        None => Ok(c.unknown_dim()),
+        Some(v) => {
+            ensure!(
+                v >= 0,
+                InvalidArgument,
+                "Dimension size, given by scalar input {idx}, must be non-negative but is {v}"
+            );
+            Ok(c.make_dim(v))
+        }
+    }
 }

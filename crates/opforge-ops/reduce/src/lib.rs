@@ -1,4 +1,5 @@
-//! Reductions (TensorFlow's `math_ops` reductions): `Sum`, `Mean`, `Max`, `Min`, `Prod`, `All`, `Any`, `ArgMax`, `ArgMin`.
+//! Reductions (TensorFlow's `math_ops` reductions): `Sum`, `Mean`, `Max`, `Min`, `Prod`, `All`, `Any`, `ArgMax`, `ArgMin`,
+//! and the segment reduction `UnsortedSegmentSum`.
 //!
 //! Part of opforge's standard op library: link it through the umbrella
 //! crate `opforge-ops` (`opforge_ops::link()`). Every op here registers
@@ -7,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod reduction;
+mod segment;
 
 // The unit tests run ops of the other families too (gradient checks
 // build on `Sum`, `Reshape`, `Mul`, ...): link their registrations.

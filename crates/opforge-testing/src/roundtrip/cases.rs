@@ -151,6 +151,10 @@ pub fn cases() -> Vec<Case> {
         &["All", "Any"],
         &[(bools(&[2, 3]), s(1i32), false), (bools(&[2, 3]), t(&[2], &[0i64, 1]), true), (bools(&[0]), s(0i32), false)],
     ));
+    c.push(op("UnsortedSegmentSum").i(f32s(&[4, 2])).i(t(&[4], &[2i32, 0, -1, 2])).i(s(3i32)));
+    c.push(op("UnsortedSegmentSum").i(c64s(&[2, 3])).i(t(&[2, 3], &[1i64, 0, 1, 1, -4, 0])).i(s(2i64)));
+    c.push(op("UnsortedSegmentSum").i(i32s(&[3])).i(t(&[3], &[0i16, 0, 1])).i(s(2i32)));
+    c.push(op("UnsortedSegmentSum").i(f64s(&[0, 2])).i(t(&[0], &[] as &[i32])).i(s(2i32)));
     for o in ["ArgMax", "ArgMin"] {
         c.push(op(o).i(f32s(&[2, 6])).i(s(1i32)));
         c.push(op(o).i(i32s(&[3, 3])).i(s(0i64)).a("output_type", DataType::Int32));
@@ -448,6 +452,10 @@ pub fn cases() -> Vec<Case> {
     c.push(op("GatherNd").i(strs(&[2, 3, 2])).i(t(&[3, 1], &[1i64, 0, 1])));
     c.push(op("GatherNd").i(i64s(&[2, 2])).i(t(&[2], &[1i16, 1])));
     c.push(op("GatherNd").i(f64s(&[2, 3])).i(t(&[2, 2], &[1i32, 7, 0, 2])).a("bad_indices_policy", "IGNORE"));
+    c.push(op("ScatterNd").i(t(&[3, 1], &[0i32, 2, 0])).i(f32s(&[3])).i(t(&[1], &[4i32])));
+    c.push(op("ScatterNd").i(t(&[2, 2], &[1i64, 0, 0, 1])).i(strs(&[2, 3])).i(t(&[3], &[2i64, 2, 3])));
+    c.push(op("ScatterNd").i(t(&[2, 1], &[1i32, 1])).i(bools(&[2])).i(t(&[1], &[3i32])));
+    c.push(op("ScatterNd").i(t(&[2, 1], &[0i64, 9])).i(f64s(&[2, 2])).i(t(&[2], &[3i64, 2])).a("bad_indices_policy", "IGNORE"));
     c.push(op("UnravelIndex").i(t(&[3], &[2i32, 5, 7])).i(t(&[2], &[3i32, 3])));
     c.push(op("UnravelIndex").i(s(11i64)).i(t(&[3], &[2i64, 3, 2])));
     c.push(op("OneHot").i(t(&[4], &[0i64, 2, -1, 1])).i(s(3i32)).i(s(5.0f32)).i(s(-0.0f32)));

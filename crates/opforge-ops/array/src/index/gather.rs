@@ -26,25 +26,7 @@ pub fn gather_v2() -> OpDefBuilder {
         )
 }
 
-/// TensorFlow's `SliceDebugString`: the multi-index of flat element `flat`
-/// of `dims` (`""` for a scalar, `[1]`, `[0,2]`).
-pub(super) fn slice_debug_string(dims: &[i64], flat: usize) -> String {
-    match dims.len() {
-        0 => String::new(),
-        1 => format!("[{flat}]"),
-        _ => {
-            let mut idx = vec![0i64; dims.len()];
-            let mut rem = flat as i64;
-            for k in (0..dims.len()).rev() {
-                if dims[k] > 0 {
-                    idx[k] = rem % dims[k];
-                    rem /= dims[k];
-                }
-            }
-            fmt_shape(&idx)
-        }
-    }
-}
+pub(super) use opforge_ops_base::args::slice_debug_string;
 
 /// Gathers rows of `inner` elements: output row `(b, o, i)` is input row
 /// `(b, o, idx[b][i])` of a `[batch, outer, gather, inner]` params; an
@@ -373,7 +355,7 @@ impl OpKernel for GatherOp {
 /// What `GatherNd` does with an index outside `params` (its
 /// `bad_indices_policy`): fail (`""`, `DEFAULT`, `ERROR`) or give zeros
 /// (`IGNORE`).
-fn ignores_bad_indices(policy: &str) -> Result<bool> {
+pub(super) fn ignores_bad_indices(policy: &str) -> Result<bool> {
     match policy {
         "" | "DEFAULT" | "ERROR" => Ok(false),
         "IGNORE" => Ok(true),

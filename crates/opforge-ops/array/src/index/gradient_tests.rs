@@ -129,25 +129,114 @@ fn reverse_sequence_grad() {
 }
 
 #[test]
-fn gather_nd_and_unravel_index_gradients() {
+fn unravel_index_is_not_differentiable() {
     use opforge_core::autodiff::GradientFn;
     use opforge_core::Registry;
-    // UnravelIndex: declared not differentiable.
-    let reg = Registry::global();
-    let g = reg.attr::<opforge_core::autodiff::Gradient>("UnravelIndex");
+    let g = Registry::global().attr::<opforge_core::autodiff::Gradient>("UnravelIndex");
     assert!(matches!(g.as_deref(), Some(GradientFn::NotDifferentiable)));
-    // GatherNd: TensorFlow's gradient needs ScatterNd, which is not
-    // registered, so asking for it fails clearly.
+}
+
+#[test]
+fn gather_nd_grad() {
+    let x: Vec<f64> = (0..24).map(|i| (i as f64) * 0.37 - 4.0).collect();
+    // Full index tuples, partial ones (slices), duplicates, a batch of
+    // tuples, and int16/int64 indices.
+    let cases: Vec<(Vec<i64>, Tensor)> = vec![
+        (
+            vec![2, 3, 4],
+            Tensor::from_slice(&[2, 3], &[1i32, 2, 3, 0, 1, 1]).unwrap(),
+        ),
+        (
+            vec![2, 3, 4],
+            Tensor::from_slice(&[3, 2], &[1i64, 2, 0, 0, 1, 2]).unwrap(),
+        ),
+        (
+            vec![2, 3, 4],
+            Tensor::from_slice(&[2, 2, 1], &[1i16, 0, 1, 1]).unwrap(),
+        ),
+        (vec![6, 4], Tensor::from_slice(&[2], &[5i32, 3]).unwrap()),
+    ];
+    for (dims, idx) in cases {
+        let n: i64 = dims.iter().product();
+        check(
+            "GatherNd",
+            &move |o, xs| {
+                let i = o.constant(idx.clone())?;
+                let y = o.op1("GatherNd", &[xs[0], i], &[])?;
+                weighted(o, y)
+            },
+            &[(dims, x[..n as usize].to_vec())],
+        );
+    }
+    // Duplicates sum, unused elements get zeros, indices get None; an
+    // ignored bad index contributes nothing.
     let mut tape = GradientTape::new(ctx(), false);
     let p = tape.watch(t(&[2, 2], vec![1.0f64, 2.0, 3.0, 4.0]));
     let idx = tape
-        .constant(Tensor::from_slice(&[1, 2], &[1i32, 0]).unwrap())
+        .constant(Tensor::from_slice(&[4, 2], &[1i32, 0, 0, 1, 1, 0, 5, 5]).unwrap())
         .unwrap();
-    let y = tape.op1("GatherNd", &[p, idx], &[]).unwrap();
-    let e = tape.gradient(y, &[p]).unwrap_err();
-    assert!(
-        e.message()
-            .contains("No gradient defined for op 'GatherNd'"),
-        "{e}"
+    let y = tape
+        .op1(
+            "GatherNd",
+            &[p, idx],
+            &[("bad_indices_policy", "IGNORE".into_attr_value())],
+        )
+        .unwrap();
+    let g = tape.gradient(y, &[p, idx]).unwrap();
+    assert_close(
+        tape.value(g[0].unwrap()).unwrap(),
+        &[2, 2],
+        &[0.0, 1.0, 2.0, 0.0],
+        0.0,
     );
+    assert!(g[1].is_none());
+}
+
+#[test]
+fn scatter_nd_grad() {
+    let u: Vec<f64> = (0..12).map(|i| (i as f64) * 0.41 - 2.0).collect();
+    let cases: Vec<(Vec<i64>, Tensor, Vec<i64>)> = vec![
+        // Elements, with a duplicate.
+        (
+            vec![3],
+            Tensor::from_slice(&[3, 2], &[1i32, 2, 0, 0, 1, 2]).unwrap(),
+            vec![2, 3],
+        ),
+        // Rows of a matrix, a batch of [2, 2] tuples of one index.
+        (
+            vec![2, 2, 3],
+            Tensor::from_slice(&[2, 2, 1], &[3i64, 1, 1, 0]).unwrap(),
+            vec![4, 3],
+        ),
+    ];
+    for (udims, idx, shape) in cases {
+        let n: i64 = udims.iter().product();
+        check(
+            "ScatterNd",
+            &move |o, xs| {
+                let i = o.constant(idx.clone())?;
+                let s = if idx.dtype() == opforge_core::DataType::Int32 {
+                    o.int_vector(&shape.iter().map(|&d| d as i32).collect::<Vec<_>>())?
+                } else {
+                    o.constant(Tensor::from_slice(&[shape.len() as i64], &shape).unwrap())?
+                };
+                let y = o.op1("ScatterNd", &[i, xs[0], s], &[])?;
+                weighted(o, y)
+            },
+            &[(udims, u[..n as usize].to_vec())],
+        );
+    }
+    // Indices and shape get None.
+    let mut tape = GradientTape::new(ctx(), false);
+    let up = tape.watch(t(&[2], vec![1.0f64, 2.0]));
+    let idx = tape
+        .constant(Tensor::from_slice(&[2, 1], &[1i32, 1]).unwrap())
+        .unwrap();
+    let shape = tape.int_vector(&[3]).unwrap();
+    let y = tape.op1("ScatterNd", &[idx, up, shape], &[]).unwrap();
+    let y = tape.op1("Square", &[y], &[]).unwrap();
+    let g = tape.gradient(y, &[idx, up, shape]).unwrap();
+    // y = [0, 9, 0]: d(sum y^2)/du = 2 * 3 for both updates.
+    assert!(g[0].is_none() && g[2].is_none());
+    assert_close(tape.value(g[1].unwrap()).unwrap(), &[2], &[6.0, 6.0], 0.0);
 }

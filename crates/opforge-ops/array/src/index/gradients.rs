@@ -2,7 +2,9 @@
 
 use opforge_core::attrs::{AttrMap, IntoAttrValue};
 use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::proto::AttrValue;
 use opforge_core::{register_gradient, register_not_differentiable, DataType, Result, Status};
+use opforge_ops_base::grad::{attr_or, cast};
 
 type Grads = Result<Vec<Option<Sym>>>;
 
@@ -73,7 +75,6 @@ fn gather_params_grad(
     indices: Sym,
     axis: Sym,
 ) -> Result<Sym> {
-    let dtype = o.dtype(params);
     let i32t = DataType::Int32.into_attr_value();
     let keep = [("keep_dims", true.into_attr_value())];
     let ps = o.shape_of(params)?;
@@ -102,22 +103,66 @@ fn gather_params_grad(
     let m = o.mul(outer, inner)?;
     let s2 = concat(o, &[k_v, m])?;
     let g2 = o.reshape(gt, s2)?;
-    // OneHot(indices) is [K, N]; its transpose times g2 is [N, outer * inner].
+    // Summed per index: [N, outer * inner].
     let flat = o.reshape(indices, minus_one_v)?;
     let empty = o.int_vector(&[])?;
     let depth = o.reshape(n, empty)?;
-    let on = o.scalar(dtype, 1.0)?;
-    let off = o.scalar(dtype, 0.0)?;
-    let oh = o.op1("OneHot", &[flat, depth, on, off], &[])?;
-    let r = o.op1(
-        "MatMul",
-        &[oh, g2],
-        &[("transpose_a", true.into_attr_value())],
-    )?;
+    let r = o.op1("UnsortedSegmentSum", &[g2, flat, depth], &[])?;
     let s3b = concat(o, &[n, outer, inner])?;
     let r3 = o.reshape(r, s3b)?;
     let rt = o.op1("Transpose", &[r3, perm], &[])?;
     o.reshape(rt, ps)
+}
+
+/// The forward op's `bad_indices_policy` as attrs for the op of its
+/// gradient: `IGNORE` is passed on (an ignored index contributes nothing to
+/// the forward result, so its gradient is dropped too, where TensorFlow's
+/// gradient would fail on it); the other policies are the default.
+fn policy_attrs(op: &GradOp<'_>) -> Result<Vec<(&'static str, AttrValue)>> {
+    let policy: String = attr_or(op, "bad_indices_policy", String::new())?;
+    Ok(if policy == "IGNORE" {
+        vec![("bad_indices_policy", policy.into_attr_value())]
+    } else {
+        Vec::new()
+    })
+}
+
+/// `GatherNd`: TensorFlow's `_GatherNdGrad`, the gradient scattered back
+/// into the shape of `params` by `ScatterNd(indices, grad, shape(params))`
+/// (duplicate indices sum). TensorFlow returns `IndexedSlices` when
+/// `indices` is `[N, 1]`; the dense `ScatterNd` is its value. int16 indices
+/// are cast to int32 (`ScatterNd`'s CPU kernel takes int32/int64). A
+/// vector of indices (one index tuple), which `ScatterNd` does not take
+/// (TensorFlow's gradient fails on it), is scattered as a batch of one.
+fn gather_nd_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(mut g) = grads[0] else {
+        return Ok(vec![None, None]);
+    };
+    let (params, mut indices) = (op.inputs[0], op.inputs[1]);
+    if o.dtype(indices) == DataType::Int16 {
+        indices = cast(o, indices, DataType::Int32)?;
+    }
+    if o.shape(indices).is_some_and(|s| s.len() == 1) {
+        let zero = o.constant(opforge_core::Tensor::scalar(0i32))?;
+        indices = o.op1("ExpandDims", &[indices, zero], &[])?;
+        g = o.op1("ExpandDims", &[g, zero], &[])?;
+    }
+    let out_type = o.dtype(indices).into_attr_value();
+    let shape = o.op1("Shape", &[params], &[("out_type", out_type)])?;
+    let attrs = policy_attrs(op)?;
+    let dx = o.op1("ScatterNd", &[indices, g, shape], &attrs)?;
+    Ok(vec![Some(dx), None])
+}
+
+/// `ScatterNd`: TensorFlow's `_ScatterNdGrad`, `GatherNd(grad, indices)`
+/// for `updates`; none for `indices` and `shape`.
+fn scatter_nd_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
+    let Some(g) = grads[0] else {
+        return Ok(vec![None, None, None]);
+    };
+    let attrs = policy_attrs(op)?;
+    let du = o.op1("GatherNd", &[g, op.inputs[0]], &attrs)?;
+    Ok(vec![None, Some(du), None])
 }
 
 /// `ReverseSequence` only permutes: its gradient permutes back, the same
@@ -148,6 +193,5 @@ register_gradient!("ReverseSequence", reverse_sequence_grad);
 register_not_differentiable!("OneHot");
 // Integer in, integer out: no gradient flows (TensorFlow registers none).
 register_not_differentiable!("UnravelIndex");
-// `GatherNd`'s gradient is `ScatterNd(indices, grad, shape(params))` in
-// TensorFlow's array_grad.py; no `ScatterNd` op is registered yet, so none
-// is defined here (asking for one fails with "No gradient defined").
+register_gradient!("GatherNd", gather_nd_grad);
+register_gradient!("ScatterNd", scatter_nd_grad);

@@ -1,10 +1,11 @@
 //! Array ops that move elements by index, with TensorFlow 2.21's OpDefs and
-//! CPU kernels: `Transpose`, `GatherV2`, `Gather`, `GatherNd`, `OneHot`,
-//! `Reverse`, `ReverseV2`, `ReverseSequence` and `UnravelIndex`.
+//! CPU kernels: `Transpose`, `GatherV2`, `Gather`, `GatherNd`, `ScatterNd`,
+//! `OneHot`, `Reverse`, `ReverseV2`, `ReverseSequence` and `UnravelIndex`.
 //!
 //! Every kernel supports all the dtypes TensorFlow's CPU kernel does
 //! (numbers, bool, string, ...): the element loops (all but `UnravelIndex`'s,
-//! which computes int32/int64 coordinates) run through
+//! which computes int32/int64 coordinates, and `ScatterNd`'s, which adds
+//! through the scatter-add engine of `opforge_ops_base::cpu::scatter`) run through
 //! the element mover of `opforge_ops_base::cpu::mover`, compiled once per
 //! element size.
 //! `Transpose` is zero-copy when the permutation only moves dimensions of
@@ -21,7 +22,6 @@ use opforge_core::{
     TensorShape,
 };
 use opforge_ops_base::args::int_values;
-use opforge_ops_base::args::scalar_input_value;
 use opforge_ops_base::args::{fmt_shape, index_values};
 use opforge_ops_base::cpu::mover::{
     for_each_chunk, move_elements, strides_of, Carrier, MoveElements,
@@ -35,6 +35,7 @@ const OPS: &[&str] = &[
     "GatherV2",
     "Gather",
     "GatherNd",
+    "ScatterNd",
     "OneHot",
     "Reverse",
     "ReverseV2",
@@ -54,6 +55,8 @@ mod transpose;
 
 mod gather;
 
+mod scatter_nd;
+
 mod one_hot;
 
 mod reverse;
@@ -64,12 +67,11 @@ mod unravel_index;
 
 /// The gradients of the index ops, as TensorFlow's `array_grad.py` defines
 /// them. `GatherV2`'s gradient is dense here (TensorFlow returns
-/// `IndexedSlices` and scatters with `UnsortedSegmentSum`): the gradient,
-/// viewed as `[outer, K, inner]` (`K` indices), is scattered into
-/// `[N, outer * inner]` by `MatMul(OneHot(indices, N), g, transpose_a)`,
-/// which sums duplicate indices like `UnsortedSegmentSum` does; `Gather`'s
-/// is the same along axis 0. `GatherNd` has none yet (TensorFlow's uses
-/// `ScatterNd`, which is not registered).
+/// `IndexedSlices`, which are summed with `UnsortedSegmentSum` when made
+/// dense): the gradient, viewed as `[K, outer * inner]` (`K` indices), is
+/// summed into `[N, outer * inner]` by `UnsortedSegmentSum(g, indices, N)`
+/// (duplicate indices add up); `Gather`'s is the same along axis 0. `GatherNd` and `ScatterNd` are each other's
+/// gradient (a dense `ScatterNd` where TensorFlow may build `IndexedSlices`).
 mod gradients;
 
 #[cfg(test)]
@@ -80,3 +82,6 @@ mod tests;
 
 #[cfg(test)]
 mod shape_fn_tests;
+
+#[cfg(test)]
+mod scatter_nd_tests;

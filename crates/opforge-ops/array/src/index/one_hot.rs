@@ -1,6 +1,7 @@
 //! `OneHot`.
 
 use super::*;
+use opforge_ops_base::shape::dim_for_scalar_input;
 
 // OneHot
 // ---------------------------------------------------------------------------
@@ -115,25 +116,6 @@ impl OpKernel for OneHotOp {
         };
         let out = move_elements(ctx.device(), dtype, &[on, off], shape, &mover)?;
         ctx.set_output(0, out)
-    }
-}
-
-/// A dim of the value of constant scalar input `idx`, unknown if the value
-/// is (TensorFlow's `MakeDimForScalarInput`).
-pub(crate) fn dim_for_scalar_input(
-    c: &mut InferenceContext,
-    idx: usize,
-) -> Result<DimensionHandle> {
-    match scalar_input_value(c, idx)? {
-        None => Ok(c.unknown_dim()),
-        Some(v) => {
-            ensure!(
-                v >= 0,
-                InvalidArgument,
-                "Dimension size, given by scalar input {idx}, must be non-negative but is {v}"
-            );
-            Ok(c.make_dim(v))
-        }
     }
 }
 

@@ -196,3 +196,27 @@ fn extract_image_patches_grad_as_tensorflow() {
 }
 
 const ONES: [i64; 4] = [1, 1, 1, 1];
+
+/// A 64x64 image with a 3x3 kernel: the gradient of `sum(patches)` counts
+/// the patches covering each pixel. The former `MatMul(OneHot(..))` sum
+/// needed a `[64 * 64 * 9, 64 * 64]` one-hot matrix (about 600 MB in
+/// float32); `UnsortedSegmentSum` needs memory linear in the image.
+#[test]
+fn extract_image_patches_grad_of_a_large_image() {
+    let (h, w) = (64usize, 64usize);
+    let mut tape = GradientTape::new(ctx(), false);
+    let x = tape.watch(t(&[1, h as i64, w as i64, 1], vec![1.0f32; h * w]));
+    let attrs = patch_attrs([1, 3, 3, 1], ONES, ONES, "SAME");
+    let y = tape.op1("ExtractImagePatches", &[x], &attrs).unwrap();
+    let g = tape.gradient(y, &[x]).unwrap();
+    let covering = |i: usize, n: usize| if i == 0 || i == n - 1 { 2.0 } else { 3.0 };
+    let want: Vec<f64> = (0..h * w)
+        .map(|p| covering(p / w, h) * covering(p % w, w))
+        .collect();
+    assert_close(
+        tape.value(g[0].unwrap()).unwrap(),
+        &[1, h as i64, w as i64, 1],
+        &want,
+        0.0,
+    );
+}

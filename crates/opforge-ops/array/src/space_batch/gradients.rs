@@ -9,7 +9,7 @@
 use opforge_core::attrs::{AttrMap, IntoAttrValue};
 use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
 use opforge_core::{register_gradient, DataType, Result, Status, Tensor};
-use opforge_ops_base::grad::{attr_or, cast};
+use opforge_ops_base::grad::attr_or;
 
 type Grads = Result<Vec<Option<Sym>>>;
 
@@ -115,15 +115,11 @@ fn product(o: &mut dyn Ops, v: Sym) -> Result<Sym> {
 /// of the pixels' indices `1..=rows*cols` (0 stands for padding) goes
 /// through the same `ExtractImagePatches`, which tells the input pixel of
 /// every patch element; the gradient, as `[patch elements, batch *
-/// channels]`, is summed per pixel. TensorFlow sums with
-/// `UnsortedSegmentSum`; the standard library has no segment op, so the sum
-/// is `MatMul(OneHot(pixel - 1, rows * cols), gradient, transpose_a)` (as
-/// `GatherV2`'s gradient does; a padding element's index -1 gives a row of
-/// zeros). The index image is int64 (TensorFlow uses float32 for XLA's
-/// sake, exact only up to 2^24 pixels).
-///
-/// The one-hot matrix has `out_rows * out_cols * ksize_rows * ksize_cols`
-/// rows of `rows * cols` elements: quadratic in the image size.
+/// channels]`, is summed per pixel with `UnsortedSegmentSum` (segment
+/// `pixel - 1`: a padding element's -1 is dropped), as TensorFlow's sparse
+/// sum does. Memory stays linear in the image size. The index image is
+/// int64 (TensorFlow uses float32 for XLA's sake, exact only up to 2^24
+/// pixels).
 fn extract_image_patches_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
     let Some(g) = grads[0] else {
         return Ok(vec![None]);
@@ -176,19 +172,8 @@ fn extract_image_patches_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<
     let g2_shape = concat(o, &[minus_one, batch_channels])?;
     let g2 = o.reshape(g6, g2_shape)?;
 
-    // The segment sum: [pixels, batch * channels].
-    let dtype = o.dtype(g);
-    let depth = cast(o, pixels, DataType::Int32)?;
-    let on = o.constant(Tensor::scalar(1.0f32))?;
-    let on = cast(o, on, dtype)?;
-    let off = o.constant(Tensor::scalar(0.0f32))?;
-    let off = cast(o, off, dtype)?;
-    let onehot = o.op1("OneHot", &[segments, depth, on, off], &[])?;
-    let summed = o.op1(
-        "MatMul",
-        &[onehot, g2],
-        &[("transpose_a", true.into_attr_value())],
-    )?;
+    // The segment sum: [pixels, batch * channels] (padding's -1 dropped).
+    let summed = o.op1("UnsortedSegmentSum", &[g2, segments, pixels], &[])?;
     let hwbc = pick(o, x_shape, &[1, 2, 0, 3])?;
     let summed = o.reshape(summed, hwbc)?;
     let perm = o.int_vector(&[2, 0, 1, 3])?;

@@ -201,7 +201,7 @@ fn sparse(rows: &[&[i64]], values: Tensor, shape: &[i64]) -> Sparse {
 
 fn edit_distance(h: Sparse, tr: Sparse, normalize: bool) -> opforge_core::Result<Tensor> {
     let idx = |v: Vec<i64>, cols: usize| {
-        let rows = if cols == 0 { 0 } else { v.len() / cols };
+        let rows = v.len().checked_div(cols).unwrap_or(0);
         t(&[rows as i64, cols as i64], v)
     };
     let (hc, tc) = (h.2.len(), tr.2.len());
