@@ -161,17 +161,21 @@ pub(super) fn gather(ctx: &mut OpKernelContext<'_>, axis: i64, batch_dims: i64) 
     out_dims.extend_from_slice(&indices.dims()[batch_dims..]);
     out_dims.extend_from_slice(&pdims[axis + 1..]);
     let shape = TensorShape::new(&out_dims)?;
+    let n = indices.num_elements();
+    let dtype = params.dtype();
+    // The batch, outer and inner dims are all in the output's shape, so
+    // when the output has elements their products fit; when it has none
+    // (a zero anywhere) they may not (found by scripts/hostile-cli: params
+    // [0, 2^63 - 1, 3, 1, 2]), and there is nothing to gather.
+    if n == 0 || shape.num_elements() == 0 {
+        return ctx.set_output(0, empty(dtype, shape)?);
+    }
     let batch: usize = pdims[..batch_dims].iter().map(|&d| d as usize).product();
     let outer: usize = pdims[batch_dims..axis]
         .iter()
         .map(|&d| d as usize)
         .product();
     let inner: usize = pdims[axis + 1..].iter().map(|&d| d as usize).product();
-    let n = indices.num_elements();
-    let dtype = params.dtype();
-    if n == 0 || inner == 0 || outer == 0 {
-        return ctx.set_output(0, empty(dtype, shape)?);
-    }
     let values = int_values(indices, "indices")?;
     let mut idx = Vec::with_capacity(values.len());
     for (i, &v) in values.iter().enumerate() {

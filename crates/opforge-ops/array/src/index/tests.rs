@@ -1115,3 +1115,15 @@ fn new_kernels_match_tensorflow_registrations() {
     let tt = &rs.constraints.iter().find(|c| c.0 == "T").unwrap().1;
     assert!(tt.contains(&DataType::String) && !tt.contains(&DataType::QInt8));
 }
+
+/// Found by scripts/hostile-cli: empty params whose other dims multiply
+/// past 2^64 overflowed the inner size of Gather (V1 and V2 alike).
+#[test]
+fn gather_of_empty_params_with_huge_dims_is_empty() {
+    let params = Tensor::zeros(DataType::Float, &[0, i64::MAX, 3, 1, 2]).unwrap();
+    let indices = t(&[4, 0], Vec::<i32>::new());
+    let y = gather_v1(params.clone(), indices).unwrap();
+    assert_eq!(y.dims(), &[4, 0, i64::MAX, 3, 1, 2]);
+    let y = gather_v1(params, t(&[2], vec![0i32, 0])).unwrap_err();
+    assert_eq!(y.code(), Code::InvalidArgument, "{y}");
+}
