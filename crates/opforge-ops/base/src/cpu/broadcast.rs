@@ -126,8 +126,13 @@ impl BroadcastPlan {
                 continue;
             }
             let p = (pa[i] == 1, pb[i] == 1);
+            // Saturating here and in the strides: only an empty output (a
+            // zero dim) can have dims whose product passes usize::MAX, and
+            // then no row is ever visited (found by scripts/hostile-cli:
+            // Sub of [4, 1] and [0, 3, 5, 0, 2, 3, 4, 2^63 - 1]).
             if pattern.last() == Some(&p) {
-                *dims.last_mut().expect("a dim per pattern") *= d;
+                let last = dims.last_mut().expect("a dim per pattern");
+                *last = last.saturating_mul(d);
             } else {
                 dims.push(d);
                 pattern.push(p);
@@ -135,11 +140,11 @@ impl BroadcastPlan {
         }
         let strides = |broadcast: &dyn Fn(&(bool, bool)) -> bool| -> Vec<usize> {
             let mut s = vec![0; dims.len()];
-            let mut acc = 1;
+            let mut acc: usize = 1;
             for i in (0..dims.len()).rev() {
                 if !broadcast(&pattern[i]) {
                     s[i] = acc;
-                    acc *= dims[i];
+                    acc = acc.saturating_mul(dims[i]);
                 }
             }
             s
@@ -425,6 +430,15 @@ mod tests {
     use crate::types::{NUMERIC_KERNEL_TYPES, REAL_KERNEL_TYPES};
     use opforge_core::DataType;
     use proptest::prelude::*;
+
+    /// Found by scripts/hostile-cli: an empty broadcast whose other dims
+    /// multiply past usize::MAX.
+    #[test]
+    fn a_plan_for_an_empty_output_with_huge_dims() {
+        let plan = BroadcastPlan::new(&[4, 1], &[0, 3, 5, 0, 2, 3, 4, i64::MAX]).unwrap();
+        assert_eq!(plan.out_shape, [0, 3, 5, 0, 2, 3, 4, i64::MAX]);
+        assert!(plan.dims.contains(&0));
+    }
 
     #[test]
     fn real_kernel_types_are_the_numeric_ones_without_complex() {
