@@ -153,3 +153,6 @@ mod shape_fn_tests;
 
 #[cfg(test)]
 mod check_tests;
+
+#[cfg(test)]
+mod byte_view_tests;
