@@ -12,8 +12,9 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// Writes a binary GraphDef: `n0 = Const([1.5, 2.5])`, `n{i} =
-/// Identity(n{i-1})`; one node at a time, so that this process stays small
+/// Writes a GraphDef, binary (`.pb`) or text (`.pbtxt`) by the extension of
+/// `path`: `n0 = Const([1.5, 2.5])`, `n{i} = Identity(n{i-1})`; one node at
+/// a time, so that this process stays small
 /// (a child's peak memory as `wait4` reports it starts from its parent's:
 /// the child shares the parent's memory until it runs `opforge`).
 fn write_chain(path: &Path, nodes: usize) {
@@ -33,8 +34,13 @@ fn write_chain(path: &Path, nodes: usize) {
         ..Default::default()
     };
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let text = path.extension().is_some_and(|e| e == "pbtxt");
     // GraphDef.node is field 1, length-delimited: key 0x0a, length, bytes.
     let mut write_node = |node: &NodeDef| {
+        if text {
+            write!(out, "node {{\n{}}}\n", proto::to_text(node)).unwrap();
+            return;
+        }
         let bytes = proto::to_binary(node);
         let mut key_len = vec![0x0a];
         let mut len = bytes.len();
@@ -75,8 +81,8 @@ fn write_chain(path: &Path, nodes: usize) {
 
 /// Peak resident memory (bytes) and CPU time (seconds) of one
 /// `opforge graph run` of a chain of `nodes` nodes, after checking its answer.
-fn run_chain(dir: &Path, nodes: usize) -> (u64, f64) {
-    let graph = dir.join(format!("chain{nodes}.pb"));
+fn run_chain(dir: &Path, nodes: usize, extension: &str) -> (u64, f64) {
+    let graph = dir.join(format!("chain{nodes}.{extension}"));
     write_chain(&graph, nodes);
     let request = dir.join(format!("chain{nodes}.json"));
     let last = format!("n{}:0", nodes - 1);
@@ -129,20 +135,24 @@ fn run_chain(dir: &Path, nodes: usize) -> (u64, f64) {
     )
 }
 
-#[test]
-fn a_long_identity_chain_costs_under_1kb_a_node_in_linear_time() {
-    let dir = std::env::temp_dir().join(format!("opforge-graph-memory-{}", std::process::id()));
+/// The peak-memory slope (bytes a node) and the CPU-time ratio of the chain
+/// at 25,000 and 100,000 nodes in the format of `extension`; asserts both.
+fn check_chain(extension: &str) {
+    let dir = std::env::temp_dir().join(format!(
+        "opforge-graph-memory-{extension}-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let (small, large) = (25_000, 100_000);
-    let (rss_small, cpu_small) = run_chain(&dir, small);
-    let (rss_large, cpu_large) = run_chain(&dir, large);
+    let (rss_small, cpu_small) = run_chain(&dir, small, extension);
+    let (rss_large, cpu_large) = run_chain(&dir, large, extension);
     if std::env::var_os("KEEP").is_none() {
         std::fs::remove_dir_all(&dir).ok();
     }
     let per_node = rss_large.saturating_sub(rss_small) as f64 / (large - small) as f64;
     let report = format!(
-        "{small} nodes: {} KB peak, {cpu_small:.2} s CPU; {large} nodes: {} KB peak, \
-         {cpu_large:.2} s CPU; {per_node:.0} bytes a node",
+        ".{extension}: {small} nodes: {} KB peak, {cpu_small:.2} s CPU; {large} nodes: {} KB \
+         peak, {cpu_large:.2} s CPU; {per_node:.0} bytes a node",
         rss_small / 1024,
         rss_large / 1024
     );
@@ -153,4 +163,14 @@ fn a_long_identity_chain_costs_under_1kb_a_node_in_linear_time() {
         cpu_large < 6.0 * cpu_small.max(0.05),
         "CPU time grows faster than the number of nodes: {report}"
     );
+}
+
+#[test]
+fn a_long_binary_identity_chain_costs_under_1kb_a_node_in_linear_time() {
+    check_chain("pb");
+}
+
+#[test]
+fn a_long_text_identity_chain_costs_under_1kb_a_node_in_linear_time() {
+    check_chain("pbtxt");
 }

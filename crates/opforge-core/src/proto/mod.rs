@@ -24,6 +24,7 @@ mod generated {
 pub use generated::*;
 
 mod text;
+mod text_split;
 
 static DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/tensorflow_descriptor.bin"));
@@ -84,9 +85,10 @@ pub fn to_short_text<M: prost::Message + prost::Name>(msg: &M) -> String {
 }
 
 /// Parses a message from protobuf text format (`InvalidArgument` with the
-/// line and column of the problem).
+/// line and column of the problem). A large text is read a slice at a time,
+/// as [`text_to_binary`] reads it.
 pub fn from_text<M: prost::Message + prost::Name + Default>(text: &str) -> Result<M> {
-    from_dynamic(&parse_text::<M>(text)?)
+    from_binary(&text_to_binary::<M>(text)?)
 }
 
 /// A message of type `M` in text format, re-encoded in the binary wire
@@ -99,7 +101,33 @@ pub fn from_text<M: prost::Message + prost::Name + Default>(text: &str) -> Resul
 /// let bytes = proto::text_to_binary::<OpDef>("name: 'Foo'").unwrap();
 /// assert_eq!(proto::from_binary::<OpDef>(&bytes).unwrap().name, "Foo");
 /// ```
+///
+/// A large text is converted a slice at a time (at least 64 KiB each, cut
+/// before a top-level repeated field such as a `GraphDef`'s `node`), so
+/// memory stays near the size of the text and its encoding rather than
+/// that of one reflective message of the whole (several KB a node). A slice
+/// that does not parse on its own sends the whole text through the
+/// ordinary parser, whose error is the one returned.
 pub fn text_to_binary<M: prost::Name>(text: &str) -> Result<Vec<u8>> {
+    use prost::Message;
+    const SLICE: usize = 64 << 10;
+    if let Some(ranges) = text_split::split(text, &descriptor::<M>(), SLICE) {
+        let mut out = Vec::with_capacity(text.len() / 2);
+        for range in ranges {
+            match parse_text::<M>(&text[range]) {
+                Ok(slice) => slice
+                    .encode(&mut out)
+                    .expect("a Vec grows to hold any encoding"),
+                Err(_) => return text_to_binary_whole::<M>(text),
+            }
+        }
+        return Ok(out);
+    }
+    text_to_binary_whole::<M>(text)
+}
+
+/// [`text_to_binary`] without slicing: one reflective message of the whole.
+pub(crate) fn text_to_binary_whole<M: prost::Name>(text: &str) -> Result<Vec<u8>> {
     use prost::Message;
     Ok(parse_text::<M>(text)?.encode_to_vec())
 }
