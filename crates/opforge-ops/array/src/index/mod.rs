@@ -81,6 +81,9 @@ mod gradient_tests;
 mod tests;
 
 #[cfg(test)]
+mod nd_sequence_tests;
+
+#[cfg(test)]
 mod shape_fn_tests;
 
 #[cfg(test)]

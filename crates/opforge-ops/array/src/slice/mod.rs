@@ -76,4 +76,7 @@ mod gradient_tests;
 mod tests;
 
 #[cfg(test)]
+mod v1_mirror_tests;
+
+#[cfg(test)]
 mod shape_fn_tests;
