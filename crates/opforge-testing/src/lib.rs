@@ -8,6 +8,7 @@
 pub mod examples;
 pub mod fake_device;
 pub mod gradcheck;
+pub mod hostile;
 pub mod roundtrip;
 pub mod shape;
 pub mod util;

@@ -182,3 +182,13 @@ pub fn slice_debug_string(dims: &[i64], flat: usize) -> String {
         }
     }
 }
+
+/// The product of some of a tensor's dims, saturating at `i64::MAX`. A
+/// tensor's shape bounds the products of its dims up to its first zero
+/// only: dims after a zero may multiply past 2^63 (`[0, 2^62, 4]` is an
+/// empty shape), so a product over a slice of dims that does not start at
+/// the first one must not trust that it fits (`tests/hostile_kernel.rs`).
+/// Exact whenever the tensor has elements.
+pub fn dims_product(dims: &[i64]) -> i64 {
+    dims.iter().fold(1i64, |p, &d| p.saturating_mul(d))
+}

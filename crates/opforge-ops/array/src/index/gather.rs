@@ -1,7 +1,7 @@
 //! `GatherV2`, `Gather` and `GatherNd`.
 
 use super::*;
-use opforge_ops_base::args::int_values;
+use opforge_ops_base::args::{dims_product, int_values};
 use opforge_ops_base::shape::*;
 
 // GatherV2
@@ -409,7 +409,7 @@ impl OpKernel for GatherNdOp {
         );
         let nd = nd as usize;
         let batch_shape = &idims[..idims.len() - 1];
-        // Every dimension is at most the element count, which is an i64.
+        // A product from the first dim: bounded by the shape's own check.
         let n: i64 = batch_shape.iter().product();
         ensure!(
             n <= i64::from(i32::MAX),
@@ -428,7 +428,8 @@ impl OpKernel for GatherNdOp {
         let mut out_dims = batch_shape.to_vec();
         out_dims.extend_from_slice(&pdims[nd..]);
         let shape = TensorShape::new(&out_dims)?;
-        let slice: i64 = pdims[nd..].iter().product();
+        // Past 2^63 only when the output is empty (too large, as TensorFlow).
+        let slice = dims_product(&pdims[nd..]);
         ensure!(
             slice <= index_max,
             InvalidArgument,

@@ -2,7 +2,7 @@
 
 use super::gather::{ignores_bad_indices, slice_debug_string};
 use super::*;
-use opforge_ops_base::args::make_shape;
+use opforge_ops_base::args::{dims_product, make_shape};
 use opforge_ops_base::cpu::elem::Num;
 use opforge_ops_base::cpu::scatter::{scatter_add_rows, SKIP};
 use opforge_ops_base::shape::with_inputs;
@@ -213,8 +213,9 @@ impl OpKernel for ScatterNdOp {
             sdims[0]
         );
         let slice_dim = if idims.len() > 1 { ix } else { 1 };
-        // Every dim is at most the element count, an i64: no overflow.
-        let slice_size: i64 = sdims.get(slice_dim..).unwrap_or(&[]).iter().product();
+        // Dims after a zero may multiply past 2^63 (an empty output):
+        // saturated, that is "too large", as it is.
+        let slice_size = dims_product(sdims.get(slice_dim..).unwrap_or(&[]));
         ensure!(
             slice_size <= max,
             InvalidArgument,

@@ -368,3 +368,16 @@ fn scatter_nd_shape_fn() {
     );
     infer_ok!(op, "[0,1];[0,3];[2]", "[0,3]");
 }
+
+/// Dims after the output's zero whose product passes 2^63 (an empty but
+/// valid shape): an empty output, not an overflow panic.
+#[test]
+fn scatter_nd_into_an_empty_shape_with_huge_trailing_dims() {
+    let m = i64::MAX;
+    let dims = [1i64, 2, 0, m, 1, m, 2];
+    let shape = t(&[7], dims.to_vec());
+    let indices = Tensor::zeros(DataType::Int64, &[0, 3]).unwrap();
+    let updates = Tensor::zeros(DataType::Float, &[0, m, 1, m, 2]).unwrap();
+    let y = scatter_nd(indices, updates, shape).unwrap();
+    assert_eq!(y.dims(), &dims);
+}

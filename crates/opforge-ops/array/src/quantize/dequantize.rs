@@ -9,6 +9,7 @@ use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
 use opforge_core::{ensure, register_kernel, DataType, Result, Status};
+use opforge_ops_base::args::dims_product;
 use opforge_ops_base::cpu::par::{chunks_in_shards, elementwise_shards, par_map};
 use opforge_ops_base::types::unsupported;
 
@@ -216,7 +217,8 @@ impl OpKernel for DequantizeOp {
                     t.rank()
                 );
             }
-            input.dims()[axis as usize + 1..].iter().product::<i64>() as usize
+            // Saturates only for an empty input (nothing to dequantize).
+            dims_product(&input.dims()[axis as usize + 1..]) as usize
         };
         let ranges: Vec<(f32, f32)> = mins.iter().copied().zip(maxs.iter().copied()).collect();
         let dtype = input.dtype();

@@ -10,7 +10,7 @@ use opforge_core::kernel::{
 };
 use opforge_core::{dispatch, ensure, register_gradient, register_kernel, DataType, Element};
 use opforge_core::{Result, Status};
-use opforge_ops_base::args::fmt_float;
+use opforge_ops_base::args::{dims_product, fmt_float};
 use opforge_ops_base::cpu::par::{chunks_in_shards, elementwise_shards, par_map};
 use opforge_ops_base::types::unsupported;
 use std::ops::{Div, Mul};
@@ -356,7 +356,8 @@ impl OpKernel for QuantizeAndDequantizeV2Op {
             (1, input.num_elements())
         } else {
             let a = axis as usize;
-            let post: i64 = dims[a + 1..].iter().product();
+            // Saturates only for an empty input, which `run` skips.
+            let post = dims_product(&dims[a + 1..]);
             (dims[a] as usize, post as usize)
         };
         let (min_t, max_t) = (ctx.input(1).clone(), ctx.input(2).clone());

@@ -14,7 +14,7 @@ use opforge_core::{
     ensure, register_gradient, register_kernel, register_op, DataType, OpDefBuilder, Result,
     Status, Tensor, TensorShape,
 };
-use opforge_ops_base::args::{index_values, int_values, slice_debug_string};
+use opforge_ops_base::args::{dims_product, index_values, int_values, slice_debug_string};
 use opforge_ops_base::cpu::elem::Num;
 use opforge_ops_base::cpu::scatter::{scatter_add_rows, SKIP};
 use opforge_ops_base::shape::{dim_for_scalar_input, with_inputs};
@@ -94,7 +94,8 @@ impl OpKernel for UnsortedSegmentSumOp {
         let mut out_dims = vec![rows];
         out_dims.extend_from_slice(&ddims[idims.len()..]);
         let shape = TensorShape::new(&out_dims)?;
-        let slice = shape.dims()[1..].iter().product::<i64>() as usize;
+        // Saturates only for an empty output (no rows, or a zero slice).
+        let slice = dims_product(&shape.dims()[1..]) as usize;
         // The output row of every row of `data` (`SKIP` for a negative id).
         let mut targets = Vec::new();
         if data.num_elements() > 0 {
