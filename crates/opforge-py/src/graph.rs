@@ -35,6 +35,9 @@ pub struct PyGraph {
     /// A session over the current graph, built on the first run after a
     /// change.
     session: Option<Arc<Session>>,
+    /// The next suffix to try for each base name made unique (so naming
+    /// the n-th `MatMul` does not try the n - 1 names before it).
+    suffixes: std::collections::HashMap<String, usize>,
 }
 
 impl PyGraph {
@@ -47,6 +50,25 @@ impl PyGraph {
     fn graph_mut(&mut self) -> &mut Graph {
         self.session = None;
         Arc::make_mut(&mut self.graph)
+    }
+
+    /// A name based on `base` that no node has: `base`, else `base_1`,
+    /// `base_2`, ... (TensorFlow's unique names).
+    fn unique_name(&mut self, base: &str) -> String {
+        let next = self.suffixes.entry(base.to_string()).or_insert(0);
+        if *next == 0 {
+            *next = 1;
+            if self.graph.find(base).is_none() {
+                return base.to_string();
+            }
+        }
+        loop {
+            let name = format!("{base}_{next}");
+            *next += 1;
+            if self.graph.find(&name).is_none() {
+                return name;
+            }
+        }
     }
 
     /// The output `r` of this graph.
@@ -78,7 +100,7 @@ impl PyGraph {
         attrs: opforge::attrs::AttrMap,
         control: &[usize],
     ) -> OfResult<usize> {
-        let name = self.graph.unique_name(name);
+        let name = self.unique_name(name);
         let mut spec = NodeSpec::new(op, &name);
         for i in inputs {
             spec.inputs.push(match i {
@@ -100,7 +122,7 @@ impl PyGraph {
 
     /// Adds a `Const` node holding `t`; its index.
     pub fn add_const(&mut self, t: &Tensor, name: &str) -> OfResult<usize> {
-        let name = self.graph.unique_name(name);
+        let name = self.unique_name(name);
         let spec = NodeSpec::new("Const", &name)
             .attr("value", t)
             .attr("dtype", t.dtype());
@@ -188,6 +210,7 @@ impl PyGraph {
         PyGraph {
             graph: Arc::new(Graph::new()),
             session: None,
+            suffixes: std::collections::HashMap::new(),
         }
     }
 
