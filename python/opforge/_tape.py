@@ -336,6 +336,15 @@ class Variable:
         value = raw_ops.ReadVariableOp(resource=self.handle, dtype=self._dtype)
         if _is_symbolic(value):
             value.graph._variable_reads[value._node] = self
+            if value.shape != tuple(self._shape):
+                # The graph does not know the variable's shape from its
+                # handle: state it, so shape inference downstream has it.
+                from ._convert import convert_to_tensor
+
+                value = raw_ops.Reshape(
+                    tensor=value,
+                    shape=convert_to_tensor(list(self._shape), dtype=dtypes.int32),
+                )
         for tape in active_tapes():
             if tape._watches(self):
                 tape._read(self, value)
@@ -348,7 +357,9 @@ class Variable:
 
         value = _as_tensor_of(value, self._dtype)
         shape = value.shape
-        if shape is not None and len(shape) == len(self._shape) and all(
+        if shape is None:
+            shape = self._shape  # unknown until the graph runs: the kernel checks it
+        elif len(shape) == len(self._shape) and all(
             d is None or d == e for d, e in zip(shape, self._shape)
         ):
             shape = self._shape
