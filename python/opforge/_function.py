@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import weakref
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -45,16 +46,19 @@ class TensorSpec:
 
     __slots__ = ("shape", "dtype", "name")
 
-    def __init__(self, shape=None, dtype=dtypes.float32, name=None):
+    def __init__(
+        self, shape: Sequence[int | None] | None = None, dtype: Any = dtypes.float32,  # type: ignore[attr-defined]
+        name: str | None = None,
+    ) -> None:
         self.shape = None if shape is None else tuple(None if d is None else int(d) for d in shape)
         self.dtype = dtypes.as_dtype(dtype)
         self.name = name
 
     @classmethod
-    def from_tensor(cls, t, name=None) -> "TensorSpec":
+    def from_tensor(cls, t: Any, name: str | None = None) -> TensorSpec:
         return cls(t.shape, t.dtype, name)
 
-    def is_compatible_with(self, t) -> bool:
+    def is_compatible_with(self, t: Any) -> bool:
         """Whether tensor (or spec) `t` has this dtype and a fitting shape."""
         if getattr(t, "dtype", None) != self.dtype:
             return False
@@ -169,14 +173,15 @@ class ConcreteFunction:
     """One trace of an `opforge.function`: its `graph`, the placeholders
     its tensor arguments feed (`inputs`), and `structured_outputs`."""
 
-    def __init__(self, graph: FuncGraph, inputs, structured_outputs, specs=None):
+    def __init__(self, graph: FuncGraph, inputs: Sequence[SymbolicTensor], structured_outputs: Any,
+                 specs: Sequence[TensorSpec] | None = None) -> None:
         self.graph = graph
         self.inputs = list(inputs)
         self.structured_outputs = structured_outputs
         self._specs = specs
         self._leaves = _output_leaves(structured_outputs, [])
-        self._fetch = []
-        self._slot = []
+        self._fetch: list[tuple[int, int]] = []
+        self._slot: list[int | None] = []
         for e in self._leaves:
             if isinstance(e, SymbolicTensor):
                 self._slot.append(len(self._fetch))
@@ -190,7 +195,7 @@ class ConcreteFunction:
         ]
 
     @property
-    def outputs(self) -> list:
+    def outputs(self) -> list[SymbolicTensor]:
         """The symbolic tensors a call fetches."""
         return [e for e in self._leaves if isinstance(e, SymbolicTensor)]
 
@@ -238,7 +243,7 @@ class ConcreteFunction:
                 results.append(None)
         return results
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         from ._convert import convert_to_tensor
 
         if len(args) != len(self.inputs):
@@ -252,12 +257,14 @@ class ConcreteFunction:
 class Function:
     """A Python function traced into graphs (`tf.function`'s result)."""
 
-    def __init__(self, python_function, input_signature=None, name=None):
+    def __init__(self, python_function: Callable[..., Any],
+                 input_signature: Sequence[TensorSpec] | None = None,
+                 name: str | None = None) -> None:
         self.python_function = python_function
         self.input_signature = None if input_signature is None else tuple(
             s if isinstance(s, TensorSpec) else TensorSpec(*s) for s in input_signature
         )
-        self._name = name or getattr(python_function, "__name__", "function")
+        self._name: str = name or str(getattr(python_function, "__name__", "function"))
         self._cache: dict = {}
         self._trace_count = 0
         functools.update_wrapper(self, python_function)
@@ -307,7 +314,7 @@ class Function:
         self._trace_count += 1
         return ConcreteFunction(graph, placeholders, out, specs)
 
-    def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
+    def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         """The trace for these arguments (tracing if needed)."""
         if self.input_signature is not None:
             return self._signature_function()
@@ -327,7 +334,7 @@ class Function:
 
     # -- calling ----------------------------------------------------------
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _graph.current() is not None:
             # Inside another trace (or a default graph): inline.
             return self.python_function(*args, **kwargs)
@@ -363,7 +370,11 @@ class Function:
         return f"<opforge.function {self._name}: {self._trace_count} traces>"
 
 
-def function(func=None, input_signature=None, name=None):
+def function(
+    func: Callable[..., Any] | None = None,
+    input_signature: Sequence[TensorSpec] | None = None,
+    name: str | None = None,
+) -> Any:
     """Traces `func` into graphs run by opforge's executor (`tf.function`);
     as a decorator with or without arguments."""
     if func is None:

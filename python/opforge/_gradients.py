@@ -7,6 +7,8 @@ nodes through the usual op functions)."""
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 from ._symbolic import SymbolicTensor
 
 __all__ = ["gradients"]
@@ -18,7 +20,13 @@ def _as_list(x):
     return [x]
 
 
-def gradients(ys, xs, grad_ys=None, name="gradients", unconnected_gradients="none"):
+def gradients(
+    ys: SymbolicTensor | Sequence[SymbolicTensor],
+    xs: SymbolicTensor | Sequence[SymbolicTensor],
+    grad_ys: Any = None,
+    name: str = "gradients",
+    unconnected_gradients: str = "none",
+) -> list[SymbolicTensor | None]:
     """The symbolic gradients of the sum of `ys` with respect to each of
     `xs` (tensors of one graph; lists or single tensors), each y weighted
     by its `grad_ys` entry (ones by default): a list with one tensor per x,
@@ -26,13 +34,15 @@ def gradients(ys, xs, grad_ys=None, name="gradients", unconnected_gradients="non
     zeros). Nodes are added under the name scope `name`."""
     from . import _C, _graph, ops
 
-    ys, xs = _as_list(ys), _as_list(xs)
+    ys_l: list[Any] = _as_list(ys)
+    xs_l: list[Any] = _as_list(xs)
+    ys, xs = ys_l, xs_l
     if grad_ys is None:
         grad_ys = [None] * len(ys)
     else:
         grad_ys = _as_list(grad_ys)
-    graph = None
-    for t in ys + xs:
+    graph: Any = None
+    for t in ys_l + xs_l:
         if not isinstance(t, SymbolicTensor):
             raise TypeError(
                 "of.gradients works in graph mode (tensors of an of.Graph, or inside an "
@@ -49,7 +59,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", unconnected_gradients="non
     if len(grad_ys) != len(ys):
         raise ValueError(f"{len(grad_ys)} grad_ys given for {len(ys)} ys")
     with graph.as_default():
-        seeds = []
+        seeds: list[tuple[int, int] | None] = []
         for y, g in zip(ys, grad_ys):
             if g is None:
                 seeds.append(None)

@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from . import _C, dtypes
 from ._C import Tensor
 from ._symbolic import Operation, SymbolicTensor
+
+if TYPE_CHECKING:
+    from ._graph_def import GraphDef
 
 __all__ = ["Graph", "get_default_graph", "placeholder", "init_scope", "name_scope"]
 
@@ -35,20 +39,20 @@ def _stack() -> list:
     return s
 
 
-def current():
+def current() -> Graph | None:
     """The default graph of this thread, or None (eager)."""
     s = _state.__dict__.get("graphs")
     return s[-1] if s else None
 
 
-def get_default_graph():
+def get_default_graph() -> Graph | None:
     """The innermost graph made default with `as_default()` on this thread
     (None when ops run eagerly)."""
     return current()
 
 
 @contextlib.contextmanager
-def init_scope():
+def init_scope() -> Iterator[None]:
     """Ops run eagerly inside this block, whatever graph is the default
     (TensorFlow's `tf.init_scope`: variables are created this way)."""
     saved = _state.__dict__.get("graphs")
@@ -60,7 +64,7 @@ def init_scope():
 
 
 @contextlib.contextmanager
-def name_scope(name: str):
+def name_scope(name: str) -> Iterator[str | None]:
     """Prefixes the names of nodes added to the default graph with `name/`
     (nothing changes eagerly)."""
     g = current()
@@ -71,13 +75,13 @@ def name_scope(name: str):
         yield scope
 
 
-_RESOURCE_LIKE = (dtypes.resource, dtypes.variant)
+_RESOURCE_LIKE = (dtypes.resource, dtypes.variant)  # type: ignore[attr-defined]
 
 
 class Graph(_C.Graph):
     """A dataflow graph of opforge ops (`tf.Graph`)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._tensors: dict = {}
         self._operations: dict = {}
         # Eager tensors used in the graph: id -> (tensor, symbolic tensor).
@@ -96,7 +100,7 @@ class Graph(_C.Graph):
     # -- building ---------------------------------------------------------
 
     @contextlib.contextmanager
-    def as_default(self):
+    def as_default(self) -> Iterator[Graph]:
         """Makes this the default graph of the thread inside the block."""
         s = _stack()
         s.append(self)
@@ -110,7 +114,7 @@ class Graph(_C.Graph):
                     break
 
     @contextlib.contextmanager
-    def name_scope(self, name: str):
+    def name_scope(self, name: str) -> Iterator[str]:
         """Names of nodes added inside get `name/` in front (nested scopes
         add up); yields the full scope name."""
         self._scope.append(name.rstrip("/"))
@@ -175,7 +179,7 @@ class Graph(_C.Graph):
         self._captures[id(t)] = (t, s)
         return s
 
-    def constant(self, t: Tensor, name=None) -> SymbolicTensor:
+    def constant(self, t: Tensor, name: str | None = None) -> SymbolicTensor:
         """A `Const` node holding `t`."""
         node, _ = self._add_const(t, self._full_name(name or "Const"))
         return self._tensor(node, 0)
@@ -201,7 +205,7 @@ class Graph(_C.Graph):
         except ValueError:
             raise KeyError(f"The name '{name}' refers to a Tensor which does not exist") from None
 
-    def as_graph_element(self, obj):
+    def as_graph_element(self, obj: SymbolicTensor | Operation | str) -> SymbolicTensor | Operation:
         """A tensor, operation or name (`"node:0"` a tensor, `"node"` an
         operation) as an element of this graph."""
         if isinstance(obj, (SymbolicTensor, Operation)):
@@ -214,7 +218,7 @@ class Graph(_C.Graph):
             return self.get_operation_by_name(obj)
         raise TypeError(f"Can not convert a {type(obj).__name__} into a graph element")
 
-    def get_operations(self) -> list:
+    def get_operations(self) -> list[Operation]:
         """Every operation, in the order they were added."""
         return [self._operation(i) for i in range(self._num_nodes())]
 
@@ -223,7 +227,7 @@ class Graph(_C.Graph):
 
     # -- running ----------------------------------------------------------
 
-    def run(self, fetches, feed_dict=None):
+    def run(self, fetches: Any, feed_dict: Mapping[Any, Any] | None = None) -> Any:
         """Runs the graph: `fetches` a tensor, an operation, a name
         (`"node:0"` for a tensor, `"node"` for an operation), or a list,
         tuple or dict nesting them; `feed_dict` maps tensors (or names) to
@@ -243,7 +247,9 @@ class Graph(_C.Graph):
                 leaves.append(self.as_graph_element(f))
 
         flatten(fetches)
-        tensor_refs, targets, slots = [], [], {}
+        tensor_refs: list[tuple[int, int]] = []
+        targets: list[int] = []
+        slots: dict[tuple[int, int], int] = {}
         for e in leaves:
             if isinstance(e, SymbolicTensor):
                 key = (e._node, e._index)
@@ -298,7 +304,7 @@ class Graph(_C.Graph):
 
     # -- export -----------------------------------------------------------
 
-    def as_graph_def(self):
+    def as_graph_def(self) -> GraphDef:
         """The graph as a `GraphDef` (`opforge.GraphDef`: binary proto
         bytes, `.SerializeToString()`, `str()` for the text format)."""
         from ._graph_def import GraphDef
@@ -309,7 +315,9 @@ class Graph(_C.Graph):
         return f"<opforge.Graph with {self._num_nodes()} nodes>"
 
 
-def placeholder(dtype, shape=None, name=None) -> SymbolicTensor:
+def placeholder(
+    dtype: Any, shape: Sequence[int | None] | None = None, name: str | None = None
+) -> SymbolicTensor:
     """A tensor fed at run time (`tf.compat.v1.placeholder`): `shape` a
     list with None for unknown dims, or None for an unknown shape. Needs a
     default graph."""
@@ -320,12 +328,12 @@ def placeholder(dtype, shape=None, name=None) -> SymbolicTensor:
             "`with of.Graph().as_default():` (or an of.function)"
         )
     d = dtypes.as_dtype(dtype)
-    attrs = {"dtype": d.as_datatype_enum}
+    attrs: dict[str, Any] = {"dtype": d.as_datatype_enum}
     if shape is not None:
         attrs["shape"] = [-1 if s is None else int(s) for s in shape]
     _, flat, _ = g._add("Placeholder", [], attrs, name or "Placeholder")
     return flat[0]
 
 
-def is_symbolic(x) -> bool:
+def is_symbolic(x: object) -> bool:
     return isinstance(x, SymbolicTensor)

@@ -7,6 +7,7 @@ and `opforge.import_graph_def` reads one, as binary bytes, as text (a
 from __future__ import annotations
 
 import collections
+from typing import Any, Mapping, Sequence
 
 from . import _C
 
@@ -20,7 +21,7 @@ class GraphDef:
 
     __slots__ = ("_bytes",)
 
-    def __init__(self, data: bytes = b""):
+    def __init__(self, data: bytes = b"") -> None:
         self._bytes = bytes(data)
 
     @classmethod
@@ -41,7 +42,7 @@ class GraphDef:
         self._bytes = _C.graph_def_to_bytes(bytes(data))
 
     @property
-    def node(self) -> list:
+    def node(self) -> list[NodeDef]:
         """The nodes: `NodeDef(name, op, input, device)` each."""
         return [NodeDef(*n) for n in _C.graph_def_nodes(self._bytes)]
 
@@ -54,7 +55,7 @@ class GraphDef:
     def __eq__(self, other):
         return isinstance(other, GraphDef) and other._bytes == self._bytes
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"<opforge.GraphDef {len(self.node)} nodes, {len(self._bytes)} bytes>"
@@ -85,7 +86,12 @@ def _unique_prefix(graph, name: str) -> str:
     return base
 
 
-def import_graph_def(graph_def, input_map=None, return_elements=None, name=None):
+def import_graph_def(
+    graph_def: GraphDef | bytes | str | Any,
+    input_map: Mapping[str, Any] | None = None,
+    return_elements: Sequence[str] | None = None,
+    name: str | None = None,
+) -> list[Any] | None:
     """Imports `graph_def` into the default graph (`tf.import_graph_def`),
     all or nothing, its nodes named `name/...` (`"import"` by default; a
     name already used gets `_1`, ...; `name=""` imports names as they

@@ -7,7 +7,12 @@ runs (`graph.run(t)`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import dtypes
+
+if TYPE_CHECKING:
+    from ._graph import Graph
 
 __all__ = ["SymbolicTensor", "Operation"]
 
@@ -17,7 +22,7 @@ class Operation:
 
     __slots__ = ("graph", "_node", "name", "type", "device", "__weakref__")
 
-    def __init__(self, graph, node: int, name: str, op_type: str, device: str = ""):
+    def __init__(self, graph: Graph, node: int, name: str, op_type: str, device: str = "") -> None:
         self.graph = graph
         self._node = node
         self.name = name
@@ -25,24 +30,24 @@ class Operation:
         self.device = device
 
     @property
-    def inputs(self) -> tuple:
+    def inputs(self) -> tuple[SymbolicTensor, ...]:
         """The data inputs, as symbolic tensors."""
         _, _, inputs, _, _ = self.graph._node(self._node)
         return tuple(self.graph._tensor(n, i) for n, i in inputs)
 
     @property
-    def control_inputs(self) -> tuple:
+    def control_inputs(self) -> tuple[Operation, ...]:
         """The operations that run before this one."""
         _, _, _, control, _ = self.graph._node(self._node)
         return tuple(self.graph._operation(n) for n in control)
 
     @property
-    def outputs(self) -> tuple:
+    def outputs(self) -> tuple[SymbolicTensor, ...]:
         """The outputs, as symbolic tensors."""
         n = len(self.graph._outputs(self._node))
         return tuple(self.graph._tensor(self._node, i) for i in range(n))
 
-    def get_attr(self, name: str):
+    def get_attr(self, name: str) -> Any:
         """The value of attr `name` (given, inferred or defaulted)."""
         attrs = self.graph._attrs(self._node)
         if name not in attrs:
@@ -50,7 +55,7 @@ class Operation:
         return attrs[name]
 
     @property
-    def node_def(self) -> dict:
+    def node_def(self) -> dict[str, Any]:
         """`{"name", "op", "input", "device", "attr"}` of the node."""
         _, _, inputs, control, device = self.graph._node(self._node)
         names = [self.graph._tensor(n, i).name for n, i in inputs]
@@ -71,7 +76,7 @@ class SymbolicTensor:
 
     __slots__ = ("graph", "_node", "_index", "dtype", "_shape", "__weakref__")
 
-    def __init__(self, graph, node: int, index: int, dtype_enum: int, shape):
+    def __init__(self, graph: Graph, node: int, index: int, dtype_enum: int, shape: Any) -> None:
         self.graph = graph
         self._node = node
         self._index = index
@@ -79,16 +84,16 @@ class SymbolicTensor:
         self._shape = None if shape is None else tuple(shape)
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int | None, ...] | None:
         """The inferred shape: a tuple with None for unknown dims, or None
         when even the rank is unknown."""
         return self._shape
 
-    def get_shape(self):
+    def get_shape(self) -> tuple[int | None, ...] | None:
         return self._shape
 
     @property
-    def ndim(self):
+    def ndim(self) -> int | None:
         """The rank, or None when unknown."""
         return None if self._shape is None else len(self._shape)
 
@@ -121,7 +126,7 @@ class SymbolicTensor:
             raise TypeError(f"len() of a symbolic tensor of shape {self._shape}")
         return self._shape[0]
 
-    def numpy(self):
+    def numpy(self) -> Any:
         raise NotImplementedError(
             f"'{self.name}' is symbolic (it belongs to a graph): run the graph to get its "
             "value (graph.run(tensor))"
