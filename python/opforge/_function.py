@@ -27,6 +27,7 @@ calling a function), the call is traced inline into the caller's graph.
 from __future__ import annotations
 
 import functools
+import threading
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -267,6 +268,8 @@ class Function:
         self._name: str = name or str(getattr(python_function, "__name__", "function"))
         self._cache: dict = {}
         self._trace_count = 0
+        # One trace per signature, also when threads call at once.
+        self._lock = threading.RLock()
         functools.update_wrapper(self, python_function)
 
     def experimental_get_tracing_count(self) -> int:
@@ -321,15 +324,21 @@ class Function:
         key = (_key(list(args)), _key(dict(kwargs)))
         cf = self._cache.get(key)
         if cf is None:
-            cf = self._trace(args, kwargs)
-            self._cache[key] = cf
+            with self._lock:
+                cf = self._cache.get(key)
+                if cf is None:
+                    cf = self._trace(args, kwargs)
+                    self._cache[key] = cf
         return cf
 
     def _signature_function(self) -> ConcreteFunction:
         cf = self._cache.get("signature")
         if cf is None:
-            cf = self._trace((), {}, self.input_signature)
-            self._cache["signature"] = cf
+            with self._lock:
+                cf = self._cache.get("signature")
+                if cf is None:
+                    cf = self._trace((), {}, self.input_signature)
+                    self._cache["signature"] = cf
         return cf
 
     # -- calling ----------------------------------------------------------

@@ -177,11 +177,13 @@ class OpInfo:
     def call(self, input_values, attrs, name=None):
         if _gstate.__dict__.get("graphs"):
             return self.call_in_graph(_graph.current(), input_values, attrs, name)
-        if not (self.simple and all(type(v) is Tensor for v in input_values)):
+        if self.simple and all(type(v) is Tensor for v in input_values):
+            inputs = input_values
+        else:
             g = _symbolic_graph(input_values)
             if g is not None:
                 return self.call_in_graph(g, input_values, attrs, name)
-        inputs = self.convert_inputs(input_values)
+            inputs = self.convert_inputs(input_values)
         conv = {k: self.convert_attr(k, v) for k, v in attrs.items()}
         outs = _C.execute(self.name, inputs, conv)
         if _tape._state.__dict__.get("tapes"):

@@ -328,29 +328,37 @@ impl PyGraph {
     /// (`((node, index), Tensor)` pairs); the fetched Tensors. Runs without
     /// the GIL; Ctrl-C cancels it (KeyboardInterrupt).
     fn _run<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         fetches: Vec<Ref>,
         feeds: Vec<(Ref, PyRef<'py, PyTensor>)>,
         targets: Vec<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
+        let py = slf.py();
         errors::guard(py, "Graph.run", || {
-            let fetch: Vec<Output> = fetches
-                .iter()
-                .map(|&r| self.output(r))
-                .collect::<OfResult<_>>()
-                .map_err(|e| errors::to_py(py, &e.prepend("fetch: "), None))?;
-            let mut feed = Vec::with_capacity(feeds.len());
-            for (r, t) in &feeds {
-                let o = errors::check(py, self.output(*r).map_err(|e| e.prepend("feed: ")), None)?;
-                feed.push((o, t.t.clone()));
-            }
-            let target: Vec<NodeId> = targets
-                .iter()
-                .map(|&i| self.node_id(i))
-                .collect::<OfResult<_>>()
-                .map_err(|e| errors::to_py(py, &e.prepend("target: "), None))?;
-            let session = errors::check(py, self.session(), None)?;
+            // The graph is borrowed only to resolve the arguments and get
+            // the session: runs from several threads at once, and nodes
+            // added meanwhile, do not conflict with this run.
+            let (session, feed, fetch, target) = {
+                let mut this = slf.try_borrow_mut()?;
+                let fetch: Vec<Output> = fetches
+                    .iter()
+                    .map(|&r| this.output(r))
+                    .collect::<OfResult<_>>()
+                    .map_err(|e| errors::to_py(py, &e.prepend("fetch: "), None))?;
+                let mut feed = Vec::with_capacity(feeds.len());
+                for (r, t) in &feeds {
+                    let o =
+                        errors::check(py, this.output(*r).map_err(|e| e.prepend("feed: ")), None)?;
+                    feed.push((o, t.t.clone()));
+                }
+                let target: Vec<NodeId> = targets
+                    .iter()
+                    .map(|&i| this.node_id(i))
+                    .collect::<OfResult<_>>()
+                    .map_err(|e| errors::to_py(py, &e.prepend("target: "), None))?;
+                let session = errors::check(py, this.session(), None)?;
+                (session, feed, fetch, target)
+            };
             let outs = run_interruptible(py, &session, feed, &fetch, &target)?;
             let out = PyList::empty(py);
             for t in outs {
@@ -361,8 +369,13 @@ impl PyGraph {
     }
 
     /// The graph as a binary `GraphDef`.
-    fn _graph_def_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &proto::to_binary(&self.graph.to_graph_def()))
+    fn _graph_def_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        errors::guard(py, "Graph.as_graph_def", || {
+            Ok(PyBytes::new(
+                py,
+                &proto::to_binary(&self.graph.to_graph_def()),
+            ))
+        })
     }
 
     /// `_import(data, prefix, input_map)`: adds the nodes of a `GraphDef`
@@ -430,15 +443,19 @@ impl PyGraph {
 /// `_C.graph_def_to_text(data)`: a `GraphDef` (binary or text) as text.
 #[pyfunction]
 pub fn graph_def_to_text(py: Python<'_>, data: &[u8]) -> PyResult<String> {
-    let def = errors::check(py, parse_graph_def(data), None)?;
-    Ok(proto::to_text(&def))
+    errors::guard(py, "GraphDef", || {
+        let def = errors::check(py, parse_graph_def(data), None)?;
+        Ok(proto::to_text(&def))
+    })
 }
 
 /// `_C.graph_def_to_bytes(data)`: a `GraphDef` (binary or text) as binary.
 #[pyfunction]
 pub fn graph_def_to_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-    let def = errors::check(py, parse_graph_def(data), None)?;
-    Ok(PyBytes::new(py, &proto::to_binary(&def)))
+    errors::guard(py, "GraphDef", || {
+        let def = errors::check(py, parse_graph_def(data), None)?;
+        Ok(PyBytes::new(py, &proto::to_binary(&def)))
+    })
 }
 
 /// `_C.graph_def_nodes(data)`: `(name, op, inputs, device)` of each node of
@@ -449,10 +466,12 @@ pub fn graph_def_nodes(
     py: Python<'_>,
     data: &[u8],
 ) -> PyResult<Vec<(String, String, Vec<String>, String)>> {
-    let def = errors::check(py, parse_graph_def(data), None)?;
-    Ok(def
-        .node
-        .into_iter()
-        .map(|n| (n.name, n.op, n.input, n.device))
-        .collect())
+    errors::guard(py, "GraphDef", || {
+        let def = errors::check(py, parse_graph_def(data), None)?;
+        Ok(def
+            .node
+            .into_iter()
+            .map(|n| (n.name, n.op, n.input, n.device))
+            .collect())
+    })
 }

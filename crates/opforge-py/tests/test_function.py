@@ -230,3 +230,43 @@ def test_an_mlp_training_step_learns():
     assert train.experimental_get_tracing_count() == 1
     assert last < first * 1e-3
     np.testing.assert_allclose(w.numpy(), true_w, atol=1e-2)
+
+
+def test_calls_from_eight_threads_at_once():
+    import threading
+
+    @of.function
+    def f(x):
+        y = x
+        for _ in range(4):
+            y = of.matmul(y, y) * (0.5 / 32) + 0.25
+        return of.reduce_sum(y)
+
+    def expected(v):
+        y = np.full((32, 32), v, np.float64)
+        for _ in range(4):
+            y = (y @ y) * (0.5 / 32) + 0.25
+        return y.sum()
+
+    values = [i / 8.0 for i in range(8)]
+    results = [None] * 8
+    errors = []
+    barrier = threading.Barrier(8)
+
+    def work(i):
+        try:
+            barrier.wait()
+            for _ in range(5):
+                results[i] = float(f(np.full((32, 32), values[i], np.float32)))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert f.experimental_get_tracing_count() == 1
+    for i in range(8):
+        assert results[i] == pytest.approx(expected(values[i]), rel=1e-4)
