@@ -241,3 +241,15 @@ def test_list_inputs_and_list_outputs():
     out = g.run([joined, n], {x: xv})
     np.testing.assert_allclose(out[0].numpy(), np.concatenate(np.split(xv, 3, axis=1), axis=0))
     np.testing.assert_allclose(out[1].numpy(), 3 * xv)
+
+
+def test_test_case_evaluate_runs_symbolic_tensors():
+    class T(of.test.TestCase):
+        def runTest(self):  # noqa: N802
+            g = of.Graph()
+            with g.as_default():
+                y = of.constant([1.0, 2.0]) * 2.0
+            self.assertAllClose(self.evaluate([y, {"e": of.constant(1.0)}])[0], [2.0, 4.0])
+
+    result = T().run()
+    assert result.wasSuccessful(), result.failures + result.errors
