@@ -111,3 +111,44 @@ def test_runs_from_another_thread_are_not_affected():
     t.start()
     t.join()
     np.testing.assert_allclose(out[0].numpy(), _feed(), rtol=1e-5)
+
+
+def test_short_runs_on_the_main_thread_return_promptly():
+    # The main thread waits for the helper thread that runs the graph: it
+    # must wake when the run ends, not at its next signal check (20 ms).
+    g = of.Graph()
+    with g.as_default():
+        x = of.placeholder(of.float32, shape=[])
+        y = x + 1.0
+    g.run(y, {x: 1.0})
+    start = time.perf_counter()
+    for _ in range(200):
+        g.run(y, {x: 1.0})
+    assert time.perf_counter() - start < 2.0
+
+
+def _child_run(q):
+    g = of.Graph()
+    with g.as_default():
+        x = of.placeholder(of.float32, shape=[])
+        y = x * 3.0
+    q.put(float(g.run(y, {x: 2.0})))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_runs_work_in_a_forked_child():
+    import multiprocessing
+
+    # The parent has run graphs (its helper thread exists); the child has
+    # none of the parent's threads and starts its own.
+    g, x, y = _chain(2)
+    g.run(y, {x: _feed()})
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child_run, args=(q,))
+    p.start()
+    try:
+        assert q.get(timeout=60) == 6.0
+    finally:
+        p.join(timeout=60)
+    assert p.exitcode == 0
