@@ -84,19 +84,9 @@ def gradients(
 
 
 def _unique_scope(graph, name):
-    base, k = name, 0
-    while _scope_used(graph, base):
-        k += 1
-        base = f"{name}_{k}"
-    return base
-
-
-def _scope_used(graph, base):
-    full = graph._full_name(base) + "/"
-    n = graph._num_nodes()
-    # The scope is used if a node's name starts with it (checked from the
-    # newest node: gradient scopes are added last).
-    for i in range(n - 1, -1, -1):
-        if graph._node(i)[0].startswith(full):
-            return True
-    return False
+    """`name`, then `name_1`, ... for each gradient computation on `graph`
+    (node names inside are made unique by the graph in any case)."""
+    counts = graph.__dict__.setdefault("_gradient_scopes", {})
+    k = counts.get(name, 0)
+    counts[name] = k + 1
+    return name if k == 0 else f"{name}_{k}"
