@@ -5,6 +5,8 @@
 
 mod graph_def;
 mod session;
+#[cfg(test)]
+mod tests;
 
 pub use graph_def::LeanGraphDef;
 pub use session::{Session, SessionOptions};
