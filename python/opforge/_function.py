@@ -16,7 +16,10 @@ traces once more (`experimental_get_tracing_count()` counts them).
 (dims may be None): one trace, and calls whose tensors do not fit raise.
 
 While tracing, a `GradientTape` or `of.gradients` inside the function
-builds graph gradients. A `GradientTape` recording around a call
+builds graph gradients. (A tape inside a trace differentiates along every
+path of the graph from the sources: `stop_recording` and the difference
+between watched and unwatched tensors have no effect there; variables
+read in the block are its sources as usual.) A `GradientTape` recording around a call
 differentiates through it: the call then fetches every intermediate value
 of the graph and records the graph's nodes on the tape, so the tape's
 gradient is the one the same ops run eagerly would give (Python gradients,
