@@ -551,3 +551,119 @@ fn an_inferred_shape_too_large_to_count_is_a_kernel_error_not_a_panic() {
         "{e}"
     );
 }
+
+/// A chain of `n` MatMuls of a `size`x`size` matrix with itself, each
+/// scaled back (so values stay finite): a run long enough to cancel.
+fn matmul_chain(n: usize, size: i64) -> (Graph, Output) {
+    let mut g = Graph::new();
+    let t = Tensor::from_vec(
+        &[size, size],
+        vec![1.0f32 / size as f32; (size * size) as usize],
+    )
+    .unwrap();
+    let mut x = konst(&mut g, "x", &t);
+    for i in 0..n {
+        let id = g
+            .add(NodeSpec::new("MatMul", &format!("mm{i}")).input(x).input(x))
+            .unwrap();
+        x = Output::new(id, 0);
+    }
+    (g, x)
+}
+
+#[test]
+fn a_cancelled_run_stops_and_the_session_runs_again() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    opforge::opforge_ops::link();
+    for inter_op in [1, 0] {
+        let (g, y) = matmul_chain(20, 8);
+        let sess = Session::with_options(
+            g,
+            SessionOptions {
+                inter_op_threads: inter_op,
+                ..SessionOptions::default()
+            },
+        )
+        .unwrap();
+        let flag = AtomicBool::new(true);
+        let e = sess
+            .run_cancellable(vec![], &[y], &[], Some(&flag))
+            .unwrap_err();
+        assert_eq!(e.code(), Code::Cancelled, "{e}");
+        assert!(e.message().contains("{{node "), "{e}");
+        flag.store(false, Ordering::Relaxed);
+        let out = sess
+            .run_cancellable(vec![], &[y], &[], Some(&flag))
+            .unwrap();
+        // (1/8)-filled 8x8 matrices are idempotent under MatMul.
+        assert!(out[0]
+            .flat::<f32>()
+            .unwrap()
+            .iter()
+            .all(|&v| (v - 0.125).abs() < 1e-6));
+    }
+    // Set while a long run is under way (400 256x256 MatMuls, seconds
+    // sequentially): the run stops early.
+    let (g, y) = matmul_chain(400, 256);
+    let sess = Session::with_options(
+        g,
+        SessionOptions {
+            inter_op_threads: 1,
+            ..SessionOptions::default()
+        },
+    )
+    .unwrap();
+    let flag = AtomicBool::new(false);
+    let e = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            flag.store(true, Ordering::Relaxed);
+        });
+        sess.run_cancellable(vec![], &[y], &[], Some(&flag))
+            .unwrap_err()
+    });
+    assert_eq!(e.code(), Code::Cancelled);
+    // It stopped at some node before the last.
+    let at: usize = e
+        .message()
+        .split("{{node mm")
+        .nth(1)
+        .and_then(|r| r.split('}').next())
+        .and_then(|k| k.parse().ok())
+        .unwrap_or_else(|| panic!("no node in {e}"));
+    assert!(at < 399, "{e}");
+}
+
+#[test]
+fn a_graph_clone_has_the_same_nodes_under_a_new_id() {
+    opforge::opforge_ops::link();
+    let mut g = Graph::new();
+    let a = konst(&mut g, "a", &Tensor::scalar(2.0f32));
+    let sq = g.add(NodeSpec::new("Square", "sq").input(a)).unwrap();
+    let c = g.clone();
+    assert_eq!(c.len(), 2);
+    assert_eq!(c.find("sq").map(|id| id.index()), Some(sq.index()));
+    assert_eq!(c.node_id(1), c.find("sq"));
+    assert_eq!(c.node_id(2), None);
+    // The original's handles are not the copy's.
+    assert_eq!(c.node(sq).unwrap_err().code(), Code::InvalidArgument);
+    // Each runs on its own; the original keeps growing.
+    g.add(NodeSpec::new("Neg", "neg").input(Output::new(sq, 0)))
+        .unwrap();
+    assert_eq!((g.len(), c.len()), (3, 2));
+    let shared = std::sync::Arc::new(c);
+    let sess = Session::builder_shared(shared.clone()).build().unwrap();
+    let sq_c = Output::new(shared.node_id(1).unwrap(), 0);
+    let out = sess.run(vec![], &[sq_c], &[]).unwrap();
+    assert_eq!(out[0].flat::<f32>().unwrap(), &[4.0]);
+    // Feeding the copy's `a` reaches its `sq` (the copy's inputs name the copy).
+    let a_c = Output::new(shared.node_id(0).unwrap(), 0);
+    let out = sess
+        .run(vec![(a_c, Tensor::scalar(3.0f32))], &[sq_c], &[])
+        .unwrap();
+    assert_eq!(out[0].flat::<f32>().unwrap(), &[9.0]);
+    assert_eq!(
+        shared.node(shared.node_id(1).unwrap()).unwrap().inputs[0],
+        a_c
+    );
+}

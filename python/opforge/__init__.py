@@ -29,6 +29,11 @@ from ._convert import constant, convert_to_tensor, from_dlpack  # noqa: E402
 from ._library import load_op_library  # noqa: E402
 from ._tape import GradientTape, Variable  # noqa: E402
 from .framework import NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
+from ._graph import Graph, get_default_graph, init_scope, name_scope, placeholder  # noqa: E402
+from ._symbolic import Operation, SymbolicTensor  # noqa: E402
+from ._graph_def import GraphDef, import_graph_def  # noqa: E402
+from ._gradients import gradients  # noqa: E402
+from ._function import ConcreteFunction, Function, TensorSpec, function  # noqa: E402
 from . import ops, raw_ops, nn, test  # noqa: E402
 from ._ops import execute as _execute  # noqa: E402,F401
 from . import _ops as _ops_module  # noqa: E402
@@ -40,7 +45,11 @@ __version__ = "0.1.0"
 
 def _axes(x, axis):
     if axis is None:
-        return list(range(convert_to_tensor(x).ndim))
+        rank = convert_to_tensor(x).ndim
+        if rank is None:
+            # A symbolic tensor of unknown rank: every axis, computed.
+            return ops.range(0, ops.rank(x), 1)
+        return list(range(rank))
     return axis
 
 
@@ -67,7 +76,7 @@ def divide(x, y, name=None):
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     """The matrix product of `a` and `b` (batched for rank > 2)."""
     a = convert_to_tensor(a)
-    if a.ndim > 2:
+    if (a.ndim or 2) > 2:
         return ops.batch_mat_mul_v2(a, b, adj_x=transpose_a, adj_y=transpose_b, name=name)
     return ops.mat_mul(a, b, transpose_a=transpose_a, transpose_b=transpose_b, name=name)
 
@@ -100,7 +109,12 @@ def reshape(tensor, shape, name=None):
 def transpose(a, perm=None, name=None):
     """`a` with its axes permuted (reversed by default)."""
     if perm is None:
-        perm = list(reversed(range(convert_to_tensor(a).ndim)))
+        rank = convert_to_tensor(a).ndim
+        if rank is None:
+            r = ops.rank(a)
+            perm = ops.sub(ops.sub(r, 1), ops.range(0, r, 1))
+        else:
+            perm = list(reversed(range(rank)))
     return ops.transpose(a, perm, name=name)
 
 

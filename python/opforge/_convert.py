@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _C, dtypes
 from ._C import Tensor
+from ._symbolic import SymbolicTensor
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -144,6 +145,13 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
     want = dtypes.as_dtype(dtype) if dtype is not None else None
     if type(value).__name__ == "Variable" and hasattr(value, "read_value"):
         value = value.read_value()
+    if isinstance(value, SymbolicTensor):
+        if want is not None and value.dtype != want:
+            raise ValueError(
+                f"Tensor conversion requested dtype {want.name} for Tensor with dtype "
+                f"{value.dtype.name}: {value!r}"
+            )
+        return value
     if isinstance(value, Tensor):
         if want is not None and value.dtype != want:
             raise ValueError(
@@ -186,7 +194,17 @@ def _convert(value, want, copy):
 def constant(value, dtype=None, shape=None, name=None) -> Tensor:
     """A Tensor with a copy of `value` (TensorFlow's `tf.constant`). With
     `shape`, a scalar (or one-element) value fills the shape, and a value
-    with as many elements as the shape is reshaped to it."""
+    with as many elements as the shape is reshaped to it. While a graph is
+    the default, a `Const` node of that graph (a symbolic tensor)."""
+    from . import _graph
+
+    g = _graph.current()
+    if g is not None:
+        if isinstance(value, SymbolicTensor):
+            raise TypeError(f"of.constant of a symbolic tensor ({value.name}): use of.identity")
+        with _graph.init_scope():
+            t = constant(value, dtype=dtype, shape=shape)
+        return g.constant(t, name=name)
     want = dtypes.as_dtype(dtype) if dtype is not None else None
     t = _convert(value, want, copy=True)
     if isinstance(value, Tensor) and t is value:

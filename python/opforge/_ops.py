@@ -14,9 +14,12 @@ import json
 import keyword
 import math
 
-from . import _C, _tape, dtypes
+from . import _C, _graph, _tape, dtypes
 from ._C import Tensor
 from ._convert import convert_to_tensor
+from ._symbolic import SymbolicTensor
+
+_gstate = _graph._state
 
 class _Default:
     """A default that Python cannot write as a literal (a tensor attr):
@@ -73,6 +76,7 @@ class OpInfo:
             a.get("number_attr") or a.get("type_list_attr") for a in self.inputs
         )
         names = [o["name"] for o in self.outputs]
+        self.stateful = bool(opdef.get("is_stateful"))
         self.result = None
         if len(names) > 1:
             safe = [n + "_" if keyword.iskeyword(n) else n for n in names]
@@ -100,7 +104,7 @@ class OpInfo:
             items = v if arg.get("number_attr") and isinstance(v, (list, tuple)) else [v]
             for item in items:
                 d = getattr(item, "dtype", None)
-                if isinstance(item, Tensor):
+                if isinstance(item, (Tensor, SymbolicTensor)):
                     known[ta] = item.dtype
                     break
                 if d is not None and hasattr(item, "__array__"):
@@ -170,12 +174,48 @@ class OpInfo:
             return None
         return outs
 
-    def call(self, input_values, attrs):
-        inputs = self.convert_inputs(input_values)
+    def call(self, input_values, attrs, name=None):
+        if _gstate.__dict__.get("graphs"):
+            return self.call_in_graph(_graph.current(), input_values, attrs, name)
+        if self.simple and all(type(v) is Tensor for v in input_values):
+            inputs = input_values
+        else:
+            g = _symbolic_graph(input_values)
+            if g is not None:
+                return self.call_in_graph(g, input_values, attrs, name)
+            inputs = self.convert_inputs(input_values)
         conv = {k: self.convert_attr(k, v) for k, v in attrs.items()}
         outs = _C.execute(self.name, inputs, conv)
         if _tape._state.__dict__.get("tapes"):
             _tape.record(self.name, inputs, conv, outs)
+        return self.wrap(outs)
+
+    def call_in_graph(self, graph, input_values, attrs, name=None):
+        """Adds a node of this op to `graph` (symbolic results). Eager
+        inputs are captured (see `Graph.capture`)."""
+        inputs = self.convert_inputs(input_values)
+        sym = []
+        for arg, v in zip(self.inputs, inputs):
+            if isinstance(v, list):
+                sym.append([_in_graph(graph, x, self.name, arg["name"]) for x in v])
+            else:
+                sym.append(_in_graph(graph, v, self.name, arg["name"]))
+        conv = {k: self.convert_attr(k, v) for k, v in attrs.items()}
+        control = ()
+        ordered = self.stateful and getattr(graph, "_auto_control_deps", False)
+        if ordered and graph._last_stateful is not None:
+            control = (graph._last_stateful,)
+        op, flat, groups = graph._add(self.name, sym, conv, name, control)
+        if ordered:
+            graph._last_stateful = op._node
+        outs = []
+        for start, end, is_list in groups:
+            if is_list:
+                outs.append(flat[start:end])
+            else:
+                outs.extend(flat[start:end])
+        if not outs:
+            return op
         return self.wrap(outs)
 
     # -- documentation ---------------------------------------------------
@@ -317,7 +357,7 @@ def make_function(info: OpInfo, raw: bool):
             body.append(f"    __a[{arg!r}] = {py}")
         else:
             body.append(f"    if {py} is not {d}: __a[{arg!r}] = {py}")
-    body.append(f"    return _info.call([{', '.join(inputs)}{',' if len(inputs) == 1 else ''}], __a)")
+    body.append(f"    return _info.call([{', '.join(inputs)}{',' if len(inputs) == 1 else ''}], __a, name)")
     src = "\n".join(body)
     exec(compile(src, f"<opforge op {info.name}>", "exec"), ns)
     f = ns[fname]
@@ -345,10 +385,34 @@ def op_info(name: str) -> OpInfo:
     return info
 
 
-def execute(op: str, inputs, attrs):
+def execute(op: str, inputs, attrs, name=None):
     """Runs `op` on `inputs` (values converted as its generated function
-    does) with `attrs`; the result as the generated function returns it."""
-    return op_info(op).call(inputs, attrs)
+    does) with `attrs`; the result as the generated function returns it
+    (symbolic, added to the graph, in graph mode)."""
+    return op_info(op).call(inputs, attrs, name)
+
+
+def _symbolic_graph(values):
+    """The graph of the first symbolic tensor among `values`, or None."""
+    for v in values:
+        if isinstance(v, SymbolicTensor):
+            return v.graph
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                if isinstance(x, SymbolicTensor):
+                    return x.graph
+    return None
+
+
+def _in_graph(graph, v, op, arg):
+    if isinstance(v, SymbolicTensor):
+        if v.graph is not graph:
+            raise ValueError(
+                f"op '{op}', input '{arg}': {v.name} belongs to another graph than the one "
+                "the op is added to"
+            )
+        return v
+    return graph.capture(v)
 
 
 def snake_case(name: str) -> str:

@@ -23,8 +23,13 @@ def _stack() -> list:
 
 
 def active_tapes():
-    """The tapes recording on this thread (innermost last)."""
-    return [t for t in _stack() if t._recording]
+    """The tapes recording on this thread (innermost last) in the current
+    context: eagerly, the tapes entered eagerly; while a graph is the
+    default, the tapes entered with that graph the default."""
+    from . import _graph
+
+    g = _graph.current()
+    return [t for t in _stack() if t._recording and t._graph is g]
 
 
 def record(op: str, inputs, attrs, outputs) -> None:
@@ -88,8 +93,15 @@ class GradientTape:
         # variable's gradient is the sum over its reads.
         self._watched_vars: set = set()
         self._reads: dict = {}
+        # The graph that was the default when the tape was entered (None:
+        # eager). In a graph (an of.function being traced) the tape's
+        # gradient is the graph gradient (of.gradients).
+        self._graph = None
 
     def __enter__(self):
+        from . import _graph
+
+        self._graph = _graph.current()
         if self._tape is None:
             self._tape = _C.Tape(self._persistent)
         self._recording = True
@@ -113,6 +125,9 @@ class GradientTape:
         for t in _flatten(tensor):
             if isinstance(t, Variable):
                 self._watched_vars.add(id(t))
+            elif _is_symbolic(t):
+                # Graph gradients follow every path: nothing to record.
+                pass
             elif isinstance(t, Tensor):
                 self._tape.watch(t)
             else:
@@ -125,8 +140,9 @@ class GradientTape:
 
     def _read(self, v, value) -> None:
         """`value` was just read from variable `v`: watch it for `v`."""
-        self._ensure()
-        self._tape.watch(value)
+        if not _is_symbolic(value):
+            self._ensure()
+            self._tape.watch(value)
         self._reads.setdefault(id(v), []).append(value)
 
     @contextlib.contextmanager
@@ -166,11 +182,14 @@ class GradientTape:
                 reads = self._reads.get(id(s), [])
                 spans.append((len(src_tensors), len(reads)))
                 src_tensors.extend(reads)
-            elif isinstance(s, Tensor):
+            elif isinstance(s, Tensor) or _is_symbolic(s):
                 spans.append((len(src_tensors), 1))
                 src_tensors.append(s)
             else:
                 raise TypeError(f"gradient sources must be Tensors or Variables, not {type(s).__name__}")
+        if self._graph is not None:
+            return self._graph_gradient(sources, src, targets, src_tensors, spans,
+                                        output_gradients, unconnected_gradients)
         for t in targets:
             if not isinstance(t, Tensor):
                 raise TypeError(f"gradient targets must be Tensors, not {type(t).__name__}")
@@ -212,6 +231,53 @@ class GradientTape:
         return _pack(sources, iter(grads))
 
 
+    def _graph_gradient(self, sources, src, targets, src_tensors, spans, output_gradients,
+                        unconnected_gradients):
+        """`gradient` in a graph: the graph gradient of the targets."""
+        from . import ops
+        from ._gradients import gradients
+
+        self._used = True
+        sym_targets = [t for t in targets if _is_symbolic(t)]
+        og = None
+        if output_gradients is not None:
+            og = [g for g, t in zip(_flatten(output_gradients), targets) if _is_symbolic(t)]
+        connected = [s for s in src_tensors if _is_symbolic(s)]
+        flat = {}
+        if sym_targets and connected:
+            with self._graph.as_default():
+                gs = gradients(sym_targets, connected, grad_ys=og)
+            flat = {id(s): g for s, g in zip(connected, gs)}
+        grads = []
+        with self._graph.as_default():
+            for start, n in spans:
+                parts = [flat.get(id(s)) for s in src_tensors[start:start + n]]
+                parts = [p for p in parts if p is not None]
+                if not parts:
+                    grads.append(None)
+                elif len(parts) == 1:
+                    grads.append(parts[0])
+                else:
+                    grads.append(ops.add_n(parts))
+            if unconnected_gradients == "zero":
+                grads = [
+                    ops.zeros_like(s.read_value() if isinstance(s, Variable) else s)
+                    if g is None else g
+                    for g, s in zip(grads, src)
+                ]
+            elif unconnected_gradients != "none":
+                raise ValueError(
+                    f"unconnected_gradients must be 'none' or 'zero', not {unconnected_gradients!r}"
+                )
+        return _pack(sources, iter(grads))
+
+
+def _is_symbolic(x) -> bool:
+    from ._symbolic import SymbolicTensor
+
+    return isinstance(x, SymbolicTensor)
+
+
 def _as_tensor(v):
     from ._convert import convert_to_tensor
 
@@ -227,9 +293,22 @@ class Variable:
     read (and, on a recording tape, watched when trainable)."""
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
+        from . import _graph
+
+        # Created eagerly, also while a graph is the default (an
+        # of.function's first trace), as TensorFlow lifts them.
+        with _graph.init_scope():
+            self._init(initial_value, trainable, name, dtype)
+
+    def _init(self, initial_value, trainable, name, dtype):
         from ._convert import convert_to_tensor
         from . import raw_ops
 
+        if _is_symbolic(initial_value):
+            raise ValueError(
+                "a Variable's initial value must be computed eagerly, not a symbolic tensor "
+                f"({initial_value.name})"
+            )
         value = convert_to_tensor(initial_value, dtype=dtype)
         self._dtype = value.dtype
         self._shape = value.shape
@@ -255,6 +334,17 @@ class Variable:
         from . import raw_ops
 
         value = raw_ops.ReadVariableOp(resource=self.handle, dtype=self._dtype)
+        if _is_symbolic(value):
+            value.graph._variable_reads[value._node] = self
+            if value.shape != tuple(self._shape):
+                # The graph does not know the variable's shape from its
+                # handle: state it, so shape inference downstream has it.
+                from ._convert import convert_to_tensor
+
+                value = raw_ops.Reshape(
+                    tensor=value,
+                    shape=convert_to_tensor(list(self._shape), dtype=dtypes.int32),
+                )
         for tape in active_tapes():
             if tape._watches(self):
                 tape._read(self, value)
@@ -266,7 +356,14 @@ class Variable:
         from . import raw_ops
 
         value = _as_tensor_of(value, self._dtype)
-        if value.shape != self._shape:
+        shape = value.shape
+        if shape is None:
+            shape = self._shape  # unknown until the graph runs: the kernel checks it
+        elif len(shape) == len(self._shape) and all(
+            d is None or d == e for d, e in zip(shape, self._shape)
+        ):
+            shape = self._shape
+        if shape != self._shape:
             raise ValueError(
                 f"Cannot assign value to variable '{self.name}': shapes {self._shape} and "
                 f"{value.shape} are incompatible"
@@ -287,7 +384,10 @@ class Variable:
         return self
 
     def numpy(self):
-        return self.read_value().numpy()
+        from . import _graph
+
+        with _graph.init_scope():
+            return self.read_value().numpy()
 
     def __array__(self, dtype=None, copy=None):
         return self.read_value().__array__(dtype, copy)
@@ -297,9 +397,10 @@ class Variable:
 
     def __del__(self):
         try:
-            from . import raw_ops
+            from . import _graph, raw_ops
 
-            raw_ops.DestroyResourceOp(resource=self.handle, ignore_lookup_error=True)
+            with _graph.init_scope():
+                raw_ops.DestroyResourceOp(resource=self.handle, ignore_lookup_error=True)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 

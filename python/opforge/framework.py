@@ -61,9 +61,12 @@ def _call_gradient(f, args, num_inputs):
         )
     result = list(result)
     if len(result) != num_inputs:
-        raise ValueError(
+        from . import errors
+
+        raise errors.InvalidArgumentError(
             f"the gradient of '{args[0].type}' returned {len(result)} values for "
-            f"{num_inputs} inputs: return one Tensor (or None) per input"
+            f"{num_inputs} inputs: return one Tensor (or None) per input",
+            args[0].type,
         )
     out = []
     for i, g in enumerate(result):

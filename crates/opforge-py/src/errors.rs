@@ -5,7 +5,9 @@ use opforge::{Code, Status};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::cell::RefCell;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 static CLASSES: OnceLock<Vec<Option<Py<PyAny>>>> = OnceLock::new();
@@ -25,9 +27,64 @@ pub fn set_error_classes(classes: Bound<'_, PyDict>) -> PyResult<()> {
     Ok(())
 }
 
+thread_local! {
+    /// Python exceptions raised inside a callback the runtime made (a
+    /// gradient written in Python), waiting to be raised again when the
+    /// runtime's error reaches Python: (marker, exception).
+    static PENDING: RefCell<Vec<(String, PyErr)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Keeps `err`, raised by Python code the runtime called for `what`, and
+/// returns the `Status` the runtime passes on. Its message holds a marker:
+/// when that status reaches [`to_py`], the original exception object is
+/// raised instead (with the runtime's context added as a note), so a
+/// user's exception in a Python gradient comes out as itself.
+pub fn stash(py: Python<'_>, err: PyErr, what: &str) -> Status {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let marker = format!("[python error {}]", NEXT.fetch_add(1, Ordering::Relaxed));
+    let text = err
+        .value(py)
+        .str()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "?".into());
+    let kind = err
+        .get_type(py)
+        .name()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "Exception".into());
+    let status = Status::invalid_argument(format!("{what} raised {kind}: {text} {marker}"));
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        // Exceptions whose status was dropped on the way never come back:
+        // keep only the latest few.
+        if p.len() >= 8 {
+            p.remove(0);
+        }
+        p.push((marker, err));
+    });
+    status
+}
+
+/// The stashed exception whose marker `message` holds, taken.
+fn take_stashed(message: &str) -> Option<PyErr> {
+    if !message.contains("[python error ") {
+        return None;
+    }
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let i = p.iter().position(|(m, _)| message.contains(m.as_str()))?;
+        Some(p.remove(i).1)
+    })
+}
+
 /// The Python exception for `status`; `op` names the op the call ran, as
 /// TensorFlow's `[Op:ZeroOut]` suffix does.
 pub fn to_py(py: Python<'_>, status: &Status, op: Option<&str>) -> PyErr {
+    if let Some(original) = take_stashed(status.message()) {
+        let note = format!("opforge: {}", status.message());
+        let _ = original.value(py).call_method1("add_note", (note,));
+        return original;
+    }
     let code = status.code() as usize;
     let mut message = status.message().to_string();
     if let Some(op) = op {

@@ -6,10 +6,10 @@
 
 use crate::attrs::attr_to_py;
 use crate::errors;
+use crate::graph_grad::{graph_sym, graph_tensor};
 use crate::tensor::PyTensor;
 use opforge::autodiff::{GradOp, Gradient, GradientFn, Ops, Sym};
 use opforge::registry::{OwnerId, Registry};
-use opforge::Status;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::sync::{Arc, OnceLock};
@@ -20,19 +20,36 @@ fn owner() -> OwnerId {
     *OWNER.get_or_init(|| Registry::global().add_owner("python"))
 }
 
-fn value<'py>(
-    py: Python<'py>,
-    ops: &dyn Ops,
-    s: Sym,
-    what: &str,
-) -> PyResult<Bound<'py, PyTensor>> {
-    let t = ops.value_of(s).ok_or_else(|| {
-        pyo3::exceptions::PyNotImplementedError::new_err(format!(
-            "a gradient written in Python needs the {what} values: it runs under a GradientTape \
-             (eager), not in graph gradients yet"
-        ))
-    })?;
-    Bound::new(py, PyTensor::new(t.clone()))
+/// The Python object for handle `s` of the gradient computation: a
+/// symbolic tensor in graph gradients, an eager Tensor under a tape.
+fn value<'py>(py: Python<'py>, ops: &dyn Ops, s: Sym, what: &str) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(t) = ops.value_of(s) {
+        return Ok(Bound::new(py, PyTensor::new(t.clone()))?.into_any());
+    }
+    if let Some(t) = graph_tensor(py, s) {
+        return t;
+    }
+    Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+        "a gradient written in Python runs under a GradientTape or in opforge.gradients on an \
+         opforge.Graph; this differentiation has neither the {what} values nor their graph"
+    )))
+}
+
+/// The handle of one result of a Python gradient.
+fn result_sym(ops: &mut dyn Ops, scope: u32, item: &Bound<'_, PyAny>) -> PyResult<Sym> {
+    let py = item.py();
+    if let Ok(t) = item.cast::<PyTensor>() {
+        return ops
+            .constant(t.get().t.clone())
+            .map_err(|e| errors::to_py(py, &e, None));
+    }
+    match graph_sym(scope, item)? {
+        Some(s) => Ok(s),
+        None => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "a gradient function returned {}, not a Tensor",
+            item.get_type().name()?
+        ))),
+    }
 }
 
 /// Calls the Python gradient `f` for `op`.
@@ -42,6 +59,12 @@ fn call(
     op: &GradOp<'_>,
     grads: &[Option<Sym>],
 ) -> opforge::Result<Vec<Option<Sym>>> {
+    let scope = op
+        .inputs
+        .iter()
+        .chain(op.outputs)
+        .next()
+        .map_or(0, |s| s.scope());
     Python::attach(|py| {
         let mut run = || -> PyResult<Vec<Option<Sym>>> {
             let inputs = PyList::empty(py);
@@ -62,7 +85,7 @@ fn call(
             args.push(op_obj);
             for g in grads {
                 args.push(match g {
-                    Some(s) => value(py, &*ops, *s, "gradient")?.into_any(),
+                    Some(s) => value(py, &*ops, *s, "gradient")?,
                     None => py.None().into_bound(py),
                 });
             }
@@ -77,24 +100,11 @@ fn call(
                     out.push(None);
                     continue;
                 }
-                let t = item.cast::<PyTensor>().map_err(PyErr::from)?;
-                out.push(Some(
-                    ops.constant(t.get().t.clone())
-                        .map_err(|e| errors::to_py(py, &e, None))?,
-                ));
+                out.push(Some(result_sym(ops, scope, &item)?));
             }
             Ok(out)
         };
-        run().map_err(|e| {
-            Status::invalid_argument(format!(
-                "the Python gradient of op '{}' failed: {}",
-                op.op,
-                e.value(py)
-                    .str()
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|_| "?".into())
-            ))
-        })
+        run().map_err(|e| errors::stash(py, e, &format!("the Python gradient of op '{}'", op.op)))
     })
 }
 

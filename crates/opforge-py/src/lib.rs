@@ -15,7 +15,10 @@ mod convert;
 mod errors;
 mod exec;
 mod grad;
+mod graph;
+mod graph_grad;
 mod hooks;
+mod run;
 mod tape;
 mod tensor;
 
@@ -31,6 +34,11 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<tape::Tape>()?;
+    m.add_class::<graph::PyGraph>()?;
+    m.add_function(wrap_pyfunction!(graph::graph_def_to_text, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::graph_def_to_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::graph_def_nodes, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_grad::graph_gradients, m)?)?;
     m.add_function(wrap_pyfunction!(hooks::set_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(errors::set_error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(convert::from_numpy, m)?)?;

@@ -182,6 +182,82 @@ impl Tape {
         })
     }
 
+    /// Records a run of a graph (an `opforge.function` call) node by node:
+    /// `feeds` pairs each fed output (`(node, index)`) with the Python
+    /// tensor fed; `fetched` pairs every output of the other nodes the
+    /// run computed with its value; `watch` lists outputs to watch instead
+    /// of recording how they were computed (variable reads). Each node
+    /// whose outputs were all fetched is recorded with its op and attrs,
+    /// in graph order, so the tape differentiates the call exactly as if
+    /// its ops had run eagerly. Returns how many nodes were recorded.
+    fn record_graph(
+        &mut self,
+        graph: PyRef<'_, crate::graph::PyGraph>,
+        feeds: Vec<((usize, usize), Bound<'_, PyTensor>)>,
+        fetched: Vec<((usize, usize), Bound<'_, PyTensor>)>,
+        watch: Vec<(usize, usize)>,
+    ) -> PyResult<usize> {
+        let py = graph.py();
+        errors::guard(py, "GradientTape.record", || {
+            let mut syms: HashMap<(usize, usize), Sym> = HashMap::new();
+            for (r, t) in &feeds {
+                let s = self.sym(t)?;
+                syms.insert(*r, s);
+            }
+            let values: HashMap<(usize, usize), &Bound<'_, PyTensor>> =
+                fetched.iter().map(|(r, t)| (*r, t)).collect();
+            let watched: std::collections::HashSet<(usize, usize)> = watch.into_iter().collect();
+            let mut recorded = 0;
+            for (i, n) in graph.graph().nodes().iter().enumerate() {
+                let k = n.output_types.len();
+                if k == 0 || (0..k).any(|j| syms.contains_key(&(i, j))) {
+                    continue;
+                }
+                let Some(outs) = (0..k)
+                    .map(|j| values.get(&(i, j)).copied())
+                    .collect::<Option<Vec<_>>>()
+                else {
+                    continue;
+                };
+                if (0..k).all(|j| watched.contains(&(i, j))) {
+                    for (j, t) in outs.iter().enumerate() {
+                        let s = self.tape.watch(t.get().t.clone());
+                        self.remember(t, s);
+                        syms.insert((i, j), s);
+                    }
+                    continue;
+                }
+                let mut args = Vec::with_capacity(n.inputs.len());
+                for o in &n.inputs {
+                    let r = (o.node.index(), o.index);
+                    let s =
+                        match syms.get(&r) {
+                            Some(&s) => s,
+                            None => {
+                                return Err(PyValueError::new_err(format!(
+                                "node '{}': input {}:{} was neither fed nor computed by the run",
+                                n.name, o.node.index(), o.index
+                            )))
+                            }
+                        };
+                    args.push(s);
+                }
+                let ts: Vec<opforge::Tensor> = outs.iter().map(|t| t.get().t.clone()).collect();
+                let out_syms = errors::check(
+                    py,
+                    self.tape.record_flat(&n.op, &args, &n.attrs, ts),
+                    Some(&n.op),
+                )?;
+                for (j, (t, s)) in outs.iter().zip(out_syms).enumerate() {
+                    self.remember(t, s);
+                    syms.insert((i, j), s);
+                }
+                recorded += 1;
+            }
+            Ok(recorded)
+        })
+    }
+
     /// The gradients of the sum of `targets` (each weighted by its
     /// `output_gradients` entry, ones by default) with respect to
     /// `sources`: a Tensor or None per source.

@@ -28,7 +28,12 @@ class TestCase(unittest.TestCase):
     """`unittest.TestCase` with TensorFlow's assertions."""
 
     def evaluate(self, tensors):
-        """Tensors (or nested lists/dicts of them) as numpy values."""
+        """Tensors (or nested lists/dicts of them) as numpy values; symbolic
+        tensors of a graph are computed by running their graph."""
+        from .._symbolic import SymbolicTensor
+
+        if isinstance(tensors, SymbolicTensor):
+            return _np(tensors.graph.run(tensors))
         if isinstance(tensors, (list, tuple)):
             return type(tensors)(self.evaluate(t) for t in tensors)
         if isinstance(tensors, dict):

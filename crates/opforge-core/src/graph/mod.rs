@@ -5,6 +5,8 @@
 
 mod graph_def;
 mod session;
+#[cfg(test)]
+mod tests;
 
 pub use graph_def::LeanGraphDef;
 pub use session::{Session, SessionOptions};
@@ -188,7 +190,7 @@ pub struct Graph {
 /// a name to the index of the node, checked against the node's name, and
 /// a map by name for the (rare) names whose hash another name had first.
 /// A later node of a name takes the name over, as in a `HashMap`.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct NameIndex {
     hasher: std::collections::hash_map::RandomState,
     first: HashMap<u64, u32, std::hash::BuildHasherDefault<HashIsKey>>,
@@ -250,6 +252,36 @@ impl std::hash::Hasher for HashIsKey {
 /// The GraphDef producer version opforge writes (TensorFlow 2.x's range).
 pub const GRAPH_DEF_VERSION: i32 = 1994;
 
+/// A copy of the graph under a new graph id: the same nodes at the same
+/// indices, so a caller that keeps building a graph while sessions run
+/// snapshots of it can address the copy's nodes by index
+/// ([`Graph::node_id`]). Node ids of the original belong to the original
+/// only (the copy rejects them, as it rejects any other graph's).
+impl Clone for Graph {
+    fn clone(&self) -> Graph {
+        let id = NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed);
+        let mut nodes = self.nodes.clone();
+        // The nodes' references to each other name the copy.
+        for n in &mut nodes {
+            for i in &mut n.inputs {
+                i.node.graph = id;
+            }
+            for c in &mut n.control_inputs {
+                c.graph = id;
+            }
+        }
+        Graph {
+            id,
+            nodes,
+            by_name: self.by_name.clone(),
+            last_attrs: self.last_attrs.clone(),
+            registry: self.registry.clone(),
+            versions: self.versions.clone(),
+            library: self.library.clone(),
+        }
+    }
+}
+
 impl Default for Graph {
     fn default() -> Self {
         Graph::new()
@@ -297,6 +329,12 @@ impl Graph {
     /// The ids of every node, in insertion (topological) order.
     pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
         (0..self.nodes.len()).map(|i| self.id_at(i))
+    }
+
+    /// The id of the node at `index` of [`nodes`](Self::nodes), if the
+    /// graph has that many nodes.
+    pub fn node_id(&self, index: usize) -> Option<NodeId> {
+        (index < self.nodes.len()).then(|| self.id_at(index))
     }
 
     /// The id of the node at `index` (the caller checked the index).

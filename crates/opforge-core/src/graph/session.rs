@@ -29,7 +29,7 @@ use crate::resource::ResourceMgr;
 use crate::tensor::Location;
 use crate::{Result, Status, Tensor};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 struct NodeKernel {
@@ -240,7 +240,7 @@ pub struct Session {
 /// Builds a [`Session`] with the devices, resource manager and scheduler
 /// pool it uses (the registry is the graph's): see [`Session::builder`].
 pub struct SessionBuilder {
-    graph: Graph,
+    graph: Arc<Graph>,
     devices: Option<Vec<Arc<dyn Device>>>,
     resource_mgr: Option<Arc<ResourceMgr>>,
     scheduler: Option<Arc<ThreadPool>>,
@@ -325,7 +325,7 @@ impl SessionBuilder {
         Ok(Session {
             registry: graph.registry_arc().clone(),
             generation: AtomicU64::new(graph.registry().generation()),
-            graph: Arc::new(graph),
+            graph,
             devices,
             resource_mgr: self
                 .resource_mgr
@@ -356,6 +356,14 @@ impl Session {
     /// A builder, to give the session its devices, resource manager or
     /// scheduler pool.
     pub fn builder(graph: Graph) -> SessionBuilder {
+        Session::builder_shared(Arc::new(graph))
+    }
+
+    /// A builder for a session over a graph shared with its other holders
+    /// (the graph cannot change while the session holds it: a caller that
+    /// keeps building a graph gives each session a snapshot, a clone of
+    /// it, or waits until the session is dropped, `Arc::make_mut`).
+    pub fn builder_shared(graph: Arc<Graph>) -> SessionBuilder {
         SessionBuilder {
             graph,
             devices: None,
@@ -451,6 +459,21 @@ impl Session {
         fetches: &[Output],
         targets: &[NodeId],
     ) -> Result<Vec<Tensor>> {
+        self.run_cancellable(feeds, fetches, targets, None)
+    }
+
+    /// [`run`](Self::run), stopped early when `cancel` becomes true: the
+    /// executor reads the flag before each node it starts (a node already
+    /// running finishes its kernel), and the run then fails with
+    /// `Cancelled`. The session stays usable: the next run starts afresh.
+    /// For a caller that must interrupt long runs (Ctrl-C from Python).
+    pub fn run_cancellable(
+        &self,
+        feeds: Vec<(Output, Tensor)>,
+        fetches: &[Output],
+        targets: &[NodeId],
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Vec<Tensor>> {
         self.check_live()?;
         for (o, t) in &feeds {
             let want = self
@@ -503,8 +526,8 @@ impl Session {
         let mut state = plan.start_run(feeds);
         let pool = self.scheduler.as_deref().and_then(ThreadPool::rayon_pool);
         let result = match pool {
-            Some(pool) if !plan.sequential => self.run_parallel(&plan, &state, pool),
-            _ => self.run_sequential(&plan, &mut state),
+            Some(pool) if !plan.sequential => self.run_parallel(&plan, &state, pool, cancel),
+            _ => self.run_sequential(&plan, &mut state, cancel),
         };
         plan.finish_run(state, result.is_err());
         let mut fetched = result?;
@@ -823,8 +846,16 @@ impl Session {
         .map_err(|e| self.annotate(e, step.node as usize))
     }
 
-    fn run_sequential(&self, plan: &Plan, state: &mut RunState) -> Result<Vec<Tensor>> {
+    fn run_sequential(
+        &self,
+        plan: &Plan,
+        state: &mut RunState,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Vec<Tensor>> {
         for step in &plan.steps {
+            if is_cancelled(cancel) {
+                return Err(self.annotate(cancelled(), step.node as usize));
+            }
             let mut inputs = TensorVec::new();
             for &slot in plan.inputs(step) {
                 let v = state.read_alone(slot);
@@ -846,10 +877,11 @@ impl Session {
         plan: &Plan,
         state: &RunState,
         pool: &rayon::ThreadPool,
+        cancel: Option<&AtomicBool>,
     ) -> Result<Vec<Tensor>> {
         pool.scope(|scope| {
             for &r in &plan.roots {
-                scope.spawn(move |s| self.process(plan, state, r, s));
+                scope.spawn(move |s| self.process(plan, state, r, s, cancel));
             }
         });
         if let Some(e) = state
@@ -870,6 +902,7 @@ impl Session {
         state: &'s RunState,
         mut step: usize,
         scope: &rayon::Scope<'s>,
+        cancel: Option<&'s AtomicBool>,
     ) {
         loop {
             if state
@@ -881,6 +914,14 @@ impl Session {
                 return;
             }
             let s = &plan.steps[step];
+            if is_cancelled(cancel) {
+                state
+                    .error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(self.annotate(cancelled(), s.node as usize));
+                return;
+            }
             let gathered: Result<TensorVec> = plan
                 .inputs(s)
                 .iter()
@@ -914,7 +955,7 @@ impl Session {
                 .filter(|&n| state.pending[n].fetch_sub(1, Ordering::AcqRel) == 1);
             let Some(next) = ready.next() else { return };
             for other in ready {
-                scope.spawn(move |sc| self.process(plan, state, other, sc));
+                scope.spawn(move |sc| self.process(plan, state, other, sc, cancel));
             }
             step = next;
         }
@@ -941,6 +982,16 @@ fn edge_index(n: usize) -> Result<u32> {
             u32::MAX
         ))
     })
+}
+
+/// Whether a run's cancellation flag is set.
+#[inline]
+fn is_cancelled(cancel: Option<&AtomicBool>) -> bool {
+    cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+}
+
+fn cancelled() -> Status {
+    Status::cancelled("the run was cancelled before this node started")
 }
 
 fn unproduced() -> Status {
