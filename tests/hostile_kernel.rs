@@ -48,6 +48,35 @@ fn ones(dtype: DataType, dims: &[i64]) -> Tensor {
         .unwrap_or(zeros)
 }
 
+/// What the inputs other than the hostile one hold.
+#[derive(Clone, Copy)]
+enum Rest {
+    Zeros,
+    Ones,
+    /// For integer inputs, the axes of the hostile shape's last and
+    /// third-to-last dims (reduction axes, split dims over the huge dims
+    /// after the zero); ones otherwise.
+    HugeAxes,
+}
+
+/// `[rank - 1, rank - 3]` of `dims` as a vector of `dtype` (ones when
+/// `dtype` is not an integer type).
+fn huge_axes(dtype: DataType, dims: &[i64]) -> Tensor {
+    let r = dims.len() as i64;
+    let axes = Tensor::from_vec(&[2], vec![r - 1, r - 3]).unwrap();
+    if dtype == DataType::Int64 {
+        return axes;
+    }
+    ctx()
+        .op("Cast")
+        .input(axes)
+        .attr("DstT", dtype)
+        .run1()
+        .ok()
+        .filter(|_| matches!(dtype, DataType::Int32 | DataType::Int16 | DataType::Int8))
+        .unwrap_or_else(|| ones(dtype, &[2]))
+}
+
 /// How many tensors and of which dtypes `arg` takes under `attrs`.
 fn arg_dtypes(arg: &ArgDef, attrs: &AttrMap) -> Vec<DataType> {
     let ty = |name: &str| match attrs.get(name).and_then(|a| a.value.as_ref()) {
@@ -109,14 +138,15 @@ fn sweep(op: &OpDef, attrs: &AttrMap, panics: &mut Vec<String>) -> usize {
         run(dtypes.iter().map(|&dt| hostile(dt)).collect());
         for k in 0..dtypes.len() {
             for rest in [&[][..], &[0][..], &[2][..], &[1, 1][..]] {
-                for value_one in [false, true] {
+                for value in [Rest::Zeros, Rest::Ones, Rest::HugeAxes] {
                     let inputs = dtypes
                         .iter()
                         .enumerate()
-                        .map(|(i, &dt)| match (i == k, value_one) {
+                        .map(|(i, &dt)| match (i == k, value) {
                             (true, _) => hostile(dt),
-                            (false, true) => ones(dt, rest),
-                            (false, false) => Tensor::zeros(dt, rest).expect("small"),
+                            (false, Rest::Ones) => ones(dt, rest),
+                            (false, Rest::Zeros) => Tensor::zeros(dt, rest).expect("small"),
+                            (false, Rest::HugeAxes) => huge_axes(dt, dims),
                         })
                         .collect();
                     run(inputs);

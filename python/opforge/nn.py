@@ -56,3 +56,15 @@ def softplus(features, name=None):
 
 def leaky_relu(features, alpha=0.2, name=None):
     return _ops.leaky_relu(features, alpha=alpha, name=name)
+
+
+def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """Per-example softmax cross-entropy of `logits` (`[batch, classes]`)
+    against integer class `labels` (`[batch]`), as `tf.nn`'s: the loss
+    output of `SparseSoftmaxCrossEntropyWithLogits` (its backprop output is
+    what the op's registered gradient uses)."""
+    if labels is None or logits is None:
+        raise ValueError(
+            "sparse_softmax_cross_entropy_with_logits needs both labels= and logits="
+        )
+    return _ops.sparse_softmax_cross_entropy_with_logits(logits, labels, name=name).loss

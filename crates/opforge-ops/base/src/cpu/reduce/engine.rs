@@ -279,6 +279,11 @@ pub fn reduce_into<R: Reducer>(
     out: &mut [R::In],
 ) {
     let schedule = Schedule::new(dims, reduced, pool.num_threads());
+    if schedule == Schedule::Nothing {
+        // An empty output: the reduced dims (after the input's zero) may
+        // multiply past 2^64, so they are not even counted.
+        return;
+    }
     let count = reduced_count(dims, reduced);
     let finish = move |acc: &[R::Acc], dst: &mut [R::In]| {
         for (d, &a) in dst.iter_mut().zip(acc) {

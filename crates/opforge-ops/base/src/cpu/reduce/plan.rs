@@ -205,12 +205,13 @@ impl Schedule {
     /// The schedule of reducing a tensor of shape `dims` over the
     /// dimensions flagged in `reduced` with `threads` threads.
     pub fn new(dims: &[usize], reduced: &[bool], threads: usize) -> Schedule {
+        // Saturating: an input's dims after its zero may multiply past
+        // 2^64; the kept ones do so only for an output too large to exist.
         let kept: usize = dims
             .iter()
             .zip(reduced)
             .filter(|(_, &r)| !r)
-            .map(|(&d, _)| d)
-            .product();
+            .fold(1, |p, (&d, _)| p.saturating_mul(d));
         if kept == 0 {
             return Schedule::Nothing;
         }
@@ -302,6 +303,12 @@ mod tests {
         );
         assert_eq!(Schedule::new(&[3, 0], &[true, false], 4), Schedule::Nothing);
         assert_eq!(reduced_count(&[3, 5, 4], &[true, false, true]), 12);
+        // An empty output whose input's dims after the zero pass 2^64
+        // (found by scripts/hostile-cli: Any over [1, 2, 1, 4, 0, 5, 4,
+        // 2^63 - 1] on axes 7 and 5).
+        let huge = [1, 2, 0, 5, usize::MAX / 2, 3, usize::MAX / 2];
+        let red = [false, false, false, true, false, false, true];
+        assert_eq!(Schedule::new(&huge, &red, 4), Schedule::Nothing);
     }
 
     #[test]
