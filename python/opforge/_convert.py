@@ -134,7 +134,7 @@ def _python_to_array(value, dtype):
     return a, shape, flat, d
 
 
-def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
+def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor | SymbolicTensor:
     """`value` as a Tensor. A Tensor is returned as is (ValueError if `dtype`
     differs); a numpy array keeps its dtype and is viewed without a copy
     when C-contiguous and aligned; Python values follow TensorFlow's rules.
@@ -191,7 +191,7 @@ def _convert(value, want, copy):
     return _from_array(a, copy=False)
 
 
-def constant(value, dtype=None, shape=None, name=None) -> Tensor:
+def constant(value, dtype=None, shape=None, name=None) -> Tensor | SymbolicTensor:
     """A Tensor with a copy of `value` (TensorFlow's `tf.constant`). With
     `shape`, a scalar (or one-element) value fills the shape, and a value
     with as many elements as the shape is reshaped to it. While a graph is
@@ -204,6 +204,7 @@ def constant(value, dtype=None, shape=None, name=None) -> Tensor:
             raise TypeError(f"of.constant of a symbolic tensor ({value.name}): use of.identity")
         with _graph.init_scope():
             t = constant(value, dtype=dtype, shape=shape)
+        assert isinstance(t, Tensor), "init_scope builds eagerly"
         return g.constant(t, name=name)
     want = dtypes.as_dtype(dtype) if dtype is not None else None
     t = _convert(value, want, copy=True)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Graph", "get_default_graph", "placeholder", "init_scope", "name_scope"]
 
-_state = threading.local()
+_state: threading.local = threading.local()
 
 
 def _stack() -> list:

@@ -48,6 +48,10 @@ class OpLibraryModule(types.ModuleType):
     of the library (`lib.zero_out`), `OP_LIST` (the serialized `OpList`),
     `__file__` and `__opforge_library__` (name, version, path)."""
 
+    OP_LIST: bytes
+    __opforge_library__: dict[str, str]
+    __all__: list[str]
+
     def __reduce__(self):
         return (load_op_library, (self.__file__,))
 

@@ -13,6 +13,7 @@ import collections
 import json
 import keyword
 import math
+from typing import Any
 
 from . import _C, _graph, _tape, dtypes
 from ._C import Tensor
@@ -77,10 +78,11 @@ class OpInfo:
         )
         names = [o["name"] for o in self.outputs]
         self.stateful = bool(opdef.get("is_stateful"))
-        self.result = None
+        # The namedtuple of the outputs when there are several.
+        self.result: Any = None
         if len(names) > 1:
             safe = [n + "_" if keyword.iskeyword(n) else n for n in names]
-            self.result = collections.namedtuple(self.name, safe)
+            self.result = collections.namedtuple(self.name, safe)  # type: ignore[misc]
 
     # -- inputs ----------------------------------------------------------
 
@@ -334,7 +336,7 @@ def make_function(info: OpInfo, raw: bool):
     params = []
     inputs = []
     attrs = []
-    ns = {"_info": info}
+    ns: dict[str, Any] = {"_info": info}
     for i, (py, arg, is_input, default) in enumerate(info.params):
         if default is not None or info.has_default[py]:
             ns[f"_d{i}"] = default

@@ -85,7 +85,7 @@ class GradientTape:
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
         self._persistent = persistent
         self._watch_vars = watch_accessed_variables
-        self._tape = None
+        self._tape: _C.Tape | None = None
         self._recording = False
         self._used = False
         # Variables watched on this tape, and the values read from each:
@@ -115,13 +115,14 @@ class GradientTape:
             s.remove(self)
         return False
 
-    def _ensure(self):
+    def _ensure(self) -> _C.Tape:
         if self._tape is None:
             self._tape = _C.Tape(self._persistent)
+        return self._tape
 
     def watch(self, tensor) -> None:
         """Watches `tensor` (a Tensor, a Variable, or a nested list of them)."""
-        self._ensure()
+        tape = self._ensure()
         for t in _flatten(tensor):
             if isinstance(t, Variable):
                 self._watched_vars.add(id(t))
@@ -129,7 +130,7 @@ class GradientTape:
                 # Graph gradients follow every path: nothing to record.
                 pass
             elif isinstance(t, Tensor):
-                self._tape.watch(t)
+                tape.watch(t)
             else:
                 raise ValueError(
                     f"GradientTape.watch takes Tensors or Variables, not {type(t).__name__}"
@@ -141,8 +142,7 @@ class GradientTape:
     def _read(self, v, value) -> None:
         """`value` was just read from variable `v`: watch it for `v`."""
         if not _is_symbolic(value):
-            self._ensure()
-            self._tape.watch(value)
+            self._ensure().watch(value)
         self._reads.setdefault(id(v), []).append(value)
 
     @contextlib.contextmanager

@@ -4,12 +4,15 @@ with the native module by `opforge/__init__.py`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import _C, dtypes
 from ._C import Tensor
 
-_ops = None  # opforge._ops, set by opforge/__init__.py (it imports this module)
+# opforge._ops, set by opforge/__init__.py (it imports this module).
+_ops: Any = None
 
 
 def numpy(t: Tensor) -> np.ndarray:

@@ -7,6 +7,8 @@ or the `DataType` number.
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as _np
 
 __all__ = [
@@ -51,19 +53,19 @@ class DType:
         return self._size
 
     @property
-    def is_floating(self) -> bool:
+    def is_floating(self) -> builtins.bool:
         return self._name in ("float16", "bfloat16", "float32", "float64")
 
     @property
-    def is_integer(self) -> bool:
+    def is_integer(self) -> builtins.bool:
         return self._name.startswith(("int", "uint"))
 
     @property
-    def is_complex(self) -> bool:
+    def is_complex(self) -> builtins.bool:
         return self._name.startswith("complex")
 
     @property
-    def is_bool(self) -> bool:
+    def is_bool(self) -> builtins.bool:
         return self._name == "bool"
 
     def __repr__(self) -> str:
@@ -72,7 +74,7 @@ class DType:
     def __str__(self) -> str:
         return repr(self)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other) -> builtins.bool:
         if isinstance(other, DType):
             return other._enum == self._enum
         try:
@@ -123,9 +125,34 @@ _TABLE = [
     (23, "uint64", "DT_UINT64", _np.uint64, 8),
 ]
 
+# The dtypes, made from _TABLE below (declared for type checkers).
+float32: DType
+float64: DType
+int32: DType
+uint8: DType
+int16: DType
+int8: DType
+string: DType
+complex64: DType
+int64: DType
+bool: DType
+qint8: DType
+quint8: DType
+qint32: DType
+bfloat16: DType
+qint16: DType
+quint16: DType
+uint16: DType
+complex128: DType
+float16: DType
+resource: DType
+variant: DType
+uint32: DType
+uint64: DType
+
 #: DType objects indexed by `DataType` number (None where there is none).
-BY_ENUM: list = [None] * 24
-_BY_NAME: dict = {}
+BY_ENUM: list[DType | None] = [None] * 24
+_BY_NAME: dict[str, DType] = {}
 for _e, _n, _p, _t, _s in _TABLE:
     _d = DType(_e, _n, _p, _t, _s)
     BY_ENUM[_e] = _d
@@ -148,8 +175,8 @@ _BY_NUMPY = {
     _np.dtype(_np.uint64): uint64, _np.dtype(_np.bool_): bool,
     _np.dtype(_np.complex64): complex64, _np.dtype(_np.complex128): complex128,
 }
-if BY_ENUM[14]._np is not None:
-    _BY_NUMPY[_np.dtype(BY_ENUM[14]._np)] = bfloat16
+if bfloat16._np is not None:
+    _BY_NUMPY[_np.dtype(bfloat16._np)] = bfloat16
 
 
 def as_dtype(value) -> DType:
@@ -158,8 +185,9 @@ def as_dtype(value) -> DType:
     if isinstance(value, DType):
         return value
     if isinstance(value, int) and not isinstance(value, type(True)):
-        if 0 < value < len(BY_ENUM) and BY_ENUM[value] is not None:
-            return BY_ENUM[value]
+        found = BY_ENUM[value] if 0 < value < len(BY_ENUM) else None
+        if found is not None:
+            return found
         raise TypeError(f"no opforge dtype has DataType number {value}")
     if isinstance(value, str):
         d = _BY_NAME.get(value)

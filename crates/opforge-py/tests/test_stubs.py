@@ -39,3 +39,34 @@ def test_a_library_stub(zero_out_path, tmp_path):
         capture_output=True, text=True,
     )
     assert r.returncode == 1 and "out of date" in r.stderr
+
+
+def _stub_names(path):
+    """Top-level names a stub declares, and each class's members."""
+    tree = ast.parse(path.read_text())
+    names, members = set(), {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            members[node.name] = {
+                n.name for n in node.body if isinstance(n, ast.FunctionDef)
+            }
+    return names, members
+
+
+def test_the_native_module_stub_matches_the_module():
+    # _C.pyi declares exactly what the native module exports, and every
+    # method of its classes, so mypy sees the real interface.
+    from opforge import _C
+
+    names, members = _stub_names(PKG / "_C.pyi")
+    exported = {n for n in dir(_C) if not n.startswith("__")}
+    assert exported - names == set(), "exported by _C but not in _C.pyi"
+    assert names - exported == set(), "in _C.pyi but not exported by _C"
+    for cls in ("Tensor", "Graph", "Tape"):
+        native = {
+            n for n in vars(getattr(_C, cls))
+            if not n.startswith("__") or n in ("__array__", "__dlpack__", "__dlpack_device__")
+        }
+        assert native - members[cls] == set(), f"_C.{cls} members missing from _C.pyi"
