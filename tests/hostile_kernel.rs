@@ -195,16 +195,21 @@ fn no_kernel_panics_on_empty_tensors_with_huge_dims() {
                 None => vec![base],
             };
             // Then, with the first of those, each int attr at 1, 2 and 3
-            // (axes, counts) and each bool attr flipped.
+            // (axes, counts), each bool attr flipped and each string attr
+            // at each of its allowed values (`data_format`, `padding`).
             let mut variants = variants;
             let first = variants[0].clone();
             for a in &op.attr {
-                let values: &[Value] = match a.r#type.as_str() {
-                    "int" => &[Value::I(1), Value::I(2), Value::I(3)],
-                    "bool" => &[Value::B(true), Value::B(false)],
-                    _ => &[],
+                let values: Vec<Value> = match a.r#type.as_str() {
+                    "int" => vec![Value::I(1), Value::I(2), Value::I(3)],
+                    "bool" => vec![Value::B(true), Value::B(false)],
+                    "string" => match a.allowed_values.as_ref().and_then(|v| v.value.as_ref()) {
+                        Some(Value::List(l)) => l.s.iter().cloned().map(Value::S).collect(),
+                        _ => vec![],
+                    },
+                    _ => vec![],
                 };
-                for v in values {
+                for v in &values {
                     let mut attrs = first.clone();
                     attrs.insert(
                         a.name.clone(),

@@ -2,6 +2,7 @@
 
 use super::softmax_family::for_row_blocks;
 use super::*;
+use opforge_ops_base::args::dims_product;
 use opforge_ops_base::numeric_types;
 
 // BiasAdd, BiasAddGrad
@@ -19,8 +20,11 @@ pub(super) fn is_nchw(ctx: &OpKernelConstruction<'_>) -> Result<bool> {
 }
 
 /// `[outer, channels, inner]` of a tensor whose channel dimension is `axis`.
+/// `inner` saturates for an empty tensor whose dims after its zero pass
+/// 2^63 (`outer` is then 0: found by scripts/hostile-cli, BiasAddGrad NCHW
+/// of `[0, 4, 2^62, 3, ...]`); exact otherwise.
 pub(super) fn around(dims: &[i64], axis: usize) -> [usize; 3] {
-    let p = |d: &[i64]| d.iter().map(|&v| v as usize).product::<usize>();
+    let p = |d: &[i64]| dims_product(d) as usize;
     [p(&dims[..axis]), dims[axis] as usize, p(&dims[axis + 1..])]
 }
 
