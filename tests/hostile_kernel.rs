@@ -195,14 +195,24 @@ fn no_kernel_panics_on_empty_tensors_with_huge_dims() {
                 None => vec![base],
             };
             // Then, with the first of those, each int attr at 1, 2 and 3
-            // (axes, counts), each bool attr flipped and each string attr
-            // at each of its allowed values (`data_format`, `padding`).
+            // (axes, counts), each bool attr flipped, each list(int) attr
+            // at a few windows and strides, and each string attr at each
+            // of its allowed values (`data_format`, `padding`).
             let mut variants = variants;
             let first = variants[0].clone();
             for a in &op.attr {
                 let values: Vec<Value> = match a.r#type.as_str() {
                     "int" => vec![Value::I(1), Value::I(2), Value::I(3)],
                     "bool" => vec![Value::B(true), Value::B(false)],
+                    "list(int)" => [vec![2; 4], vec![1, 2, 3, 1], vec![3, 1]]
+                        .into_iter()
+                        .map(|i| {
+                            Value::List(Box::new(opforge_core::proto::attr_value::ListValue {
+                                i,
+                                ..Default::default()
+                            }))
+                        })
+                        .collect(),
                     "string" => match a.allowed_values.as_ref().and_then(|v| v.value.as_ref()) {
                         Some(Value::List(l)) => l.s.iter().cloned().map(Value::S).collect(),
                         _ => vec![],
