@@ -14,6 +14,7 @@ mod attrs;
 mod convert;
 mod errors;
 mod exec;
+mod fast;
 mod grad;
 mod hooks;
 mod tape;
@@ -31,6 +32,11 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<tape::Tape>()?;
+    m.add_class::<fast::OpFunction>()?;
+    fast::enable_vectorcall(m.py())?;
+    m.add_function(wrap_pyfunction!(fast::set_eager_fast_path, m)?)?;
+    m.add_function(wrap_pyfunction!(fast::eager_fast_path, m)?)?;
+    m.add_function(wrap_pyfunction!(fast::set_recording_tapes, m)?)?;
     m.add_function(wrap_pyfunction!(hooks::set_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(errors::set_error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(convert::from_numpy, m)?)?;
