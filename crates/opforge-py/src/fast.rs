@@ -95,15 +95,16 @@ pub fn set_recording_tapes(tapes: Vec<Py<Tape>>) {
     drop(old);
 }
 
-/// The tapes a call records on.
-type Tapes = SmallVec<[Py<Tape>; 2]>;
+/// The tapes a call records on (`Bound`: dropped here, on an attached
+/// thread, without pyo3's deferred-decref pool).
+type Tapes<'py> = SmallVec<[Bound<'py, Tape>; 2]>;
 
 /// The outputs of a call.
 type Outputs<'py> = SmallVec<[Bound<'py, PyTensor>; 2]>;
 
 /// The tapes to record on (`None`: the fast path must not run). Asks the
 /// Python layer first when the list is stale.
-fn recording_tapes(py: Python<'_>) -> Option<Tapes> {
+fn recording_tapes(py: Python<'_>) -> Option<Tapes<'_>> {
     if TAPES_STALE.with(Cell::get) {
         hook(py, "sync_tapes").ok()?.call0().ok()?;
         if TAPES_STALE.with(Cell::get) {
@@ -112,7 +113,7 @@ fn recording_tapes(py: Python<'_>) -> Option<Tapes> {
     }
     TAPES.with(|t| {
         let t = t.try_borrow().ok()?;
-        Some(t.iter().map(|x| x.clone_ref(py)).collect())
+        Some(t.iter().map(|x| x.bind(py).clone()).collect())
     })
 }
 
@@ -259,7 +260,7 @@ impl Plan {
         p: &PreparedOp,
         tensors: Vec<Tensor>,
         objects: &[&Bound<'py, PyAny>],
-        tapes: &[Py<Tape>],
+        tapes: &[Bound<'py, Tape>],
     ) -> PyResult<Outputs<'py>> {
         let ctx = context();
         let big = tensors.iter().map(Tensor::num_elements).sum::<usize>() > DETACH_ELEMENTS;
@@ -280,8 +281,7 @@ impl Plan {
                 inputs.push(o.cast::<PyTensor>().map_err(PyErr::from)?.to_owned());
             }
             for tape in tapes {
-                tape.bind(py)
-                    .try_borrow_mut()?
+                tape.try_borrow_mut()?
                     .record_resolved(&self.op, &inputs, &attrs, &outs)?;
             }
         }
