@@ -56,13 +56,25 @@ use smallvec::SmallVec;
 use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-thread_local! {
+/// What the fast path keeps per thread (one thread-local: each access
+/// from this shared library is a call).
+struct ThreadState {
     /// Whether `OpFunction` calls on this thread may run natively.
-    static FAST_PATH: Cell<bool> = const { Cell::new(true) };
+    fast: Cell<bool>,
+    /// Whether `tapes` must be asked for again before it is used.
+    stale: Cell<bool>,
     /// The tapes recording on this thread, as the Python layer last said.
-    static TAPES: RefCell<Vec<Py<Tape>>> = const { RefCell::new(Vec::new()) };
-    /// Whether [`TAPES`] must be asked for again before it is used.
-    static TAPES_STALE: Cell<bool> = const { Cell::new(false) };
+    tapes: RefCell<Vec<Py<Tape>>>,
+}
+
+thread_local! {
+    static STATE: ThreadState = const {
+        ThreadState {
+            fast: Cell::new(true),
+            stale: Cell::new(false),
+            tapes: RefCell::new(Vec::new()),
+        }
+    };
 }
 
 /// `_C.set_eager_fast_path(enabled)`: turns the native fast path of op
@@ -72,27 +84,34 @@ thread_local! {
 /// fast call ask the Python layer for the recording tapes again.
 #[pyfunction]
 pub fn set_eager_fast_path(enabled: bool) -> bool {
-    let was = FAST_PATH.with(|f| f.replace(enabled));
-    if enabled && !was {
-        TAPES_STALE.with(|s| s.set(true));
-    }
-    was
+    STATE.with(|s| {
+        let was = s.fast.replace(enabled);
+        if enabled && !was {
+            s.stale.set(true);
+        }
+        was
+    })
 }
 
 /// `_C.eager_fast_path()`: whether the fast path is on for this thread.
 #[pyfunction]
 pub fn eager_fast_path() -> bool {
-    FAST_PATH.with(Cell::get)
+    STATE.with(|s| s.fast.get())
 }
 
 /// `_C.set_recording_tapes(tapes)`: the tapes the fast path records its
 /// calls on, for the calling thread (innermost last), as
 /// `opforge._tape.active_tapes()` gives them.
 #[pyfunction]
-pub fn set_recording_tapes(tapes: Vec<Py<Tape>>) {
-    let old = TAPES.with(|t| std::mem::replace(&mut *t.borrow_mut(), tapes));
-    TAPES_STALE.with(|s| s.set(false));
-    drop(old);
+pub fn set_recording_tapes(tapes: Vec<Py<Tape>>) -> PyResult<()> {
+    let old = STATE.with(|s| {
+        s.stale.set(false);
+        s.tapes
+            .try_borrow_mut()
+            .map(|mut t| std::mem::replace(&mut *t, tapes))
+    });
+    drop(old.map_err(|_| PyRuntimeError::new_err("opforge: the tape list is in use"))?);
+    Ok(())
 }
 
 /// The tapes a call records on (`Bound`: dropped here, on an attached
@@ -102,19 +121,27 @@ type Tapes<'py> = SmallVec<[Bound<'py, Tape>; 2]>;
 /// The outputs of a call.
 type Outputs<'py> = SmallVec<[Bound<'py, PyTensor>; 2]>;
 
-/// The tapes to record on (`None`: the fast path must not run). Asks the
-/// Python layer first when the list is stale.
-fn recording_tapes(py: Python<'_>) -> Option<Tapes<'_>> {
-    if TAPES_STALE.with(Cell::get) {
-        hook(py, "sync_tapes").ok()?.call0().ok()?;
-        if TAPES_STALE.with(Cell::get) {
+/// The tapes to record on, or `None` when the fast path must not run (it
+/// is off on this thread, or the tape list could not be had). Asks the
+/// Python layer for the list first when it is stale.
+fn fast_tapes(py: Python<'_>) -> Option<Tapes<'_>> {
+    let read = |s: &ThreadState| -> Option<Option<Tapes<'_>>> {
+        if !s.fast.get() {
             return None;
         }
+        if s.stale.get() {
+            return Some(None);
+        }
+        let t = s.tapes.try_borrow().ok()?;
+        Some(Some(t.iter().map(|x| x.bind(py).clone()).collect()))
+    };
+    match STATE.try_with(read).ok()?? {
+        Some(t) => Some(t),
+        None => {
+            hook(py, "sync_tapes").ok()?.call0().ok()?;
+            STATE.try_with(read).ok()??
+        }
     }
-    TAPES.with(|t| {
-        let t = t.try_borrow().ok()?;
-        Some(t.iter().map(|x| x.bind(py).clone()).collect())
-    })
 }
 
 /// How an attr's Python value becomes an `AttrValue` on the fast path.
@@ -269,24 +296,43 @@ impl Plan {
         } else {
             ctx.run_prepared_outputs(p, tensors)
         };
-        let run = errors::check(py, result, Some(&self.op))?;
-        let attrs = run.attrs().clone();
+        let mut run = errors::check(py, result, Some(&self.op))?;
         let mut outs = Outputs::new();
-        for t in run.outputs {
-            outs.push(Bound::new(py, PyTensor::new(t))?);
+        for t in std::mem::take(&mut run.outputs) {
+            outs.push(new_tensor(py, t)?);
         }
         if !tapes.is_empty() {
+            let attrs = run.attrs();
             let mut inputs: SmallVec<[Bound<'py, PyTensor>; 4]> = SmallVec::new();
             for o in objects {
                 inputs.push(o.cast::<PyTensor>().map_err(PyErr::from)?.to_owned());
             }
             for tape in tapes {
                 tape.try_borrow_mut()?
-                    .record_resolved(&self.op, &inputs, &attrs, &outs)?;
+                    .record_resolved(&self.op, &inputs, attrs, &outs)?;
             }
         }
         Ok(outs)
     }
+}
+
+/// A Python Tensor of `t`, left out of the cycle collector: a Tensor
+/// holds no Python object, so it can be in no reference cycle, and
+/// tracking the many small results of eager calls only makes collections
+/// longer.
+fn new_tensor(py: Python<'_>, t: Tensor) -> PyResult<Bound<'_, PyTensor>> {
+    let obj = Bound::new(py, PyTensor::new(t))?;
+    // SAFETY: `obj` is a live, fully initialized object of a GC type (as
+    // checked); untracking only removes it from the collector's lists, and
+    // CPython's deallocation copes with an untracked object.
+    unsafe {
+        if ffi::PyType_IS_GC(ffi::Py_TYPE(obj.as_ptr())) != 0
+            && ffi::PyObject_GC_IsTracked(obj.as_ptr()) != 0
+        {
+            ffi::PyObject_GC_UnTrack(obj.as_ptr().cast());
+        }
+    }
+    Ok(obj)
 }
 
 /// The dtype objects (`opforge.float32`, ...) by `DataType` number.
@@ -460,14 +506,12 @@ impl OpFunction {
         let py = slf.py();
         let this = slf.get();
         if let Some(plan) = &this.plan {
-            if FAST_PATH.with(Cell::get) {
-                let r = errors::guard(py, "op call", || {
-                    let kw = kwargs.into_iter().flat_map(|d| d.iter());
-                    this.call_fast(py, plan, args.len(), args.iter(), kw)
-                })?;
-                if let Some(r) = r {
-                    return Ok(r);
-                }
+            let r = errors::guard(py, "op call", || {
+                let kw = kwargs.into_iter().flat_map(|d| d.iter());
+                this.call_fast(py, plan, args.len(), args.iter(), kw)
+            })?;
+            if let Some(r) = r {
+                return Ok(r);
             }
         }
         this.fallback.bind(py).call(args, kwargs)
@@ -555,7 +599,7 @@ impl OpFunction {
                 None => return Ok(None),
             }
         }
-        let Some(tapes) = recording_tapes(py) else {
+        let Some(tapes) = fast_tapes(py) else {
             return Ok(None);
         };
         // Inputs by argument, attrs as keys of their prepared op.
@@ -684,9 +728,7 @@ impl OperatorPlan {
     pub fn call<'py>(&self, inputs: &[&Bound<'py, PyAny>]) -> Option<PyResult<Bound<'py, PyAny>>> {
         let first = inputs.first()?;
         let py = first.py();
-        if !FAST_PATH.with(Cell::get) {
-            return None;
-        }
+        let tapes = fast_tapes(py)?;
         let plan = self.plan.get_or_init(|| Plan::new(self.op, &[])).as_ref()?;
         if inputs.len() != plan.inputs.len() {
             return None;
@@ -695,7 +737,6 @@ impl OperatorPlan {
         for v in inputs {
             tensors.push(v.cast_exact::<PyTensor>().ok()?.get().t.clone());
         }
-        let tapes = recording_tapes(py)?;
         let prepared = plan.prepared_defaults()?;
         Some(errors::guard(py, "op call", || {
             let outs = plan.run(py, prepared, tensors, inputs, &tapes)?;
@@ -753,8 +794,26 @@ unsafe extern "C" fn op_function_vectorcall(
     nargsf: usize,
     kwnames: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    // SAFETY: CPython calls this with the thread attached (see above).
-    let py = unsafe { Python::assume_attached() };
+    // The thread is attached (the contract): `attach` only counts it as
+    // attached for pyo3, so references dropped here are released at once
+    // (not deferred to pyo3's pool) and later attaches are cheap.
+    Python::attach(|py| {
+        // SAFETY: forwarded from this function's own contract.
+        unsafe { vectorcall_attached(py, callable, args, nargsf, kwnames) }
+    })
+}
+
+/// [`op_function_vectorcall`] on an attached thread.
+///
+/// # Safety
+/// As [`op_function_vectorcall`].
+unsafe fn vectorcall_attached(
+    py: Python<'_>,
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     // SAFETY: `nargsf` comes from CPython as the contract says.
     let nargs = unsafe { ffi::PyVectorcall_NARGS(nargsf) } as usize;
     let nkw = if kwnames.is_null() {
@@ -770,23 +829,21 @@ unsafe extern "C" fn op_function_vectorcall(
             let slf = slf.cast::<OpFunction>().map_err(PyErr::from)?;
             let this = slf.get();
             if let Some(plan) = &this.plan {
-                if FAST_PATH.with(Cell::get) {
-                    // SAFETY: `args` holds `nargs + nkw` live borrowed objects
-                    // (the contract); each is turned into an owned reference.
-                    let item = |i: usize| unsafe { Bound::from_borrowed_ptr(py, *args.add(i)) };
-                    let kw = (0..nkw).map(|i| {
-                        // SAFETY: `kwnames` is a tuple of `nkw` names.
-                        let k = unsafe {
-                            Bound::from_borrowed_ptr(
-                                py,
-                                ffi::PyTuple_GET_ITEM(kwnames, i as ffi::Py_ssize_t),
-                            )
-                        };
-                        (k, item(nargs + i))
-                    });
-                    if let Some(r) = this.call_fast(py, plan, nargs, (0..nargs).map(item), kw)? {
-                        return Ok(r);
-                    }
+                // SAFETY: `args` holds `nargs + nkw` live borrowed objects
+                // (the contract); each is turned into an owned reference.
+                let item = |i: usize| unsafe { Bound::from_borrowed_ptr(py, *args.add(i)) };
+                let kw = (0..nkw).map(|i| {
+                    // SAFETY: `kwnames` is a tuple of `nkw` names.
+                    let k = unsafe {
+                        Bound::from_borrowed_ptr(
+                            py,
+                            ffi::PyTuple_GET_ITEM(kwnames, i as ffi::Py_ssize_t),
+                        )
+                    };
+                    (k, item(nargs + i))
+                });
+                if let Some(r) = this.call_fast(py, plan, nargs, (0..nargs).map(item), kw)? {
+                    return Ok(r);
                 }
             }
             // SAFETY: the fallback is a live callable; the arguments are passed
