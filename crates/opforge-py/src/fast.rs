@@ -570,7 +570,7 @@ impl OpFunction {
         if nargs > 0 && (self.raw || nargs > n + 1) {
             return Ok(None);
         }
-        let mut values: [Option<Bound<'py, PyAny>>; MAX_PARAMS] = std::array::from_fn(|_| None);
+        let mut values: SmallVec<[Option<Bound<'py, PyAny>>; 6]> = smallvec::smallvec![None; n];
         let mut name_given = nargs > n;
         for (i, a) in args.take(n).enumerate() {
             values[i] = Some(a);
@@ -604,7 +604,8 @@ impl OpFunction {
         };
         // Inputs by argument, attrs as keys of their prepared op.
         let n_inputs = plan.inputs.len();
-        let mut objects: [Option<&Bound<'py, PyAny>>; MAX_PARAMS] = [None; MAX_PARAMS];
+        let mut objects: SmallVec<[Option<&Bound<'py, PyAny>>; 4]> =
+            smallvec::smallvec![None; plan.inputs.len()];
         let mut keys: SmallVec<[AttrKey; 4]> =
             smallvec::smallvec![AttrKey::Default; plan.attrs.len()];
         let mut all_default = true;
@@ -682,7 +683,13 @@ impl OpFunction {
         } else {
             objects.iter().take(n_inputs).flatten().copied().collect()
         };
-        let outs = plan.run(py, prepared, tensors, &recorded, &tapes)?;
+        let outs = if arrays {
+            // Counted as attached by pyo3 while the array's tensors are
+            // dropped (see `op_function_vectorcall`).
+            Python::attach(|_| plan.run(py, prepared, tensors, &recorded, &tapes))?
+        } else {
+            plan.run(py, prepared, tensors, &recorded, &tapes)?
+        };
         Ok(Some(self.wrap(py, outs)?))
     }
 
@@ -797,10 +804,15 @@ unsafe extern "C" fn op_function_vectorcall(
     // The thread is attached (the contract): `attach` only counts it as
     // attached for pyo3, so references dropped here are released at once
     // (not deferred to pyo3's pool) and later attaches are cheap.
-    Python::attach(|py| {
-        // SAFETY: forwarded from this function's own contract.
-        unsafe { vectorcall_attached(py, callable, args, nargsf, kwnames) }
-    })
+    // SAFETY: the thread is attached (the contract). pyo3 does not count
+    // it as attached here (that costs a `PyGILState_Ensure`/`Release`
+    // pair, 15-20 ns, a tenth of a call), so a `Py` dropped directly in
+    // this call is released through pyo3's deferred pool: the fast path
+    // drops none (it holds `Bound`s), and runs calls on numpy arrays,
+    // whose tensors release the array's `Py`, under `Python::attach`.
+    let py = unsafe { Python::assume_attached() };
+    // SAFETY: forwarded from this function's own contract.
+    unsafe { vectorcall_attached(py, callable, args, nargsf, kwnames) }
 }
 
 /// [`op_function_vectorcall`] on an attached thread.

@@ -361,3 +361,31 @@ def test_eight_threads_share_op_functions():
     for th in threads:
         th.join()
     assert errors == []
+
+
+def test_native_results_are_plain_tensors_freed_when_dropped():
+    import gc
+    import weakref
+
+    ta = of.constant([1.0, 2.0])
+    r = of.add(ta, ta)
+    # Left out of the cycle collector (a Tensor holds no Python object),
+    # still weak-referenceable and freed with its last reference.
+    assert not gc.is_tracked(r)
+    w = weakref.ref(r)
+    del r
+    assert w() is None
+    gc.collect()
+    assert (ta + ta).numpy().tolist() == [2.0, 4.0]
+
+
+def test_array_inputs_are_released_when_the_call_ends():
+    import sys
+
+    a = np.ones(3, np.float32)
+    before = sys.getrefcount(a)
+    # Results kept (no Tensor is freed meanwhile): each call itself gives
+    # back its hold on the array.
+    results = [of.add(a, a) for _ in range(50)]
+    assert sys.getrefcount(a) == before
+    assert results[-1].numpy().tolist() == [2.0, 2.0, 2.0]
