@@ -19,6 +19,11 @@
 //! fallback's. Errors of a call that ran here are the ones the fallback
 //! would raise for it (the same runtime call underneath).
 //!
+//! CPython calls an `OpFunction` through the vectorcall protocol
+//! ([`op_function_vectorcall`], enabled on the type by
+//! [`enable_vectorcall`]): the arguments arrive as an array and a tuple of
+//! keyword names, and a fallback call is passed on the same way.
+//!
 //! # The per-thread switch
 //!
 //! `_C.set_eager_fast_path(enabled)` turns the fast path off (or on again)

@@ -103,6 +103,19 @@ def test_op_functions_are_native_with_their_generated_interface():
     # They pickle as the functions they replace did.
     for g in (f, raw, of.add, of.ops.mat_mul):
         assert pickle.loads(pickle.dumps(g)) is g
+    # The tuple-and-dict entry (tp_call) binds as the vectorcall one does.
+    ta = of.constant([1.0])
+    assert type(f).__call__(f, ta, y=ta).numpy().tolist() == [2.0]
+    assert type(raw).__call__(raw, x=ta, y=ta).numpy().tolist() == [2.0]
+    with pytest.raises(TypeError):
+        type(raw).__call__(raw, ta, ta)
+    # Stored on a class, an op function binds as a method, as a function does.
+    class Holder:
+        double = of.ops.add_v2
+
+    h = Holder()
+    assert Holder.double is of.ops.add_v2
+    assert h.double.__self__ is h and h.double.__func__ is of.ops.add_v2
 
 
 def test_tensor_calls_run_natively_and_the_switch_sends_them_to_python(slow_calls, fast_path_off):
