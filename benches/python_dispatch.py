@@ -2,7 +2,8 @@
 targets): a one-element float32 add through numpy, through opforge's
 generated functions (`of.add`, `of.ops.add_v2`, `of.raw_ops.AddV2`) on
 numpy arrays and on Tensors, a loaded library's op, and the same add under
-a recording GradientTape.
+a recording GradientTape (one long tape, and fresh 100-op tapes), and the
+Python fallback the native fast path replaces (`_C.set_eager_fast_path`).
 
     python benches/python_dispatch.py [target/release/libzero_out.so]
 
@@ -19,9 +20,9 @@ import numpy as np
 import opforge as of
 
 
-def bench(label, stmt, number=20000, base=None):
+def bench(label, stmt, number=20000, base=None, per=1):
     times = timeit.repeat(stmt, number=number, repeat=7)
-    us = sorted(times)[len(times) // 2] / number * 1e6
+    us = sorted(times)[len(times) // 2] / number / per * 1e6
     ratio = f"  ({us / base:.1f}x numpy.add)" if base else ""
     print(f"{label:48s} {us:8.3f} us{ratio}")
     return us
@@ -60,3 +61,16 @@ except ImportError:
 with of.GradientTape() as g:
     g.watch(ta)
     bench("of.add(ta, tb) under a recording tape", lambda: of.add(ta, tb), number=2000, base=base)
+
+
+def _taped(n=100):
+    with of.GradientTape() as g:
+        g.watch(ta)
+        for _ in range(n):
+            of.add(ta, tb)
+
+
+bench("of.add(ta, tb) on a fresh 100-op tape (per op)", _taped, number=200, base=base, per=100)
+was = of._C.set_eager_fast_path(False)
+bench("of.add(ta, tb), fast path off (Python fallback)", lambda: of.add(ta, tb), number=5000, base=base)
+of._C.set_eager_fast_path(was)

@@ -178,3 +178,14 @@ def maximum(x, y, name=None):
 
 def minimum(x, y, name=None):
     return ops.minimum(x, y, name=name)
+
+
+# The aliases that are one op with its op function's parameters run
+# natively too (`_ops.alias`).
+for _f, _op in (
+    (add, "AddV2"), (subtract, "Sub"), (multiply, "Mul"), (divide, "RealDiv"),
+    (identity, "Identity"), (abs, "Abs"), (exp, "Exp"), (log, "Log"), (sqrt, "Sqrt"),
+    (square, "Square"), (equal, "Equal"), (maximum, "Maximum"), (minimum, "Minimum"),
+):
+    globals()[_f.__name__] = _ops_module.alias(_f, _op)
+del _f, _op

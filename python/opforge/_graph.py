@@ -39,6 +39,15 @@ def _stack() -> list:
     return s
 
 
+def _sync_fast_path() -> None:
+    """The native op functions run eagerly on their own (`_C.OpFunction`):
+    they must not while a graph is the default on this thread, where every
+    call adds a node instead (the switch's contract: off means every call
+    runs the Python function). Called whenever the default-graph stack of
+    this thread changes."""
+    _C.set_eager_fast_path(not _state.__dict__.get("graphs"))
+
+
 def current() -> Graph | None:
     """The default graph of this thread, or None (eager)."""
     s = _state.__dict__.get("graphs")
@@ -57,10 +66,12 @@ def init_scope() -> Iterator[None]:
     (TensorFlow's `tf.init_scope`: variables are created this way)."""
     saved = _state.__dict__.get("graphs")
     _state.graphs = []
+    _sync_fast_path()
     try:
         yield
     finally:
         _state.graphs = saved if saved is not None else []
+        _sync_fast_path()
 
 
 @contextlib.contextmanager
@@ -104,6 +115,7 @@ class Graph(_C.Graph):
         """Makes this the default graph of the thread inside the block."""
         s = _stack()
         s.append(self)
+        _sync_fast_path()
         try:
             yield self
         finally:
@@ -112,6 +124,7 @@ class Graph(_C.Graph):
                 if s[i] is self:
                     del s[i]
                     break
+            _sync_fast_path()
 
     @contextlib.contextmanager
     def name_scope(self, name: str) -> Iterator[str]:

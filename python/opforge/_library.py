@@ -3,40 +3,12 @@ of generated functions (TensorFlow's `tf.load_op_library`)."""
 
 from __future__ import annotations
 
-import inspect
 import os
 import types
 
 from . import _C, _ops
 
 _MODULES: dict = {}
-
-
-class LibraryOpFunction:
-    """A loaded library's op function: called like the generated function
-    it wraps (same signature and docstring), and pickled by the library's
-    path and the op, so it runs unchanged in `multiprocessing`, Ray or Dask
-    workers (the worker loads the library on unpickling)."""
-
-    def __init__(self, f, path, module_name):
-        self._f = f
-        self._path = path
-        self.__name__ = f.__name__
-        self.__qualname__ = f.__qualname__
-        self.__doc__ = f.__doc__
-        self.__signature__ = inspect.signature(f)
-        self.__wrapped__ = f
-        self._opforge_op = f._opforge_op
-        self.__module__ = module_name
-
-    def __call__(self, *args, **kwargs):
-        return self._f(*args, **kwargs)
-
-    def __reduce__(self):
-        return (_restore_function, (self._path, self.__name__))
-
-    def __repr__(self):
-        return f"<opforge op function {self.__module__}.{self.__name__}>"
 
 
 def _restore_function(path, name):
@@ -74,7 +46,13 @@ def load_op_library(library_filename) -> OpLibraryModule:
     mod.OP_LIST = _C.op_list_bytes(list(ops))
     names = []
     for op in ops:
-        f = LibraryOpFunction(_ops.make_function(_ops.op_info(op), raw=False), resolved, name)
+        # A generated op function (a native `_C.OpFunction`) of the
+        # library's module, pickled by the library's path and the op, so
+        # it runs unchanged in `multiprocessing`, Ray or Dask workers (the
+        # worker loads the library on unpickling).
+        f = _ops.make_function(_ops.op_info(op), raw=False)
+        f.__module__ = name
+        f._opforge_reduce = (_restore_function, (resolved, f.__name__))
         setattr(mod, f.__name__, f)
         names.append(f.__name__)
     mod.__all__ = names

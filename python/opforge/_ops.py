@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import inspect
 import json
 import keyword
 import math
@@ -367,7 +368,39 @@ def make_function(info: OpInfo, raw: bool):
     f.__module__ = "opforge.raw_ops" if raw else "opforge.ops"
     f.__qualname__ = fname
     f._opforge_op = info.name
-    return f
+    return _native(f, info, raw)
+
+
+def _native(f, info: OpInfo, raw: bool, op_attrs: bool = True):
+    """`f` (a generated function, or an alias with its parameters) as a
+    `_C.OpFunction`: calls on Tensors (and plain arrays) with simple attrs
+    run natively; every other call runs `f` (its `__wrapped__`). See
+    crates/opforge-py/src/fast.rs."""
+    params = [
+        (py, arg, is_input, info.has_default[py], default)
+        for (py, arg, is_input, default) in info.params
+    ]
+    n = _C.OpFunction(info.name, f, params, raw, info.result)
+    for a in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(n, a, getattr(f, a))
+    n.__wrapped__ = f
+    if op_attrs:
+        n._opforge_op = info.name
+    return n
+
+
+def alias(f, op: str):
+    """A friendly alias `f` of op `op` (`opforge.add` of `AddV2`) whose
+    parameters are exactly the op function's, as a native op function
+    falling back to `f`; `f` itself otherwise."""
+    info = op_info(op)
+    empty = inspect.Parameter.empty
+    want = [(py, info.has_default[py], d) for (py, _, _, d) in info.params] + [("name", True, None)]
+    params = inspect.signature(f).parameters.values()
+    got = [(p.name, p.default is not empty, None if p.default is empty else p.default) for p in params]
+    if got != want or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params):
+        return f
+    return _native(f, info, raw=False, op_attrs=False)
 
 
 _INFO: dict = {}

@@ -32,6 +32,14 @@ def active_tapes():
     return [t for t in _stack() if t._recording and t._graph is g]
 
 
+def _sync() -> None:
+    """Tells the native fast path of the op functions which tapes record
+    on this thread (`_C.set_recording_tapes`): called whenever what
+    `active_tapes()` returns may have changed. The fast path also asks for
+    it (the `sync_tapes` hook) when it is turned back on for the thread."""
+    _C.set_recording_tapes([t._tape for t in active_tapes() if t._tape is not None])
+
+
 def record(op: str, inputs, attrs, outputs) -> None:
     """Records one call on every active tape (called by the op functions)."""
     flat = []
@@ -106,6 +114,7 @@ class GradientTape:
             self._tape = _C.Tape(self._persistent)
         self._recording = True
         _stack().append(self)
+        _sync()
         return self
 
     def __exit__(self, *exc):
@@ -113,6 +122,7 @@ class GradientTape:
         s = _stack()
         if self in s:
             s.remove(self)
+        _sync()
         return False
 
     def _ensure(self) -> _C.Tape:
@@ -150,16 +160,19 @@ class GradientTape:
         """Ops run inside this block are not recorded on the tape."""
         was = self._recording
         self._recording = False
+        _sync()
         try:
             yield
         finally:
             self._recording = was
+            _sync()
 
     def reset(self) -> None:
         """Clears everything recorded so far."""
         self._tape = _C.Tape(self._persistent)
         self._used = False
         self._reads = {}
+        _sync()
 
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
         """The gradient of `target` (a Tensor or a list, summed) with respect
@@ -199,6 +212,7 @@ class GradientTape:
         start = self._tape.num_records()
         was = self._recording
         self._recording = False
+        _sync()
         try:
             flat = self._tape.gradient(targets, src_tensors, og)
             grads = []
@@ -214,6 +228,7 @@ class GradientTape:
                     grads.append(ops.add_n(parts))
         finally:
             self._recording = was
+            _sync()
         self._used = True
         # An enclosing tape differentiates this gradient (higher order).
         for outer in active_tapes():

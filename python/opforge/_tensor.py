@@ -141,7 +141,14 @@ def _call_gradient(f, args, num_inputs):
     return _call_gradient(f, args, num_inputs)
 
 
+def _sync_tapes():
+    from ._tape import _sync
+
+    _sync()
+
+
 HOOKS = {
+    "sync_tapes": _sync_tapes,
     "grad_op": _grad_op,
     "call_gradient": _call_gradient,
     "dlpack": dlpack,

@@ -178,7 +178,7 @@ fn check_arg_type(op: &OpDef, attrs: &mut AttrMap, arg: &ArgDef, dt: DataType) -
 
 /// Errors on attrs the op does not have (names starting with `_` are
 /// internal and always allowed).
-fn check_known_attrs(op: &OpDef, attrs: &AttrMap) -> Result<()> {
+pub(crate) fn check_known_attrs(op: &OpDef, attrs: &AttrMap) -> Result<()> {
     for name in attrs.keys() {
         if !name.starts_with('_') && !op.attr.iter().any(|a| &a.name == name) {
             let known: Vec<&str> = op.attr.iter().map(|a| a.name.as_str()).collect();

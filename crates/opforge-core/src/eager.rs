@@ -4,7 +4,9 @@
 //! (the device's, or the host for host-memory arguments) are copied there
 //! through the device. A panicking kernel becomes an `Internal` error and
 //! the context stays usable. A cached kernel whose op or kernel was
-//! unloaded from the registry is never run again.
+//! unloaded from the registry is never run again. A call repeated many
+//! times can be prepared once ([`EagerContext::prepare`], see
+//! [`PreparedOp`]): no name lookup, attr map or kernel selection per call.
 
 use crate::attrs::{resolve_call, ArgTypes, AttrMap, IntoAttrValue};
 use crate::device::{CpuDevice, Device, InputMemory};
@@ -18,6 +20,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
+
+mod prepared;
+pub use prepared::{PreparedOp, PreparedOutputs, PREPARED_KERNELS};
 
 /// One input argument of a call: a tensor, or a list of tensors (for
 /// `N * T` and `list(type)` arguments).
@@ -80,11 +85,17 @@ struct CachedKernel {
 
 impl CachedKernel {
     fn matches(&self, inputs: &[Tensor], grouping: &Option<Grouping>, given: &AttrMap) -> bool {
+        self.matches_types(inputs, grouping)
+            // (Comparing two empty maps through their iterators is not free.)
+            && ((self.given.is_empty() && given.is_empty()) || self.given == *given)
+    }
+
+    /// Whether the kernel was built for inputs of these dtypes and grouping.
+    #[inline]
+    fn matches_types(&self, inputs: &[Tensor], grouping: &Option<Grouping>) -> bool {
         self.dtypes.len() == inputs.len()
             && self.dtypes.iter().zip(inputs).all(|(d, t)| *d == t.dtype())
             && self.grouping == *grouping
-            // (Comparing two empty maps through their iterators is not free.)
-            && ((self.given.is_empty() && given.is_empty()) || self.given == *given)
     }
 
     /// Whether the op and kernel are still registered, checked only when
@@ -415,7 +426,9 @@ impl EagerContext {
         if at != inputs.len() {
             return Err(too_few(op, op_def, inputs.len()));
         }
-        let call = resolve_call(op_def, &arg_types, attrs)?;
+        let mut call = resolve_call(op_def, &arg_types, attrs)?;
+        // Shared: gradient tapes recording the call clone the attrs.
+        call.attrs.share();
         let built = self
             .registry
             .build_kernel(op_def, op, call.attrs, self.device.as_ref())?;

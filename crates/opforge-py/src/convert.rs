@@ -58,6 +58,22 @@ pub fn from_numpy(array: Bound<'_, PyAny>, as_dtype: Option<i32>) -> PyResult<Py
         let arr = array
             .cast::<PyUntypedArray>()
             .map_err(|_| PyTypeError::new_err("from_numpy takes a numpy.ndarray"))?;
+        Ok(PyTensor::new(ndarray_tensor(arr, as_dtype)?))
+    })
+}
+
+/// The opforge dtype of a numpy array's elements, if a tensor can hold
+/// them as they are.
+pub fn ndarray_dtype(arr: &Bound<'_, PyUntypedArray>) -> Option<DataType> {
+    let descr = arr.dtype();
+    dtype_of(descr.kind(), descr.itemsize())
+}
+
+/// The tensor `_C.from_numpy(arr, as_dtype)` makes (see there): a
+/// zero-copy view when the array's memory allows it, else a copy.
+pub fn ndarray_tensor(arr: &Bound<'_, PyUntypedArray>, as_dtype: Option<i32>) -> PyResult<Tensor> {
+    let py = arr.py();
+    {
         let descr = arr.dtype();
         let Some(mut dtype) = dtype_of(descr.kind(), descr.itemsize()) else {
             return Err(PyTypeError::new_err(format!(
@@ -141,8 +157,8 @@ pub fn from_numpy(array: Bound<'_, PyAny>, as_dtype: Option<i32>) -> PyResult<Py
                 )?
             }
         };
-        Ok(PyTensor::new(t))
-    })
+        Ok(t)
+    }
 }
 
 /// `_C.from_bytes(dtype, shape, data)`: a tensor with a copy of `data`

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 /// Calls whose inputs hold more elements than this run with the GIL
 /// released (smaller ones cost less than releasing it).
-const DETACH_ELEMENTS: usize = 32 * 1024;
+pub const DETACH_ELEMENTS: usize = 32 * 1024;
 
 /// The process's eager context: the global registry, the shared CPU device.
 pub fn context() -> &'static EagerContext {

@@ -7,6 +7,7 @@
 use crate::errors;
 use crate::exec::{attr_map, context};
 use crate::tensor::PyTensor;
+use opforge::attrs::AttrMap;
 use opforge::autodiff::{GradientTape, Ops, Sym, SymArg};
 use opforge::Registry;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -19,11 +20,15 @@ use std::collections::HashMap;
 pub struct Tape {
     tape: GradientTape<'static>,
     /// Python tensor (by object address) -> its handle on this tape.
-    ids: HashMap<usize, Sym>,
+    ids: HashMap<usize, Sym, Hasher>,
     /// Handle -> the Python tensor it was last given to; holding the
     /// objects keeps their addresses (the keys of `ids`) theirs.
-    objs: HashMap<Sym, Py<PyTensor>>,
+    objs: HashMap<Sym, Py<PyTensor>, Hasher>,
 }
+
+/// The tables' hasher (the keys are addresses and handles, not input an
+/// attacker chooses).
+type Hasher = foldhash::fast::RandomState;
 
 impl Tape {
     fn key(t: &Bound<'_, PyTensor>) -> usize {
@@ -77,6 +82,32 @@ impl Tape {
         )))
     }
 
+    /// Records a call the native fast path ran (`crate::fast`): one
+    /// Tensor per input argument and output, `attrs` every attr of the
+    /// call, resolved (as [`record`](Self::record) would resolve them).
+    pub(crate) fn record_resolved(
+        &mut self,
+        op: &str,
+        inputs: &[Bound<'_, PyTensor>],
+        attrs: &AttrMap,
+        outputs: &[Bound<'_, PyTensor>],
+    ) -> PyResult<()> {
+        let Some(first) = inputs.first().or(outputs.first()) else {
+            return Ok(());
+        };
+        let py = first.py();
+        let mut args: smallvec::SmallVec<[Sym; 4]> = smallvec::SmallVec::new();
+        for t in inputs {
+            args.push(self.sym(t)?);
+        }
+        let outs = outputs.iter().map(|t| t.get().t.clone()).collect();
+        let syms = errors::check(py, self.tape.record_flat(op, &args, attrs, outs), Some(op))?;
+        for (t, s) in outputs.iter().zip(syms) {
+            self.remember(t, s);
+        }
+        Ok(())
+    }
+
     fn tensor_of(&self, py: Python<'_>, s: Sym) -> PyResult<PyTensor> {
         Ok(PyTensor::new(
             errors::check(py, self.tape.value(s), None)?.clone(),
@@ -91,8 +122,8 @@ impl Tape {
     fn new(persistent: bool) -> Tape {
         Tape {
             tape: GradientTape::new(context(), persistent),
-            ids: HashMap::new(),
-            objs: HashMap::new(),
+            ids: HashMap::default(),
+            objs: HashMap::default(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! tensor's memory and keeps the tensor alive).
 
 use crate::errors;
+use crate::fast;
 use crate::hooks::hook;
 use opforge::{DataType, Tensor};
 use pyo3::exceptions::{PyBufferError, PyTypeError};
@@ -10,28 +11,42 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use std::ffi::{c_int, CStr};
+use std::sync::OnceLock;
 
 /// An immutable n-dimensional array of one dtype (`opforge.Tensor`).
 #[pyclass(name = "Tensor", module = "opforge", frozen, weakref)]
 pub struct PyTensor {
     pub(crate) t: Tensor,
-    /// The dims and byte strides the buffer protocol hands out: they live
-    /// as long as the object, which every exported view keeps alive.
-    shape: Vec<isize>,
-    strides: Vec<isize>,
+    /// The dims and byte strides the buffer protocol hands out, made on
+    /// the first export (most tensors, op results, never need them): they
+    /// live as long as the object, which every exported view keeps alive.
+    layout: OnceLock<Layout>,
 }
+
+/// A tensor's dims and byte strides, for the buffer protocol.
+type Layout = (Box<[isize]>, Box<[isize]>);
 
 impl PyTensor {
     /// Wraps `t`.
     pub fn new(t: Tensor) -> PyTensor {
-        let shape: Vec<isize> = t.dims().iter().map(|&d| d as isize).collect();
-        let mut strides = vec![0isize; shape.len()];
-        let mut acc = t.dtype().size() as isize;
-        for i in (0..shape.len()).rev() {
-            strides[i] = acc;
-            acc = acc.saturating_mul(shape[i].max(1));
+        PyTensor {
+            t,
+            layout: OnceLock::new(),
         }
-        PyTensor { t, shape, strides }
+    }
+
+    /// The dims and C-order byte strides of the buffer protocol.
+    fn layout(&self) -> &Layout {
+        self.layout.get_or_init(|| {
+            let shape: Box<[isize]> = self.t.dims().iter().map(|&d| d as isize).collect();
+            let mut strides = vec![0isize; shape.len()].into_boxed_slice();
+            let mut acc = self.t.dtype().size() as isize;
+            for i in (0..shape.len()).rev() {
+                strides[i] = acc;
+                acc = acc.saturating_mul(shape[i].max(1));
+            }
+            (shape, strides)
+        })
     }
 }
 
@@ -186,14 +201,23 @@ impl PyTensor {
     }
 
     fn __neg__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::NEG.call(&[slf.as_any()]) {
+            return r;
+        }
         hook(slf.py(), "unary")?.call1(("Neg", slf))
     }
 
     fn __abs__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::ABS.call(&[slf.as_any()]) {
+            return r;
+        }
         hook(slf.py(), "unary")?.call1(("Abs", slf))
     }
 
     fn __invert__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::INVERT.call(&[slf.as_any()]) {
+            return r;
+        }
         hook(slf.py(), "unary")?.call1(("Invert", slf))
     }
 
@@ -201,6 +225,9 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         other: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::ADD.call(&[slf.as_any(), &other]) {
+            return r;
+        }
         hook(slf.py(), "binary")?.call1(("AddV2", slf, other, false))
     }
 
@@ -215,6 +242,9 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         other: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::SUB.call(&[slf.as_any(), &other]) {
+            return r;
+        }
         hook(slf.py(), "binary")?.call1(("Sub", slf, other, false))
     }
 
@@ -229,6 +259,9 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         other: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::MUL.call(&[slf.as_any(), &other]) {
+            return r;
+        }
         hook(slf.py(), "binary")?.call1(("Mul", slf, other, false))
     }
 
@@ -243,6 +276,9 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         other: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::REAL_DIV.call(&[slf.as_any(), &other]) {
+            return r;
+        }
         hook(slf.py(), "binary")?.call1(("RealDiv", slf, other, false))
     }
 
@@ -257,6 +293,9 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         other: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::FLOOR_DIV.call(&[slf.as_any(), &other]) {
+            return r;
+        }
         hook(slf.py(), "binary")?.call1(("FloorDiv", slf, other, false))
     }
 
@@ -271,6 +310,9 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         other: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::FLOOR_MOD.call(&[slf.as_any(), &other]) {
+            return r;
+        }
         hook(slf.py(), "binary")?.call1(("FloorMod", slf, other, false))
     }
 
@@ -285,6 +327,9 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         other: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::MAT_MUL.call(&[slf.as_any(), &other]) {
+            return r;
+        }
         hook(slf.py(), "binary")?.call1(("MatMul", slf, other, false))
     }
 
@@ -299,6 +344,9 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         other: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::LOGICAL_AND.call(&[slf.as_any(), &other]) {
+            return r;
+        }
         hook(slf.py(), "binary")?.call1(("LogicalAnd", slf, other, false))
     }
 
@@ -313,6 +361,9 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         other: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = fast::LOGICAL_OR.call(&[slf.as_any(), &other]) {
+            return r;
+        }
         hook(slf.py(), "binary")?.call1(("LogicalOr", slf, other, false))
     }
 
@@ -347,14 +398,17 @@ impl PyTensor {
         op: pyo3::basic::CompareOp,
     ) -> PyResult<Bound<'py, PyAny>> {
         use pyo3::basic::CompareOp::*;
-        let name = match op {
-            Lt => "Less",
-            Le => "LessEqual",
-            Eq => "Equal",
-            Ne => "NotEqual",
-            Gt => "Greater",
-            Ge => "GreaterEqual",
+        let (name, plan) = match op {
+            Lt => ("Less", &fast::LESS),
+            Le => ("LessEqual", &fast::LESS_EQUAL),
+            Eq => ("Equal", &fast::EQUAL),
+            Ne => ("NotEqual", &fast::NOT_EQUAL),
+            Gt => ("Greater", &fast::GREATER),
+            Ge => ("GreaterEqual", &fast::GREATER_EQUAL),
         };
+        if let Some(r) = plan.call(&[slf.as_any(), &other]) {
+            return r;
+        }
         hook(slf.py(), "binary")?.call1((name, slf, other, false))
     }
 
@@ -385,14 +439,15 @@ impl PyTensor {
         let bytes = errors::check(slf.py(), this.t.bytes(), None)?;
         let ptr = bytes.as_ptr();
         let len = bytes.len();
-        let ndim = this.shape.len();
-        let shape_ptr = this.shape.as_ptr() as *mut isize;
-        let strides_ptr = this.strides.as_ptr() as *mut isize;
+        let (shape, strides) = this.layout();
+        let ndim = shape.len();
+        let shape_ptr = shape.as_ptr() as *mut isize;
+        let strides_ptr = strides.as_ptr() as *mut isize;
         // SAFETY: `view` is non-null and CPython's to fill. Every pointer we
         // store stays valid while `view.obj` (this tensor, kept alive by the
         // reference stored in it) lives: the data is the tensor's immutable
-        // storage, `shape`/`strides` are its own vectors, never changed after
-        // construction (the class is frozen), and `format` is static.
+        // storage, `shape`/`strides` are its own slices, set once (a
+        // `OnceLock`) and never changed or moved after, and `format` is static.
         unsafe {
             (*view).obj = slf.into_any().into_ptr();
             (*view).buf = ptr as *mut std::ffi::c_void;
@@ -437,6 +492,11 @@ fn pow<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     if modulo.is_some() {
         return Err(PyTypeError::new_err("pow() with a modulo is not supported"));
+    }
+    if !reflected {
+        if let Some(r) = fast::POW.call(&[slf.as_any(), &other]) {
+            return r;
+        }
     }
     hook(slf.py(), "binary")?.call1(("Pow", slf, other, reflected))
 }

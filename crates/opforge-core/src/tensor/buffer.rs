@@ -335,6 +335,13 @@ pub(crate) fn allocate_host_shared(len: usize) -> Result<Arc<Buffer>> {
 /// Gives up a tensor's buffer: kept as a spare when this was its last owner
 /// and it is a small block of opforge's host pool, dropped otherwise.
 pub(crate) fn release_shared(mut buf: Arc<Buffer>) {
+    // A plain load first: most releases are of a buffer other tensors
+    // still hold (an eager call's input clones), and `get_mut`'s
+    // compare-exchange costs more than the load. (A count that drops to
+    // one meanwhile only means this release keeps no spare.)
+    if Arc::strong_count(&buf) != 1 {
+        return;
+    }
     let Some(b) = Arc::get_mut(&mut buf) else {
         return; // another tensor still uses it
     };
