@@ -121,6 +121,30 @@ class Tape:
         output_gradients: Sequence[Tensor | None] | None = None,
     ) -> list[Tensor | None]: ...
 
+class OpFunction:
+    """A generated op function run natively (vectorcall): calls on Tensors
+    (or numpy arrays a Tensor can view) with default or plain attrs run
+    without Python code; every other call runs `fallback` (`__wrapped__`)."""
+
+    __wrapped__: Callable[..., Any]
+    # The op's name on op functions (not on aliases such as `of.add`).
+    _opforge_op: str
+    def __init__(
+        self,
+        op: str,
+        fallback: Callable[..., Any],
+        params: Sequence[tuple[str, str, bool, bool, Any]],
+        raw: bool,
+        result: Any = None,
+    ) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    @property
+    def _fast(self) -> bool: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
+
+def set_eager_fast_path(enabled: bool) -> bool: ...
+def eager_fast_path() -> bool: ...
+def set_recording_tapes(tapes: Sequence[Tape]) -> None: ...
 def execute(op: str, inputs: Sequence[Any], attrs: Mapping[str, Any]) -> list[Any]: ...
 def graph_call(
     op: str, inputs: Sequence[Any], attrs: Mapping[str, Any]
