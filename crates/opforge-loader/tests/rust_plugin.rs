@@ -301,6 +301,17 @@ fn zero_out_runs_eagerly_for_int32_float_and_double() {
     let y = zero_out(&ctx, x.clone(), 1).unwrap();
     assert_eq!(y.flat::<i32>().unwrap(), &[0, 2, 0]);
     assert_eq!(x.flat::<i32>().unwrap(), &[1, 2, 3]);
+    // An input nothing else holds becomes the output (the kernel declares
+    // `output_like_forwarding(0, 0)`) and is zeroed in place.
+    let x = Tensor::from_vec(&[4], vec![6i32, 7, 8, 9]).unwrap();
+    let at = x.bytes().unwrap().as_ptr();
+    let y = zero_out(&ctx, x, 2).unwrap();
+    assert_eq!(y.flat::<i32>().unwrap(), &[0, 0, 8, 0]);
+    assert_eq!(
+        y.bytes().unwrap().as_ptr(),
+        at,
+        "the input was not forwarded"
+    );
     // Large enough for the host to hand it around in several blocks.
     let big: Vec<f32> = (0..100_000).map(|i| i as f32).collect();
     let y = zero_out(&ctx, Tensor::from_vec(&[100_000], big).unwrap(), 99_999).unwrap();

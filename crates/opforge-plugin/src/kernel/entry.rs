@@ -67,6 +67,38 @@ pub(crate) unsafe extern "C" fn compute_trampoline<K: Kernel>(
     ctx: *mut OpforgeKernelCtx,
     status: *mut OpforgeStatus,
 ) -> OpforgeCode {
+    // SAFETY: forwarded from the host's call (R7); no views: the 1.0 entry.
+    unsafe { run_compute::<K>(state, ctx, core::ptr::null(), status) }
+}
+
+/// The 1.1 entry: as [`compute_trampoline`], with the views the host made.
+pub(crate) unsafe extern "C" fn compute_views_trampoline<K: Kernel>(
+    state: *mut c_void,
+    ctx: *mut OpforgeKernelCtx,
+    views: *const OpforgeKernelViews,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    if views.is_null() {
+        return OPFORGE_INTERNAL;
+    }
+    // SAFETY: forwarded from the host's call (R7).
+    unsafe { run_compute::<K>(state, ctx, views, status) }
+}
+
+/// Runs `K::compute` for either entry, under the same guard: a panic is
+/// `INTERNAL`, flagged `PANICKED`, and poisons the instance.
+///
+/// # Safety
+/// The arguments are those the host passed to compute or compute_views
+/// (`views` NULL for compute) of a kernel registered by
+/// [`KernelDefBuilder::build::<K>`](crate::KernelDefBuilder::build).
+#[inline(always)]
+unsafe fn run_compute<K: Kernel>(
+    state: *mut c_void,
+    ctx: *mut OpforgeKernelCtx,
+    views: *const OpforgeKernelViews,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
     if state.is_null() {
         return OPFORGE_INTERNAL;
     }
@@ -86,17 +118,41 @@ pub(crate) unsafe extern "C" fn compute_trampoline<K: Kernel>(
                     host.library.version
                 )));
             }
+            let premade = if views.is_null() {
+                Premade::NONE
+            } else {
+                // SAFETY: the views of this compute_views call (caller).
+                unsafe { Premade::read(views)? }
+            };
+            let n_inputs = if views.is_null() {
+                instance.num_inputs
+            } else {
+                premade.num_inputs
+            };
             let mut c = KernelCtx {
                 raw: ctx,
                 status,
                 host,
                 def: instance.def,
                 missing: Cell::new(None),
+                premade,
+                in_dead: Cell::new(0),
+                // The host set the declared outputs (views entry).
+                preset: Cell::new(if views.is_null() {
+                    0
+                } else {
+                    declared_mask(instance.def)
+                }),
+                out_reset: Cell::new(0),
+                out_claimed: Cell::new(0),
                 in_views: [const { Cell::new(None) }; CACHED_VIEWS],
                 out_views: [const { Cell::new(None) }; CACHED_VIEWS],
-                n_inputs: Cell::new(instance.num_inputs),
+                n_inputs: Cell::new(n_inputs),
                 input_buf: [const { MaybeUninit::uninit() }; CACHED_VIEWS],
             };
+            if views.is_null() && !instance.def.def.output_likes().is_empty() {
+                c.preset_declared_outputs()?;
+            }
             let result = instance.kernel.compute(&mut c);
             match c.missing.take() {
                 Some(missing) if result.is_ok() => Err(missing),
@@ -108,6 +164,15 @@ pub(crate) unsafe extern "C" fn compute_trampoline<K: Kernel>(
         instance.poisoned.store(true, Ordering::Relaxed);
     }
     code
+}
+
+/// The mask of a kernel's declared outputs (below 64).
+#[inline]
+fn declared_mask(def: &KernelDef) -> u64 {
+    def.def
+        .output_likes()
+        .iter()
+        .fold(0, |m, l| m | bit(l.output))
 }
 
 pub(crate) unsafe extern "C" fn destroy_trampoline<K: Kernel>(

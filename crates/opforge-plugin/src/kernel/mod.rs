@@ -7,6 +7,16 @@
 //! call goes through the host's kernel table; a slot the host lacks answers
 //! `Unimplemented` (calls that return a value and no `Result` record the
 //! missing slot, and the compute then fails with `Unimplemented`).
+//!
+//! Two entries run a kernel's [`Kernel::compute`], and it cannot tell them
+//! apart. A 1.1 host calls `compute_views` with every input's view made and
+//! every declared output
+//! ([`KernelDefBuilder::output_like`](crate::KernelDefBuilder::output_like))
+//! set: `input`, `output_mut`, `inputs_and_output` and a repeated
+//! `forward_input_or_allocate_output` of a declared output read those
+//! views, with no call into the host. A 1.0 host calls `compute`: the SDK
+//! allocates the declared outputs first (never forwarding) and asks the
+//! host for each view, as in 1.0.
 
 use core::cell::Cell;
 use core::ffi::c_void;
@@ -17,9 +27,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use opforge_abi::{
     OpforgeAttrValue, OpforgeCode, OpforgeForeignTensor, OpforgeKernelCtx, OpforgeKernelInit,
-    OpforgeStatus, OpforgeStr, OpforgeTensor, OPFORGE_INTERNAL, OPFORGE_NOT_FORWARDED,
-    OPFORGE_REQ_ADD, OPFORGE_REQ_INPLACE, OPFORGE_REQ_NULL, OPFORGE_REQ_WRITE,
-    OPFORGE_TENSOR_CONTIGUOUS, OPFORGE_TENSOR_WRITABLE,
+    OpforgeKernelViews, OpforgeStatus, OpforgeStr, OpforgeTensor, Versioned, OPFORGE_INTERNAL,
+    OPFORGE_NOT_FORWARDED, OPFORGE_REQ_ADD, OPFORGE_REQ_INPLACE, OPFORGE_REQ_NULL,
+    OPFORGE_REQ_WRITE, OPFORGE_TENSOR_CONTIGUOUS, OPFORGE_TENSOR_WRITABLE,
 };
 
 use crate::attr::{self, FromAttrValue};
@@ -343,6 +353,20 @@ pub struct KernelCtx<'a> {
     host: &'a Host,
     def: &'a KernelDef,
     missing: Missing,
+    /// The views the host made (1.1 entry), or none (1.0 entry).
+    premade: Premade<'a>,
+    /// Bit `i`: the premade view of input `i` is dead (the input was
+    /// forwarded or moved to an output that has been used since).
+    in_dead: Cell<u64>,
+    /// Bit `o`: output `o` was set before compute started (a declared
+    /// output: by the host, or by the SDK on a 1.0 host).
+    preset: Cell<u64>,
+    /// Bit `o`: the kernel set output `o` again since (its premade view
+    /// and forwarding are gone).
+    out_reset: Cell<u64>,
+    /// Bit `o`: a `forward_input_or_allocate_output` of the preset output
+    /// `o` was answered with it (a second one asks the host).
+    out_claimed: Cell<u64>,
     /// The views of the first inputs and outputs this compute received,
     /// asked of the host once (dropped when the argument changes: an output
     /// set again, an input forwarded or moved).
@@ -356,6 +380,151 @@ pub struct KernelCtx<'a> {
 
 /// Arguments per direction whose views a [`KernelCtx`] keeps.
 const CACHED_VIEWS: usize = 4;
+
+/// The views of the 1.1 entry (`OpforgeKernelViews`), borrowed for the
+/// compute; empty on the 1.0 entry. Arguments from index 64 on are always
+/// asked of the host (the context tracks premade views in `u64` masks).
+#[derive(Clone, Copy)]
+pub(crate) struct Premade<'a> {
+    inputs: *const u8,
+    in_stride: usize,
+    num_inputs: usize,
+    outputs: *const u8,
+    out_stride: usize,
+    num_outputs: usize,
+    forwarded_from: *const i64,
+    _borrow: PhantomData<&'a OpforgeKernelViews>,
+}
+
+/// The bit of argument `i` in a context's masks (none from 64 on).
+#[inline]
+fn bit(i: usize) -> u64 {
+    if i < 64 {
+        1u64 << i
+    } else {
+        0
+    }
+}
+
+impl<'a> Premade<'a> {
+    /// No views (the 1.0 entry).
+    pub(crate) const NONE: Premade<'static> = Premade {
+        inputs: core::ptr::null(),
+        in_stride: 0,
+        num_inputs: 0,
+        outputs: core::ptr::null(),
+        out_stride: 0,
+        num_outputs: 0,
+        forwarded_from: core::ptr::null(),
+        _borrow: PhantomData,
+    };
+
+    /// The views the host passed to compute_views, checked: the struct and
+    /// its arrays' elements at least as large as their first versions.
+    ///
+    /// # Safety
+    /// `views` is the pointer the host passed to this compute_views call
+    /// (valid until it returns, R7).
+    pub(crate) unsafe fn read(views: *const OpforgeKernelViews) -> Result<Premade<'a>> {
+        if views.is_null() || !views.is_aligned() {
+            return Err(Status::internal(
+                "compute_views got a NULL or misaligned views pointer",
+            ));
+        }
+        // SAFETY: the host's struct, readable for its struct_size (caller).
+        let v = unsafe { OpforgeKernelViews::read_from(views) }
+            .map_err(|e| Status::internal(format!("the host's views: {e}")))?;
+        // SAFETY: the host's arrays of `num_*` views (header), each element
+        // at least a usize long; only the first element's struct_size is
+        // read, when there is one.
+        let stride = |p: *const OpforgeTensor, n: usize| -> Result<usize> {
+            if n == 0 {
+                return Ok(0);
+            }
+            if p.is_null() || !p.is_aligned() {
+                return Err(Status::internal(
+                    "the host's views: a NULL or misaligned array",
+                ));
+            }
+            // SAFETY: see above.
+            let size = unsafe { p.cast::<usize>().read() };
+            if size < core::mem::size_of::<OpforgeTensor>()
+                || size % core::mem::align_of::<OpforgeTensor>() != 0
+            {
+                return Err(Status::internal(format!(
+                    "the host's views: tensor views of struct_size {size}"
+                )));
+            }
+            Ok(size)
+        };
+        let in_stride = stride(v.inputs, v.num_inputs)?;
+        let out_stride = stride(v.outputs, v.num_outputs)?;
+        if v.num_outputs > 0 && (v.forwarded_from.is_null() || !v.forwarded_from.is_aligned()) {
+            return Err(Status::internal(
+                "the host's views: no forwarded_from array",
+            ));
+        }
+        Ok(Premade {
+            inputs: v.inputs.cast(),
+            in_stride,
+            num_inputs: v.num_inputs,
+            outputs: v.outputs.cast(),
+            out_stride,
+            num_outputs: v.num_outputs,
+            forwarded_from: v.forwarded_from,
+            _borrow: PhantomData,
+        })
+    }
+
+    fn is_some(&self) -> bool {
+        !self.inputs.is_null() || !self.outputs.is_null()
+    }
+
+    /// The premade view of input `i`, if any.
+    #[inline]
+    fn input(&self, i: usize) -> Option<OpforgeTensor> {
+        if i >= self.num_inputs {
+            return None;
+        }
+        // SAFETY: element `i` of the host's array of `num_inputs` views of
+        // `in_stride` bytes (checked at least an OpforgeTensor, aligned),
+        // valid during the compute ('a); a longer element's prefix is this
+        // version's view (R1).
+        Some(unsafe {
+            self.inputs
+                .add(i * self.in_stride)
+                .cast::<OpforgeTensor>()
+                .read()
+        })
+    }
+
+    /// The premade view of output `o`, if any.
+    #[inline]
+    fn output(&self, o: usize) -> Option<OpforgeTensor> {
+        if o >= self.num_outputs {
+            return None;
+        }
+        // SAFETY: as `input`, for the outputs' array.
+        Some(unsafe {
+            self.outputs
+                .add(o * self.out_stride)
+                .cast::<OpforgeTensor>()
+                .read()
+        })
+    }
+
+    /// The input output `o` took over before compute, if any.
+    #[inline]
+    fn forwarded_from(&self, o: usize) -> Option<usize> {
+        if o >= self.num_outputs {
+            return None;
+        }
+        // SAFETY: `num_outputs` entries (checked non-null when there are
+        // outputs), valid during the compute.
+        let from = unsafe { self.forwarded_from.add(o).read() };
+        usize::try_from(from).ok()
+    }
+}
 
 /// The views of a compute's inputs ([`KernelCtx::inputs_and_output`]): a
 /// slice of [`Tensor`]s, kept in the context up to four (no allocation).
@@ -473,6 +642,9 @@ impl<'a> KernelCtx<'a> {
     }
     /// The number of flat outputs.
     pub fn num_outputs(&self) -> usize {
+        if self.premade.is_some() {
+            return self.premade.num_outputs;
+        }
         self.count(self.host.kernel.num_outputs, "num_outputs")
     }
     /// The dtype of input `i`.
@@ -524,7 +696,11 @@ impl<'a> KernelCtx<'a> {
     }
 
     /// A read-only view of input `i`.
+    #[inline]
     pub fn input(&self, i: usize) -> Result<Tensor<'_>> {
+        if let Some(view) = self.premade_input(i) {
+            return Ok(Tensor::from_view(view));
+        }
         if let Some(view) = self.in_views.get(i).and_then(Cell::get) {
             return Ok(Tensor::from_view(view));
         }
@@ -543,11 +719,105 @@ impl<'a> KernelCtx<'a> {
         })
     }
 
+    /// The premade view of input `i` (1.1 entry), unless dead or one the
+    /// host could not lend (flags 0: `input` asks the host, which says why).
+    #[inline]
+    fn premade_input(&self, i: usize) -> Option<OpforgeTensor> {
+        if self.in_dead.get() & bit(i) != 0 || i >= 64 {
+            return None;
+        }
+        self.premade.input(i).filter(|v| v.flags != 0)
+    }
+
+    /// The premade view of output `o` (1.1 entry), unless the kernel set
+    /// the output again, or the host did not set it (flags 0).
+    #[inline]
+    fn premade_output(&self, o: usize) -> Option<OpforgeTensor> {
+        if self.out_reset.get() & bit(o) != 0 || o >= 64 {
+            return None;
+        }
+        self.premade.output(o).filter(|v| v.flags != 0)
+    }
+
     /// Forgets the view kept of input `i` (forwarded or moved: R7).
     fn drop_input_view(&self, i: usize) {
         if let Some(c) = self.in_views.get(i) {
             c.set(None);
         }
+        self.in_dead.set(self.in_dead.get() | bit(i));
+    }
+
+    /// The input whose buffer the declared output `o` took over before
+    /// compute started ([`output_like_forwarding`]), while output `o` is
+    /// still that tensor (the kernel did not set it again). Always `None`
+    /// on a 1.0 host, which the SDK never asks to forward.
+    ///
+    /// [`output_like_forwarding`]: crate::KernelDefBuilder::output_like_forwarding
+    #[inline]
+    pub fn forwarded_from(&self, o: usize) -> Option<usize> {
+        if self.out_reset.get() & bit(o) != 0 || o >= 64 {
+            return None;
+        }
+        self.premade.forwarded_from(o)
+    }
+
+    /// Output `o` is about to be used: the input it took over, if any, is
+    /// its memory now (its view dies, R7).
+    #[inline]
+    fn touch_output(&self, o: usize) {
+        if let Some(j) = self.forwarded_from(o) {
+            if self.in_dead.get() & bit(j) == 0 {
+                self.drop_input_view(j);
+            }
+        }
+    }
+
+    /// Output `o` is about to be set again: its input (if forwarded) is
+    /// dead, and its premade and kept views are gone.
+    fn reset_output(&self, o: usize) {
+        self.touch_output(o);
+        self.out_reset.set(self.out_reset.get() | bit(o));
+        self.keep_output_view(o, None);
+    }
+
+    /// A repeated `forward_input_or_allocate_output` of a preset output
+    /// `o` of `dims`, answered with the output as set, once (the first
+    /// call of a kernel written before `output_like`, or of one that calls
+    /// it anyway). `None`: ask the host.
+    fn claim_preset(&self, candidates: &[usize], o: usize, dims: &[i64]) -> Option<Option<usize>> {
+        let b = bit(o);
+        if b == 0 || (self.preset.get() & !self.out_reset.get() & !self.out_claimed.get()) & b == 0
+        {
+            return None;
+        }
+        let view = self
+            .premade_output(o)
+            .or_else(|| self.out_views.get(o).and_then(Cell::get))?;
+        if dims_of(&view) != dims {
+            return None;
+        }
+        let from = self.forwarded_from(o);
+        if from.is_some_and(|j| !candidates.contains(&j)) {
+            return None;
+        }
+        self.out_claimed.set(self.out_claimed.get() | b);
+        if let Some(j) = from {
+            self.drop_input_view(j);
+        }
+        Some(from)
+    }
+
+    /// The 1.0 entry's stand-in for what a 1.1 host does before
+    /// compute_views: allocates every declared output (never forwarding,
+    /// so every input stays readable) and keeps its view.
+    pub(crate) fn preset_declared_outputs(&mut self) -> Result<()> {
+        for l in self.def.def.output_likes() {
+            let dims = self.input(l.input)?.dims();
+            let view = self.allocate_output_raw(l.output, dims)?;
+            self.keep_output_view(l.output, Some(view));
+            self.preset.set(self.preset.get() | bit(l.output));
+        }
+        Ok(())
     }
 
     /// Keeps (`Some`) or forgets the view of output `i`'s current tensor.
@@ -562,28 +832,28 @@ impl<'a> KernelCtx<'a> {
         self.input_range(name)?.map(|i| self.input(i)).collect()
     }
 
-    fn view_of(&self, code: OpforgeCode, view: OpforgeTensor) -> Result<TensorMut<'_>> {
-        self.host.check(code, self.status)?;
+    /// Allocates output `i` with `dims` (contents unspecified) and returns
+    /// its writable view.
+    pub fn allocate_output(&mut self, i: usize, dims: &[i64]) -> Result<TensorMut<'_>> {
+        self.reset_output(i);
+        let view = self.allocate_output_raw(i, dims)?;
+        self.keep_output_view(i, Some(view));
         Ok(TensorMut {
             view,
             _borrow: PhantomData,
         })
     }
 
-    /// Allocates output `i` with `dims` (contents unspecified) and returns
-    /// its writable view.
-    pub fn allocate_output(&mut self, i: usize, dims: &[i64]) -> Result<TensorMut<'_>> {
+    /// The host's allocate_output.
+    fn allocate_output_raw(&self, i: usize, dims: &[i64]) -> Result<OpforgeTensor> {
         let f = slot!(self.host, kernel.allocate_output)?;
         let rank = rank_of(dims)?;
         let mut view = new_view();
-        self.keep_output_view(i, None);
         // SAFETY: the compute's ctx and status (R7); `dims` is read during
         // the call; `view` is an out-struct.
         let code = unsafe { f(self.raw, i, dims.as_ptr(), rank, &mut view, self.status) };
-        if code == opforge_abi::OPFORGE_OK {
-            self.keep_output_view(i, Some(view));
-        }
-        self.view_of(code, view)
+        self.host.check(code, self.status)?;
+        Ok(view)
     }
 
     /// Reuses the buffer of the first of the `candidates` inputs that can
@@ -591,17 +861,26 @@ impl<'a> KernelCtx<'a> {
     /// returns the forwarded input's index. Read the output through
     /// [`output_mut`](Self::output_mut) afterwards; a forwarded input's view
     /// is gone.
+    ///
+    /// An output declared with
+    /// [`output_like`](crate::KernelDefBuilder::output_like) is set when
+    /// compute starts: the first such call for it with the same dims (and,
+    /// if it took over an input, that input among the candidates) answers
+    /// with the output as set, without a host call.
     pub fn forward_input_or_allocate_output(
         &mut self,
         candidates: &[usize],
         i: usize,
         dims: &[i64],
     ) -> Result<Option<usize>> {
+        if let Some(from) = self.claim_preset(candidates, i, dims) {
+            return Ok(from);
+        }
         let f = slot!(self.host, kernel.forward_input_or_allocate_output)?;
         let rank = rank_of(dims)?;
         let mut view = new_view();
         let mut from: i64 = OPFORGE_NOT_FORWARDED;
-        self.keep_output_view(i, None);
+        self.reset_output(i);
         // SAFETY: the compute's ctx and status (R7); the arrays are read
         // during the call; the out-pointers are locals.
         let code = unsafe {
@@ -651,8 +930,13 @@ impl<'a> KernelCtx<'a> {
         })
     }
 
-    /// Output `i`'s view, kept or asked of the host.
+    /// Output `i`'s view, premade, kept or asked of the host.
+    #[inline]
     fn output_view(&self, i: usize) -> Result<OpforgeTensor> {
+        self.touch_output(i);
+        if let Some(view) = self.premade_output(i) {
+            return Ok(view);
+        }
         if let Some(view) = self.out_views.get(i).and_then(Cell::get) {
             return Ok(view);
         }
@@ -711,7 +995,7 @@ impl<'a> KernelCtx<'a> {
     /// Output `output` is input `input`, shared (no copy).
     pub fn set_output_from_input(&mut self, output: usize, input: usize) -> Result<()> {
         let f = slot!(self.host, kernel.set_output_from_input)?;
-        self.keep_output_view(output, None);
+        self.reset_output(output);
         self.drop_input_view(input);
         // SAFETY: the compute's ctx and status (R7).
         let code = unsafe { f(self.raw, output, input, self.status) };
@@ -814,7 +1098,7 @@ impl<'a> KernelCtx<'a> {
         data: Vec<T>,
     ) -> Result<()> {
         let f = slot!(self.host, kernel.set_output_foreign)?;
-        self.keep_output_view(i, None);
+        self.reset_output(i);
         let n: i64 = dims.iter().product();
         if dims.iter().any(|&d| d < 0) || n != data.len() as i64 {
             return Err(Status::invalid_argument(format!(
@@ -852,7 +1136,7 @@ impl<'a> KernelCtx<'a> {
     /// Sets the `DT_STRING` output `i` of `dims` to `elements` (copied).
     pub fn set_output_strings(&mut self, i: usize, dims: &[i64], elements: &[&[u8]]) -> Result<()> {
         let f = slot!(self.host, kernel.set_output_strings)?;
-        self.keep_output_view(i, None);
+        self.reset_output(i);
         let rank = rank_of(dims)?;
         let strs: Vec<OpforgeStr> = elements.iter().map(|e| OpforgeStr::from_bytes(e)).collect();
         // SAFETY: the compute's ctx and status (R7); the arrays are read
@@ -889,6 +1173,8 @@ unsafe extern "C" fn release_vec<T: Element>(_data: *mut c_void, user: *mut c_vo
 mod entry;
 mod pool;
 use entry::*;
-pub(crate) use entry::{compute_trampoline, create_trampoline, destroy_trampoline};
+pub(crate) use entry::{
+    compute_trampoline, compute_views_trampoline, create_trampoline, destroy_trampoline,
+};
 pub use pool::ThreadPool;
 use pool::*;
