@@ -412,6 +412,10 @@ pub(super) unsafe extern "C" fn reg_kernel(
                 create: d.create,
                 compute,
                 compute_views,
+                declared_mask: output_like
+                    .iter()
+                    .filter(|l| l.output < 64)
+                    .fold(0, |m, l| m | (1u64 << l.output)),
                 output_like,
                 destroy: d.destroy,
                 user: SendPtr(d.user),
