@@ -335,7 +335,7 @@ impl<'a> Tensor<'a> {
     }
 
     /// The elements, row-major, as `T` (which must be the dtype's type).
-    #[inline]
+    #[inline(always)]
     pub fn flat<T: Element>(&self) -> Result<&'a [T]> {
         let n = check_flat::<T>(self.v())?;
         if n == 0 {
@@ -382,7 +382,7 @@ impl<'a> TensorMut<'a> {
         usize::try_from(self.v().num_elements).unwrap_or(0)
     }
     /// The elements, row-major, as `T`, writable.
-    #[inline]
+    #[inline(always)]
     pub fn flat_mut<T: Element>(&mut self) -> Result<&mut [T]> {
         let n = check_flat::<T>(self.v())?;
         if self.v().flags & OPFORGE_TENSOR_WRITABLE == 0 {
@@ -1111,7 +1111,7 @@ impl<'a> KernelCtx<'a> {
     /// The views of every input together with output `i`'s (which must be
     /// set, and not be a forwarded input): read the inputs while writing
     /// the output.
-    #[inline]
+    #[inline(always)]
     pub fn inputs_and_output(&mut self, i: usize) -> Result<(InputViews<'_>, TensorMut<'_>)> {
         let out = self.output_view(i)?;
         let out_data = view_ref(out).data;
