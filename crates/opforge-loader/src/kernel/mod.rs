@@ -352,7 +352,8 @@ impl PluginKernel {
             ..OpforgeKernelViews::new()
         };
         // SAFETY: `f` is the plugin's compute_views; the state is the one
-        // its create made, kept from destroy by the caller's read lock;
+        // its create made, kept from destroy until the instance is dropped
+        // (its first state) or by the caller's read lock (a later one);
         // `k`, `status`, `views` and the arrays it points to (every element
         // written above) live across the call.
         Ok(unsafe {
