@@ -1,5 +1,5 @@
 /*
- * opforge/opforge.h -- the opforge op-library C ABI, version 1.0.
+ * opforge/opforge.h -- the opforge op-library C ABI, version 1.1.
  *
  * This header is normative: it IS the ABI. The Rust crate `opforge-abi`
  * mirrors it field for field (same order, same names), and a test
@@ -8,6 +8,15 @@
  * Rust side. A frozen copy of every released minor is kept under
  * crates/opforge-abi/tests/frozen/ (1.0: tests/frozen/1.0/opforge/opforge.h).
  * The versioning rules are in crates/opforge-abi/README.md.
+ *
+ * What each minor added (everything else is 1.0):
+ *   1.1  the views compute entry of a kernel: OpforgeKernelDef.compute_views
+ *        (OpforgeKernelComputeViewsFn, OpforgeKernelViews) and its output
+ *        declarations OpforgeKernelDef.output_like (OpforgeOutputLike,
+ *        OPFORGE_OUTPUT_FORWARD). The host makes every input's view, and
+ *        sets every declared output, before it calls the kernel, so an
+ *        elementwise kernel makes no host call at all. See "Registration:
+ *        kernels".
  *
  * An op library ("plugin") is a shared library that exports
  *   opforge_plugin_init_v1   (required)  and
@@ -33,7 +42,8 @@
  *         OpforgeKernelDef, ...): the host reads min(struct_size, its own
  *         sizeof); fields past the plugin's struct_size take their default,
  *         which is always the zero value and always means "as in 1.0". A
- *         struct_size below the struct's 1.0 size is INVALID_ARGUMENT.
+ *         struct_size below the struct's first size (its size in 1.0, or
+ *         in the minor that introduced it) is INVALID_ARGUMENT.
  *       - Out-structs (filled by the callee into memory the caller owns:
  *         OpforgeTensor views, OpforgeAttrValue): the CALLER sets
  *         struct_size, and the callee writes only the fields that fit.
@@ -149,6 +159,10 @@
  *  3. Table: the plugin checks host->abi_major and, before using any slot
  *     newer than its min_host_minor, OPFORGE_HAS_SLOT; a slot the host does
  *     not have is UNIMPLEMENTED at its use (the SDK does this for you).
+ *  In-structs go the other way: a host older than a field ignores it (R1).
+ *  A library that cannot work without a field of minor m (a kernel with
+ *  compute_views but no compute, 1.1) declares min_host_minor >= m; a host
+ *  of minor >= m refuses such a registration from a library declaring less.
  */
 #ifndef OPFORGE_OPFORGE_H_
 #define OPFORGE_OPFORGE_H_
@@ -166,7 +180,7 @@
 #define OPFORGE_ABI_MAJOR 1
 /** The ABI minor this header defines: what a library built with it has
  *  available (the library record's `abi.minor`). */
-#define OPFORGE_ABI_MINOR 0
+#define OPFORGE_ABI_MINOR 1
 
 /** The layout hash of this header: FNV-1a 64 (offset basis
  *  0xcbf29ce484222325, prime 0x100000001b3) over every struct of this
@@ -177,9 +191,9 @@
  *  (`opforge_abi::KNOWN_LAYOUTS`); it goes into the library record, and a
  *  host refuses a library of a minor it knows whose hash differs (a header
  *  edited by hand, or a compiler that lays the structs out differently). */
-#define OPFORGE_LAYOUT_HASH 0x6ca0052a81b1895fULL
+#define OPFORGE_LAYOUT_HASH 0xd369ae65736de423ULL
 /** OPFORGE_LAYOUT_HASH as the 16 lower-case hex digits of the manifest. */
-#define OPFORGE_LAYOUT_HASH_STR "6ca0052a81b1895f"
+#define OPFORGE_LAYOUT_HASH_STR "d369ae65736de423"
 
 #ifndef OPFORGE_MIN_HOST_MINOR
 /** The lowest host minor this library needs (the library record's
@@ -618,6 +632,95 @@ typedef struct OpforgeTypeConstraint {
   size_t num_types;
 } OpforgeTypeConstraint;
 
+/* --- 1.1: the views compute entry ---------------------------------
+ *
+ * A 1.0 kernel's compute asks the host for everything: each input's view
+ * (input), each output (allocate_output, forward_input_or_allocate_output),
+ * each one a call through the kernel table. A 1.1 kernel may give
+ * compute_views instead (or as well): the host calls it with a view of
+ * every input already made, and with every output the kernel DECLARED
+ * (output_like) already set, forwarded from its input or allocated, and its
+ * writable view made. An elementwise kernel then makes no host call at all.
+ * Everything else (undeclared outputs, temporaries, attrs, parallel_for,
+ * strings) goes through the context functions as in 1.0, with the same ctx.
+ *
+ * Which entry runs: a 1.1 host calls compute_views when it is set, else
+ * compute. A 1.0 host reads only the 1.0 prefix of OpforgeKernelDef (R1) and
+ * calls compute. So:
+ *   - a kernel with compute AND compute_views runs on every 1.x host (the
+ *     library may keep min_host_minor 0; the two entries must compute the
+ *     same thing, each in its own way);
+ *   - a kernel with compute_views only (compute NULL) runs on 1.1+ hosts:
+ *     its library MUST declare min_host_minor >= 1 (OPFORGE_MIN_HOST_MINOR,
+ *     the default with this header), so that a 1.0 host refuses it before
+ *     running any of its code (VERSION NEGOTIATION, step 1). A 1.1 host
+ *     refuses such a kernel of a library declaring min_host_minor 0 at
+ *     registration (FAILED_PRECONDITION).
+ */
+
+/** OpforgeOutputLike.flags: the host may give the output the input's own
+ *  buffer (forward_input_or_allocate_output with the input as the only
+ *  candidate: when the input has the output's dtype and is not shared);
+ *  the kernel then computes in place. Without it the host allocates. (1.1) */
+#define OPFORGE_OUTPUT_FORWARD 1
+
+/** (1.1) One declaration of OpforgeKernelDef.output_like: flat output
+ *  `output` has the dims of flat input `input` (and the output's own
+ *  dtype). Before each compute_views call the host sets that output, as the
+ *  kernel would with forward_input_or_allocate_output (OPFORGE_OUTPUT_FORWARD)
+ *  or allocate_output, and passes its writable view in
+ *  OpforgeKernelViews.outputs. The indices are checked against each node
+ *  when its kernel instance is made (out of range, or a DT_STRING,
+ *  RESOURCE or VARIANT output: the instance fails with INVALID_ARGUMENT). */
+typedef struct OpforgeOutputLike {
+  size_t struct_size;
+  /** The flat output index (at most one declaration per output). */
+  size_t output;
+  /** The flat input index whose dims the output takes. */
+  size_t input;
+  /** OPFORGE_OUTPUT_* bits. */
+  uint32_t flags;
+} OpforgeOutputLike;
+
+/** (1.1) What compute_views receives, made by the host for this call and
+ *  valid until it returns (R7; host-filled: read fields past the 1.1 ones
+ *  only if OPFORGE_HAS_FIELD says they are there).
+ *
+ *  inputs: one read-only view per flat input, in order, exactly what input()
+ *  would give (step by inputs[0].struct_size: OPFORGE_ARRAY_AT). A view the
+ *  host cannot lend (a RESOURCE or VARIANT tensor) has its dtype, rank and
+ *  dims but NULL data, byte_len 0 and flags 0; input() says why.
+ *
+ *  outputs: one view per flat output, in order. A declared output
+ *  (output_like) is set and its view is writable, exactly what output()
+ *  would give. An undeclared output is not set yet: its view has the
+ *  output's dtype, rank 0, NULL dims, strides and data, byte_len 0 and
+ *  flags 0 (set it with the context functions and use the view they give;
+ *  this array is not updated).
+ *
+ *  forwarded_from: one entry per flat output: the flat input whose buffer
+ *  the output took (compute in place), or OPFORGE_NOT_FORWARDED. A
+ *  forwarded input's entry in `inputs` still describes it, and its data IS
+ *  the output's memory: it holds the input's values until the kernel writes
+ *  the output (reading element k before writing element k is in-place
+ *  elementwise computing). input() answers FAILED_PRECONDITION for it, as
+ *  after forward_input_or_allocate_output in 1.0. */
+typedef struct OpforgeKernelViews {
+  size_t struct_size;
+  const OpforgeTensor* inputs;
+  size_t num_inputs;
+  const OpforgeTensor* outputs;
+  size_t num_outputs;
+  const int64_t* forwarded_from;
+} OpforgeKernelViews;
+
+/** (1.1) Runs the kernel once, with its views made (OpforgeKernelViews).
+ *  Everything OpforgeKernelComputeFn says holds: `ctx` is the same context
+ *  (every context function works on it), concurrent calls and R9 alike. */
+typedef OpforgeCode (*OpforgeKernelComputeViewsFn)(
+    void* state, OpforgeKernelCtx* ctx, const OpforgeKernelViews* views,
+    OpforgeStatus* status);
+
 /** A kernel (TensorFlow's REGISTER_KERNEL_BUILDER): which op, device and
  *  dtypes it serves, and its callbacks. Selection is TensorFlow's (device,
  *  constraints, label, then the highest priority). */
@@ -640,12 +743,22 @@ typedef struct OpforgeKernelDef {
   uint32_t flags;
   /** NULL: the state is `user` itself. */
   OpforgeKernelCreateFn create;
-  /** Required. */
+  /** Required in 1.0. From 1.1 it may be NULL when compute_views is set
+   *  (the library's min_host_minor must then be >= 1; see above). */
   OpforgeKernelComputeFn compute;
   /** NULL: nothing to free. */
   OpforgeKernelDestroyFn destroy;
   /** Passed to create and destroy; valid until fini (R7). */
   void* user;
+  /* --- 1.1 --- */
+  /** The views entry; NULL: compute only (as in 1.0). A 1.1 host calls it
+   *  instead of compute when it is set. (1.1) */
+  OpforgeKernelComputeViewsFn compute_views;
+  /** The outputs the host sets before compute_views runs, one declaration
+   *  per output (step by output_like[0].struct_size; copied at
+   *  registration). Only with compute_views (INVALID_ARGUMENT without). */
+  const OpforgeOutputLike* output_like;
+  size_t num_output_like;
 } OpforgeKernelDef;
 
 /* ------------------------------------------------------------------ */

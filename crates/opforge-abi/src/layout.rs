@@ -47,6 +47,8 @@ pub const STRUCTS: &[StructLayout] = &[
     OpforgeNamedAttr::LAYOUT,
     OpforgeOpDef::LAYOUT,
     OpforgeTypeConstraint::LAYOUT,
+    OpforgeOutputLike::LAYOUT,
+    OpforgeKernelViews::LAYOUT,
     OpforgeKernelDef::LAYOUT,
     OpforgeGradSource::LAYOUT,
     OpforgeGradArg::LAYOUT,
@@ -123,7 +125,8 @@ pub const fn layout_hash() -> u64 {
 /// Entries are never changed or removed; each new minor appends its own
 /// (the layout test checks the last one against the current header, and
 /// the 1.0 one against the frozen 1.0 header).
-pub const KNOWN_LAYOUTS: &[(u32, u32, u64)] = &[(1, 0, 0x6ca0_052a_81b1_895f)];
+pub const KNOWN_LAYOUTS: &[(u32, u32, u64)] =
+    &[(1, 0, 0x6ca0_052a_81b1_895f), (1, 1, 0xd369_ae65_736d_e423)];
 
 /// The pinned layout hash of (major, minor), if that version was released.
 pub const fn known_layout_hash(major: u32, minor: u32) -> Option<u64> {
@@ -247,6 +250,7 @@ pub const INT_CONSTANTS: &[Constant] = constants![
     OPFORGE_KERNEL_NOT_THREAD_SAFE,
     OPFORGE_KERNEL_PARALLEL_ISOLATED,
     OPFORGE_KERNEL_OUTPUT_REQUESTS,
+    OPFORGE_OUTPUT_FORWARD,
     OPFORGE_GRAD_SRC_NONE,
     OPFORGE_GRAD_SRC_INPUT,
     OPFORGE_GRAD_SRC_OUTPUT,

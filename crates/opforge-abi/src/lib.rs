@@ -49,13 +49,13 @@ pub use layout::{
 pub const OPFORGE_ABI_MAJOR: u32 = 1;
 /// The ABI minor this crate defines: what a library built with it has
 /// available (the library record's `abi.minor`).
-pub const OPFORGE_ABI_MINOR: u32 = 0;
+pub const OPFORGE_ABI_MINOR: u32 = 1;
 /// The layout hash of this minor ([`layout_hash`], equal to the header's
 /// `OPFORGE_LAYOUT_HASH`; both checked by tests).
-pub const OPFORGE_LAYOUT_HASH: u64 = 0x6ca0_052a_81b1_895f;
+pub const OPFORGE_LAYOUT_HASH: u64 = 0xd369_ae65_736d_e423;
 /// [`OPFORGE_LAYOUT_HASH`] as the 16 lower-case hex digits the manifest
 /// carries.
-pub const OPFORGE_LAYOUT_HASH_STR: &str = "6ca0052a81b1895f";
+pub const OPFORGE_LAYOUT_HASH_STR: &str = "d369ae65736de423";
 /// The lowest host minor a library needs, by default (the header's
 /// `OPFORGE_MIN_HOST_MINOR` when the library does not define it): the minor
 /// it was built with, which is always safe.
@@ -157,6 +157,18 @@ abi_typedefs! {
     /// ([`OpforgeForeignTensor`]): called exactly once, on any thread, when
     /// the last tensor using it is gone, always before fini.
     pub type OpforgeReleaseFn = Option<unsafe extern "C" fn(data: *mut c_void, user: *mut c_void)>;
+    /// (1.1) Runs the kernel once with its views made
+    /// ([`OpforgeKernelViews`]): every input's, and every output declared
+    /// in [`OpforgeKernelDef::output_like`] already set. Everything
+    /// [`OpforgeKernelComputeFn`] says holds (`ctx` is the same context).
+    pub type OpforgeKernelComputeViewsFn = Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            ctx: *mut OpforgeKernelCtx,
+            views: *const OpforgeKernelViews,
+            status: *mut OpforgeStatus,
+        ) -> OpforgeCode,
+    >;
     /// The type of `opforge_plugin_init_v1`, the entry point every library
     /// exports.
     pub type OpforgePluginInitFn = Option<
@@ -873,6 +885,52 @@ abi_struct! {
     }
 }
 
+/// [`OpforgeOutputLike::flags`]: the host may give the output the input's
+/// own buffer (forwarding: the kernel then computes in place); without it
+/// the host allocates. (1.1)
+pub const OPFORGE_OUTPUT_FORWARD: u32 = 1;
+
+abi_struct! {
+    /// (1.1) One declaration of [`OpforgeKernelDef::output_like`]: flat
+    /// output `output` has the dims of flat input `input` (and its own
+    /// dtype); the host sets it (forwarded or allocated) before each
+    /// `compute_views` call and passes its writable view.
+    pub struct OpforgeOutputLike (min_size 32) {
+        /// Its size of the struct (R1).
+        pub struct_size: usize,
+        /// The flat output index (at most one declaration per output).
+        pub output: usize,
+        /// The flat input index whose dims the output takes.
+        pub input: usize,
+        /// `OPFORGE_OUTPUT_*` bits.
+        pub flags: u32,
+    }
+}
+
+abi_struct! {
+    /// (1.1) What `compute_views` receives, made by the host for the call
+    /// and valid until it returns: a read-only view per flat input, a view
+    /// per flat output (writable for a declared output; `flags` 0 and NULL
+    /// data for one not set yet), and per output the input it was
+    /// forwarded from ([`OPFORGE_NOT_FORWARDED`] if none). The header says
+    /// the details.
+    pub struct OpforgeKernelViews (min_size 48) {
+        /// The host's size of the struct (R1).
+        pub struct_size: usize,
+        /// `num_inputs` views (step by the first one's `struct_size`).
+        pub inputs: *const OpforgeTensor,
+        /// The number of flat inputs.
+        pub num_inputs: usize,
+        /// `num_outputs` views (step by the first one's `struct_size`).
+        pub outputs: *const OpforgeTensor,
+        /// The number of flat outputs.
+        pub num_outputs: usize,
+        /// `num_outputs` entries: the flat input each output took the
+        /// buffer of, or [`OPFORGE_NOT_FORWARDED`].
+        pub forwarded_from: *const i64,
+    }
+}
+
 abi_struct! {
     /// A kernel (TensorFlow's `REGISTER_KERNEL_BUILDER`): which op, device
     /// and dtypes it serves, and its callbacks. Selection is TensorFlow's
@@ -901,12 +959,22 @@ abi_struct! {
         pub flags: u32,
         /// `None`: the state is `user` itself.
         pub create: OpforgeKernelCreateFn,
-        /// Required.
+        /// Required in 1.0; from 1.1 it may be `None` when `compute_views`
+        /// is set (the library's `min_host_minor` must then be at least 1).
         pub compute: OpforgeKernelComputeFn,
         /// `None`: nothing to free.
         pub destroy: OpforgeKernelDestroyFn,
         /// Passed to create and destroy; valid until fini (R7).
         pub user: *mut c_void,
+        /// (1.1) The views entry; `None`: `compute` only. A 1.1 host calls
+        /// it instead of `compute` when it is set.
+        pub compute_views: OpforgeKernelComputeViewsFn,
+        /// (1.1) The outputs the host sets before `compute_views` runs
+        /// (steps by the first one's `struct_size`); only with
+        /// `compute_views`.
+        pub output_like: *const OpforgeOutputLike,
+        /// (1.1) The number of `output_like` declarations.
+        pub num_output_like: usize,
     }
 }
 

@@ -98,6 +98,8 @@ fn every_struct_but_two_is_versioned_with_a_valid_min_size() {
     check::<OpforgeNamedAttr>();
     check::<OpforgeOpDef>();
     check::<OpforgeTypeConstraint>();
+    check::<OpforgeOutputLike>();
+    check::<OpforgeKernelViews>();
     check::<OpforgeKernelDef>();
     check::<OpforgeGradSource>();
     check::<OpforgeGradArg>();
@@ -111,8 +113,8 @@ fn every_struct_but_two_is_versioned_with_a_valid_min_size() {
     check::<OpforgeShapeApi>();
     check::<OpforgeGradApi>();
     check::<OpforgeHostApi>();
-    // The 20 above, OpforgeStr and OpforgeManifestHeader.
-    assert_eq!(STRUCTS.len(), 22);
+    // The 22 above, OpforgeStr and OpforgeManifestHeader.
+    assert_eq!(STRUCTS.len(), 24);
 }
 
 #[test]
@@ -303,6 +305,44 @@ fn negotiation() {
             OPFORGE_MIN_HOST_MINOR,
             OPFORGE_LAYOUT_HASH
         )),
+        Ok(())
+    );
+}
+
+#[test]
+fn negotiation_between_1_0_and_1_1() {
+    const H10: u64 = 0x6ca0_052a_81b1_895f;
+    const H11: u64 = 0xd369_ae65_736d_e423;
+    assert_eq!((OPFORGE_ABI_MAJOR, OPFORGE_ABI_MINOR), (1, 1));
+    assert_eq!(KNOWN_LAYOUTS, &[(1, 0, H10), (1, 1, H11)]);
+    // A 1.1 host loads 1.0 libraries and 1.1 libraries of either minimum.
+    assert_eq!(negotiate(&lib(1, 0, 0, H10)), Ok(()));
+    assert_eq!(negotiate(&lib(1, 1, 0, H11)), Ok(()));
+    assert_eq!(negotiate(&lib(1, 1, 1, H11)), Ok(()));
+    // ... but not a 1.0 library with the 1.1 hash, nor the reverse.
+    assert!(matches!(
+        negotiate(&lib(1, 0, 0, H11)),
+        Err(Refusal::LayoutMismatch { .. })
+    ));
+    assert!(matches!(
+        negotiate(&lib(1, 1, 1, H10)),
+        Err(Refusal::LayoutMismatch { .. })
+    ));
+    // A 1.0 host (pinning 1.0 only) refuses a library that needs 1.1 (a
+    // kernel with compute_views only) before running any of its code, and
+    // loads a 1.1 library that keeps min_host_minor 0 (it ignores the 1.1
+    // fields, R1).
+    let host10 = HostAbi { major: 1, minor: 0 };
+    assert_eq!(
+        negotiate_with(&lib(1, 1, 1, H11), host10, &KNOWN_LAYOUTS[..1]),
+        Err(Refusal::HostTooOld {
+            needs: (1, 1),
+            built_minor: 1,
+            host: host10
+        })
+    );
+    assert_eq!(
+        negotiate_with(&lib(1, 1, 0, H11), host10, &KNOWN_LAYOUTS[..1]),
         Ok(())
     );
 }

@@ -799,9 +799,26 @@ static OpforgeCode compute(void* state, OpforgeKernelCtx* ctx, OpforgeStatus* st
   return opforge_host->kernel->input(ctx, 0, &view, status);
 }
 
+/* 1.1: the views entry, with output 0 declared like input 0. */
+static OpforgeCode compute_views(void* state, OpforgeKernelCtx* ctx,
+                                 const OpforgeKernelViews* views, OpforgeStatus* status) {
+  const OpforgeTensor* in;
+  const OpforgeTensor* out;
+  (void)state;
+  (void)ctx;
+  (void)status;
+  if (views->num_inputs < 1 || views->num_outputs < 1) return OPFORGE_INTERNAL;
+  in = OPFORGE_ARRAY_AT(OpforgeTensor, views->inputs, 0);
+  out = OPFORGE_ARRAY_AT(OpforgeTensor, views->outputs, 0);
+  if (views->forwarded_from[0] == OPFORGE_NOT_FORWARDED && in->num_elements > 0)
+    memcpy(out->data, in->data, (size_t)in->byte_len);
+  return OPFORGE_OK;
+}
+
 OpforgeCode opforge_plugin_init_v1(const OpforgeHostApi* host, OpforgeRegistrar* registrar,
                                    OpforgeStatus* status) {
   static const OpforgeStr inputs[] = {OPFORGE_STR_LIT("to_zero: int32")};
+  OpforgeOutputLike like;
   OpforgeOpDef def;
   OpforgeKernelDef k;
   OpforgeCode code;
@@ -818,6 +835,14 @@ OpforgeCode opforge_plugin_init_v1(const OpforgeHostApi* host, OpforgeRegistrar*
   k.op = opforge_str("ZeroOut");
   k.device_type = opforge_str("CPU");
   k.compute = compute;
+  memset(&like, 0, sizeof like);
+  like.struct_size = sizeof like;
+  like.output = 0;
+  like.input = 0;
+  like.flags = OPFORGE_OUTPUT_FORWARD;
+  k.compute_views = compute_views;
+  k.output_like = &like;
+  k.num_output_like = 1;
   if (OPFORGE_ARRAY_AT(OpforgeKernelDef, &k, 0)->struct_size != sizeof k) return OPFORGE_INTERNAL;
   return host->registration->kernel(registrar, &k, status);
 }

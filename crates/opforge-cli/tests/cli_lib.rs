@@ -45,7 +45,7 @@ fn lib_inspect_prints_the_manifest_without_running_the_library() {
     assert_eq!(j["version"], "0.1.0");
     assert_eq!(
         j["abi"],
-        serde_json::json!({"major": 1, "minor": 0, "min_host_minor": 0})
+        serde_json::json!({"major": 1, "minor": 1, "min_host_minor": 1})
     );
     assert_eq!(j["ops"][0]["name"], "ZeroOut");
     assert_eq!(j["ops"][0]["output_arg"][0]["type"], "DT_INT32");
@@ -56,7 +56,10 @@ fn lib_inspect_prints_the_manifest_without_running_the_library() {
     let o = opforge(&["lib", "inspect", lib.to_str().unwrap(), "--format", "text"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
-    assert!(out.contains("zero_out_c 0.1.0 (opforge C ABI 1.0"), "{out}");
+    assert!(
+        out.contains("zero_out_c 0.1.0 (opforge C ABI 1.1, runs on hosts 1.1+)"),
+        "{out}"
+    );
     assert!(
         out.contains("op ZeroOut(to_zero: int32) -> (zeroed: int32), shape function"),
         "{out}"

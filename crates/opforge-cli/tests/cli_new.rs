@@ -13,9 +13,13 @@ fn opforge(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
         .expect("run opforge")
 }
 
+/// Cargo in the new crate's directory, building into the crate's own
+/// `target/` (where the test looks for the library) even when the caller
+/// set CARGO_TARGET_DIR.
 fn cargo(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(args)
+        .env_remove("CARGO_TARGET_DIR")
         .current_dir(dir)
         .output()
         .expect("run cargo")

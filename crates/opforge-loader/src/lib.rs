@@ -20,7 +20,14 @@
 //!   A callback error is a `Status` with the callback's canonical code,
 //!   naming the op and the library; a kernel failure marked
 //!   `OPFORGE_STATUS_PANICKED` (a caught panic or C++ exception) also
-//!   destroys the instance's state and creates a new one.
+//!   takes the instance's state out of service and creates a new one (the
+//!   instance's first state is destroyed with the instance, later ones at
+//!   once: see `kernel::PluginKernel`).
+//! - A kernel with the 1.1 views entry (`compute_views`) is called with
+//!   every input's view made and its declared outputs (`output_like`) set,
+//!   so an elementwise kernel makes no call back into the host; its eager
+//!   dispatch costs about what the same kernel compiled in costs
+//!   (`benches/plugin_dispatch.rs`).
 //! - [`Loader::unload`] removes the library's entries (`Registry::unload`),
 //!   then finalises (`opforge_plugin_fini_v1`) and unmaps it when nothing
 //!   holds it any more, and says when it could not.

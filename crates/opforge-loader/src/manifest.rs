@@ -683,7 +683,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(m.library.name, "x");
-        assert_eq!(m.library.abi.layout_hash, opforge_abi::OPFORGE_LAYOUT_HASH);
+        // LIB is a 1.0 library record.
+        assert_eq!(
+            Some(m.library.abi.layout_hash),
+            opforge_abi::known_layout_hash(1, 0)
+        );
         assert_eq!(m.ops.as_ref().unwrap()[0].op_def().unwrap().name, "A");
         let j = m.to_json().unwrap();
         assert_eq!(j["shape_fns"], json!(["A"]));

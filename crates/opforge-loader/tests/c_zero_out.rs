@@ -1,6 +1,9 @@
 //! The C example (examples/c_zero_out/zero_out.c), built with the system C
 //! compiler, loaded, run eagerly and in a session, inspected without being
-//! loaded, refused before any of its code runs, and unloaded.
+//! loaded, refused before any of its code runs, and unloaded. Built against
+//! this repository's header it is a 1.1 library (the views entry only);
+//! built against the frozen 1.0 header, a 1.0 library (the 1.0 compute,
+//! a 1.0-sized kernel registration), which this host still loads and runs.
 //!
 //! Every test builds its own copy of the library (its own file name): the
 //! C library keeps the host table in a global, so two loaders must not
@@ -27,6 +30,30 @@ fn build(name: &str, defines: &[&str]) -> PathBuf {
         name,
         defines,
     )
+}
+
+/// The C example built against the frozen 1.0 header: a 1.0 library.
+fn build_1_0(name: &str, defines: &[&str]) -> PathBuf {
+    let inc = format!(
+        "-I{}",
+        opforge_testing::examples::frozen_include_dir(1, 0).display()
+    );
+    let mut args = vec![inc.as_str()];
+    args.extend_from_slice(defines);
+    build(name, &args)
+}
+
+/// How often the library's entry `name` ran (`zero_out_c_compute_calls`,
+/// `zero_out_c_compute_views_calls`).
+fn calls(lib: &Path, name: &str) -> u64 {
+    // SAFETY: the library is loaded (this only adds a reference), and the
+    // symbol is a `uint64_t` the example exports; the tests that read it
+    // run no compute of it meanwhile.
+    unsafe {
+        let l = libloading::Library::new(lib).unwrap();
+        let p: libloading::Symbol<'_, *const u64> = l.get(name.as_bytes()).unwrap();
+        std::ptr::read_volatile(*p)
+    }
 }
 
 fn marker(name: &str) -> (PathBuf, String) {
@@ -56,19 +83,10 @@ fn zero_out(ctx: &EagerContext, v: Tensor) -> opforge_core::Result<Tensor> {
     ctx.op("ZeroOut").input(v).run1()
 }
 
-#[test]
-fn loads_and_runs_eagerly_and_in_a_session() {
-    let lib = build("zo_run", &[]);
-    let r = registry();
-    let loader = Loader::new(r.clone());
-    let h = loader.load(&lib).unwrap();
-    assert_eq!(h.name(), "zero_out_c");
-    assert_eq!(h.version(), "0.1.0");
-    assert_eq!(r.ops_of(h.owner()), ["ZeroOut"]);
-    let def = r.op_def("ZeroOut").unwrap();
-    assert_eq!(def.summary, "Zeroes all but the first element.");
-
-    let ctx = eager(&r);
+/// Runs the example eagerly (five calls that reach the kernel) and in a
+/// session (one).
+fn runs_eagerly_and_in_a_session(r: &Arc<Registry>) {
+    let ctx = eager(r);
     let y = zero_out(
         &ctx,
         Tensor::from_vec(&[2, 3], vec![5i32, 4, 3, 2, 1, 9]).unwrap(),
@@ -81,6 +99,11 @@ fn loads_and_runs_eagerly_and_in_a_session() {
     let y = zero_out(&ctx, Tensor::from_vec(&[100_000], big).unwrap()).unwrap();
     assert_eq!(y.flat::<i32>().unwrap()[0], 1);
     assert!(y.flat::<i32>().unwrap()[1..].iter().all(|&v| v == 0));
+    // An input the caller still holds is not written.
+    let x = Tensor::from_vec(&[3], vec![7i32, 8, 9]).unwrap();
+    let y = zero_out(&ctx, x.clone()).unwrap();
+    assert_eq!(y.flat::<i32>().unwrap(), &[7, 0, 0]);
+    assert_eq!(x.flat::<i32>().unwrap(), &[7, 8, 9]);
     // Empty and scalar inputs.
     let y = zero_out(&ctx, Tensor::from_vec(&[0], Vec::<i32>::new()).unwrap()).unwrap();
     assert_eq!(y.num_elements(), 0);
@@ -108,6 +131,105 @@ fn loads_and_runs_eagerly_and_in_a_session() {
         )
         .unwrap();
     assert_eq!(out[0].flat::<i32>().unwrap(), &[8, 0, 0]);
+}
+
+#[test]
+fn loads_and_runs_through_the_views_entry() {
+    let lib = build("zo_views", &[]);
+    let r = registry();
+    let loader = Loader::new(r.clone());
+    let h = loader.load(&lib).unwrap();
+    assert_eq!(r.ops_of(h.owner()), ["ZeroOut"]);
+    runs_eagerly_and_in_a_session(&r);
+    // Only the views entry exists in this build, and it ran.
+    assert_eq!(calls(&lib, "zero_out_c_compute_views_calls"), 6);
+    assert_eq!(calls(&lib, "zero_out_c_compute_calls"), 0);
+    // An input nothing else holds is forwarded: the output is its buffer.
+    let ctx = eager(&r);
+    let x = Tensor::from_vec(&[4], vec![3i32, 1, 4, 1]).unwrap();
+    let at = x.bytes().unwrap().as_ptr();
+    let y = zero_out(&ctx, x).unwrap();
+    assert_eq!(y.flat::<i32>().unwrap(), &[3, 0, 0, 0]);
+    assert_eq!(
+        y.bytes().unwrap().as_ptr(),
+        at,
+        "the input was not forwarded"
+    );
+}
+
+#[test]
+fn a_library_built_against_the_1_0_header_loads_and_runs() {
+    let lib = build_1_0("zo_abi10", &[]);
+    let m = inspect(&lib).unwrap();
+    let abi = m.library.abi;
+    assert_eq!(
+        (abi.major, abi.minor, abi.min_host_minor),
+        (1, 0, 0),
+        "not a 1.0 build"
+    );
+    assert_eq!(
+        abi.layout_hash,
+        opforge_abi::known_layout_hash(1, 0).unwrap()
+    );
+    let r = registry();
+    let loader = Loader::new(r.clone());
+    let h = loader.load(&lib).unwrap();
+    assert_eq!(r.ops_of(h.owner()), ["ZeroOut"]);
+    // Its kernel registration is 1.0-sized (the 1.1 fields are past its
+    // struct_size): the host runs its 1.0 compute, never anything else.
+    runs_eagerly_and_in_a_session(&r);
+    assert_eq!(calls(&lib, "zero_out_c_compute_calls"), 6);
+    assert_eq!(calls(&lib, "zero_out_c_compute_views_calls"), 0);
+    loader.unload(&h).unwrap();
+}
+
+#[test]
+fn with_both_entries_the_host_calls_the_views_entry() {
+    // Both entries, so it may say it runs on 1.0 hosts.
+    let lib = build(
+        "zo_both",
+        &["-DZERO_OUT_BOTH_ENTRIES", "-DOPFORGE_MIN_HOST_MINOR=0"],
+    );
+    let abi = inspect(&lib).unwrap().library.abi;
+    assert_eq!((abi.minor, abi.min_host_minor), (1, 0));
+    let r = registry();
+    let loader = Loader::new(r.clone());
+    loader.load(&lib).unwrap();
+    runs_eagerly_and_in_a_session(&r);
+    assert_eq!(calls(&lib, "zero_out_c_compute_views_calls"), 6);
+    assert_eq!(calls(&lib, "zero_out_c_compute_calls"), 0);
+}
+
+#[test]
+fn a_views_only_kernel_of_a_library_that_says_it_runs_on_1_0_is_refused() {
+    let lib = build("zo_views_min0", &["-DOPFORGE_MIN_HOST_MINOR=0"]);
+    let r = registry();
+    let loader = Loader::new(r.clone());
+    let e = loader.load(&lib).unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert!(
+        e.message().contains(
+            "kernel of op 'ZeroOut' has only the 1.1 compute_views entry, but library \
+             zero_out_c 0.1.0"
+        ) && e.message().contains("declares min_host_minor 0"),
+        "{e}"
+    );
+    assert!(r.op_def("ZeroOut").is_err(), "a refused load registered");
+    assert!(loader.libraries().is_empty());
+}
+
+#[test]
+fn loads_and_runs_eagerly_and_in_a_session() {
+    let lib = build("zo_run", &[]);
+    let r = registry();
+    let loader = Loader::new(r.clone());
+    let h = loader.load(&lib).unwrap();
+    assert_eq!(h.name(), "zero_out_c");
+    assert_eq!(h.version(), "0.1.0");
+    assert_eq!(r.ops_of(h.owner()), ["ZeroOut"]);
+    let def = r.op_def("ZeroOut").unwrap();
+    assert_eq!(def.summary, "Zeroes all but the first element.");
+    runs_eagerly_and_in_a_session(&r);
 }
 
 #[test]
@@ -149,7 +271,7 @@ fn inspect_reads_the_manifest_without_running_any_code() {
     assert_eq!(j["version"], "0.1.0");
     assert_eq!(
         j["abi"],
-        serde_json::json!({"major": 1, "minor": 0, "min_host_minor": 0})
+        serde_json::json!({"major": 1, "minor": 1, "min_host_minor": 1})
     );
     assert_eq!(j["ops"][0]["name"], "ZeroOut");
     assert_eq!(j["ops"][0]["input_arg"][0]["name"], "to_zero");
@@ -194,10 +316,10 @@ fn newer_major_and_higher_min_host_minor_are_refused_before_any_code_runs() {
     );
     assert!(!m.exists(), "the refused library's code ran");
 
-    let (m, def) = marker("zo_minor1");
+    let (m, def) = marker("zo_minor2");
     let lib = build(
-        "zo_minor1",
-        &[&def, "-DZERO_OUT_ABI_MINOR=1", "-DOPFORGE_MIN_HOST_MINOR=1"],
+        "zo_minor2",
+        &[&def, "-DZERO_OUT_ABI_MINOR=2", "-DOPFORGE_MIN_HOST_MINOR=2"],
     );
     let e = loader.load(&lib).unwrap_err();
     let path = std::fs::canonicalize(&lib).unwrap();
@@ -205,18 +327,18 @@ fn newer_major_and_higher_min_host_minor_are_refused_before_any_code_runs() {
     assert_eq!(
         e.message(),
         format!(
-            "op library '{}' (zero_out_c 0.1.0) cannot be loaded: needs opforge C ABI 1.1+ \
-             (built with 1.1); this host provides 1.0; upgrade opforge, or rebuild the library \
+            "op library '{}' (zero_out_c 0.1.0) cannot be loaded: needs opforge C ABI 1.2+ \
+             (built with 1.2); this host provides 1.1; upgrade opforge, or rebuild the library \
              with a lower OPFORGE_MIN_HOST_MINOR (checking newer slots with OPFORGE_HAS_SLOT)",
             path.display()
         )
     );
     assert!(!m.exists(), "the refused library's code ran");
 
-    // A library built against a newer minor that runs on 1.0 loads.
+    // A library built against a newer minor that runs on 1.1 loads.
     let lib = build(
-        "zo_minor1_min0",
-        &["-DZERO_OUT_ABI_MINOR=1", "-DOPFORGE_MIN_HOST_MINOR=0"],
+        "zo_minor2_min1",
+        &["-DZERO_OUT_ABI_MINOR=2", "-DOPFORGE_MIN_HOST_MINOR=1"],
     );
     loader.load(&lib).unwrap();
 }

@@ -273,6 +273,50 @@ fn sixteen_threads_call_one_plugin_kernel() {
 }
 
 #[test]
+fn panics_on_many_threads_replace_states_safely_and_destroy_each_once() {
+    let (lib, _r, _loader, _h, ctx) = setup("probe_panic_threads");
+    let created = counter(&lib, "probe_panic_states");
+    let destroyed = counter(&lib, "probe_destroyed");
+    // Joined threads (not scoped ones): join returns after a thread's
+    // thread-locals, the eager kernels it cached among them, are dropped.
+    let ctx = Arc::new(ctx);
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let ctx = ctx.clone();
+            std::thread::spawn(move || {
+                for j in 0..300 {
+                    // Every 7th call of each thread panics.
+                    let v = if (i + j) % 7 == 0 { -1f32 } else { 1f32 };
+                    let r = ctx
+                        .op("ProbePanic")
+                        .input(Tensor::from_vec(&[1], vec![v]).unwrap())
+                        .run1();
+                    match r {
+                        Ok(y) => assert!(y.scalar_value::<f32>().unwrap() >= 1.),
+                        Err(e) => {
+                            assert_eq!(e.code(), Code::Internal, "{e}");
+                            assert!(e.message().contains("state poisoned"), "{e}");
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let ctx = Arc::into_inner(ctx).unwrap();
+    let made = counter(&lib, "probe_panic_states") - created;
+    assert!(made >= 2, "no state was replaced ({made} made)");
+    drop(ctx);
+    assert_eq!(
+        counter(&lib, "probe_destroyed") - destroyed,
+        made,
+        "every state made is destroyed exactly once"
+    );
+}
+
+#[test]
 fn unload_runs_fini_once_nothing_holds_the_library() {
     let (lib, r, loader, h, ctx) = setup("probe_fini");
     ctx.op("ProbeForward")
@@ -428,7 +472,7 @@ fn declarative_gradients_run_without_plugin_code() {
 }
 
 #[test]
-fn a_panicked_kernel_state_is_destroyed_and_rebuilt() {
+fn a_panicked_kernel_state_is_replaced_and_destroyed() {
     let (lib, _r, _loader, _h, ctx) = setup("probe_panic");
     let run = |v: f32| {
         ctx.op("ProbePanic")
@@ -445,7 +489,22 @@ fn a_panicked_kernel_state_is_destroyed_and_rebuilt() {
         e.message().contains("the kernel instance was rebuilt"),
         "{e}"
     );
-    // The poisoned state was destroyed and a new one serves the next calls.
-    assert_eq!(counter(&lib, "probe_destroyed"), destroyed + 1);
+    // A new state serves the next calls. The instance's first state (used
+    // without a lock, so a compute on another thread may still be running
+    // on it) is destroyed with the instance, not now.
     assert_eq!(run(3.).unwrap().scalar_value::<f32>().unwrap(), first + 1.);
+    assert_eq!(counter(&lib, "probe_destroyed"), destroyed);
+    // Later states are read-locked by each compute: the next panic
+    // destroys the state it poisoned at once.
+    let e = run(-2.).unwrap_err();
+    assert!(
+        e.message().contains("the kernel instance was rebuilt"),
+        "{e}"
+    );
+    assert_eq!(counter(&lib, "probe_destroyed"), destroyed + 1);
+    assert_eq!(run(4.).unwrap().scalar_value::<f32>().unwrap(), first + 2.);
+    // Dropping the instance destroys the first state and the current one:
+    // each of the three states made was destroyed once.
+    drop(ctx);
+    assert_eq!(counter(&lib, "probe_destroyed"), destroyed + 3);
 }

@@ -182,9 +182,11 @@ fn inspect_reads_name_version_abi_ops_and_kernels_without_loading() {
     let j = inspect(&lib).unwrap().to_json().unwrap();
     assert_eq!(j["name"], "zero_out");
     assert_eq!(j["version"], "0.1.0");
+    // Built with the 1.1 SDK, and running on 1.0 hosts too (the SDK
+    // registers both compute entries).
     assert_eq!(
         j["abi"],
-        serde_json::json!({"major": 1, "minor": 0, "min_host_minor": 0})
+        serde_json::json!({"major": 1, "minor": 1, "min_host_minor": 0})
     );
     let ops: Vec<&str> = j["ops"]
         .as_array()
@@ -299,6 +301,17 @@ fn zero_out_runs_eagerly_for_int32_float_and_double() {
     let y = zero_out(&ctx, x.clone(), 1).unwrap();
     assert_eq!(y.flat::<i32>().unwrap(), &[0, 2, 0]);
     assert_eq!(x.flat::<i32>().unwrap(), &[1, 2, 3]);
+    // An input nothing else holds becomes the output (the kernel declares
+    // `output_like_forwarding(0, 0)`) and is zeroed in place.
+    let x = Tensor::from_vec(&[4], vec![6i32, 7, 8, 9]).unwrap();
+    let at = x.bytes().unwrap().as_ptr();
+    let y = zero_out(&ctx, x, 2).unwrap();
+    assert_eq!(y.flat::<i32>().unwrap(), &[0, 0, 8, 0]);
+    assert_eq!(
+        y.bytes().unwrap().as_ptr(),
+        at,
+        "the input was not forwarded"
+    );
     // Large enough for the host to hand it around in several blocks.
     let big: Vec<f32> = (0..100_000).map(|i| i as f32).collect();
     let y = zero_out(&ctx, Tensor::from_vec(&[100_000], big).unwrap(), 99_999).unwrap();

@@ -231,16 +231,28 @@ pub(crate) fn guard_reporting_panic(
     match crate::panic::catch(|| body(host)) {
         Ok(Ok(())) => (OPFORGE_OK, false),
         Ok(Err(e)) => (host.report(status, &e), false),
-        Err(panic) => {
-            let e = Status::internal(panic_message(host, &what(), &panic));
-            let code = host.report(status, &e);
-            if let (Some(flags), false) = (host.api.set_status_flags, status.is_null()) {
-                // SAFETY: the callback's status (R7).
-                unsafe { flags(status, OPFORGE_STATUS_PANICKED) };
-            }
-            (code, true)
-        }
+        Err(panic) => (report_panic(host, status, &what(), &panic), true),
     }
+}
+
+/// Writes a caught panic into `status`: INTERNAL with "WHAT (library NAME
+/// VERSION) panicked at FILE:LINE:COL: MESSAGE", flagged
+/// OPFORGE_STATUS_PANICKED. Returns the code.
+#[cold]
+#[inline(never)]
+pub(crate) fn report_panic(
+    host: &Host,
+    status: *mut OpforgeStatus,
+    what: &str,
+    panic: &str,
+) -> OpforgeCode {
+    let e = Status::internal(panic_message(host, what, panic));
+    let code = host.report(status, &e);
+    if let (Some(flags), false) = (host.api.set_status_flags, status.is_null()) {
+        // SAFETY: the callback's status (R7).
+        unsafe { flags(status, OPFORGE_STATUS_PANICKED) };
+    }
+    code
 }
 
 /// The message of a caught panic.

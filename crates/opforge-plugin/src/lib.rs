@@ -39,9 +39,15 @@
 //!
 //! - **No second registry.** The crate depends only on `opforge-abi`; a
 //!   library registers through the host's tables at init, nothing else.
-//! - **Versions.** The library record says ABI 1.0 (`abi.minor` the SDK's,
+//! - **Versions.** The library record says ABI 1.1 (`abi.minor` the SDK's,
 //!   `min_host_minor` 0 by default: every call checks that the host has the
-//!   slot, and a missing one is `Unimplemented`, never a crash).
+//!   slot, and a missing one is `Unimplemented`, never a crash; every kernel
+//!   is registered with both the 1.0 and the 1.1 compute entries).
+//! - **Fast dispatch.** A 1.1 host calls a kernel with its inputs' views
+//!   made and its declared outputs
+//!   ([`KernelDefBuilder::output_like`]) set, so an elementwise kernel
+//!   makes no call back into the host; [`Kernel::compute`] runs the same
+//!   either way (the [`kernel`] module says how).
 //! - **The manifest is data.** It is computed at compile time from the same
 //!   `const` declarations init registers, so `opforge lib inspect` reads
 //!   exactly what loading registers, without running any code of the file.

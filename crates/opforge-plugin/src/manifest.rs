@@ -478,7 +478,8 @@ mod tests {
         assert_eq!(r.len(), 4);
         assert_eq!(r[0]["kind"], "library");
         assert_eq!(r[0]["abi"]["major"], 1);
-        assert_eq!(r[0]["abi"]["minor"], 0);
+        assert_eq!(r[0]["abi"]["minor"], opforge_abi::OPFORGE_ABI_MINOR);
+        assert_eq!(r[0]["abi"]["minor"], 1);
         assert_eq!(r[0]["abi"]["min_host_minor"], 0);
         assert_eq!(r[0]["abi"]["layout_hash"], OPFORGE_LAYOUT_HASH_STR);
         assert_eq!(r[0]["panic"], "unwind");

@@ -10,12 +10,12 @@
 use core::ffi::c_void;
 
 use opforge_abi::{
-    OpforgeCode, OpforgeHostApi, OpforgeKernelComputeFn, OpforgeKernelCreateFn, OpforgeKernelDef,
-    OpforgeKernelDestroyFn, OpforgeOpDef, OpforgeRegistrar, OpforgeStatus, OpforgeStr,
-    OpforgeTypeConstraint, OPFORGE_INTERNAL, OPFORGE_KERNEL_NOT_THREAD_SAFE,
-    OPFORGE_KERNEL_PARALLEL_ISOLATED, OPFORGE_OK, OPFORGE_OP_AGGREGATE,
-    OPFORGE_OP_ALLOWS_UNINITIALIZED_INPUT, OPFORGE_OP_COMMUTATIVE,
-    OPFORGE_OP_DISTRIBUTED_COMMUNICATION, OPFORGE_OP_STATEFUL,
+    OpforgeCode, OpforgeHostApi, OpforgeKernelComputeFn, OpforgeKernelComputeViewsFn,
+    OpforgeKernelCreateFn, OpforgeKernelDef, OpforgeKernelDestroyFn, OpforgeOpDef,
+    OpforgeOutputLike, OpforgeRegistrar, OpforgeStatus, OpforgeStr, OpforgeTypeConstraint,
+    OPFORGE_INTERNAL, OPFORGE_KERNEL_NOT_THREAD_SAFE, OPFORGE_KERNEL_PARALLEL_ISOLATED, OPFORGE_OK,
+    OPFORGE_OP_AGGREGATE, OPFORGE_OP_ALLOWS_UNINITIALIZED_INPUT, OPFORGE_OP_COMMUTATIVE,
+    OPFORGE_OP_DISTRIBUTED_COMMUNICATION, OPFORGE_OP_STATEFUL, OPFORGE_OUTPUT_FORWARD,
 };
 
 use crate::dtype::DataType;
@@ -31,6 +31,9 @@ use crate::status::{Result, Status};
 pub const MAX_ITEMS: usize = 32;
 /// The most dtypes of one type constraint.
 pub const MAX_TYPES: usize = 40;
+/// The most output declarations ([`KernelDefBuilder::output_like`]) of one
+/// kernel.
+pub const MAX_OUTPUT_LIKE: usize = 8;
 
 /// A shape function (TensorFlow's `SetShapeFn`).
 pub type ShapeFn = fn(&mut ShapeCtx<'_>) -> Result<()>;
@@ -254,9 +257,23 @@ const fn str_eq(a: &str, b: &str) -> bool {
     true
 }
 
+/// A kernel's declaration that output `output` has the dims of input
+/// `input` ([`KernelDefBuilder::output_like`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputLike {
+    /// The flat output index.
+    pub output: usize,
+    /// The flat input index whose dims the output takes.
+    pub input: usize,
+    /// Whether the output may take over the input's buffer
+    /// ([`KernelDefBuilder::output_like_forwarding`]).
+    pub forward: bool,
+}
+
 /// A kernel's definition (TensorFlow's `KernelDefBuilder`): op, device,
-/// type constraints, host-memory arguments, label, priority, and whether
-/// its compute is thread-safe. [`build`](Self::build) binds the
+/// type constraints, host-memory arguments, label, priority, whether its
+/// compute is thread-safe, and the outputs the host sets before it runs
+/// ([`output_like`](Self::output_like)). [`build`](Self::build) binds the
 /// [`Kernel`] type that implements it. Every method is a `const fn`.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelDefBuilder {
@@ -268,6 +285,8 @@ pub struct KernelDefBuilder {
     label: &'static str,
     priority: i32,
     flags: u32,
+    output_like: [OutputLike; MAX_OUTPUT_LIKE],
+    num_output_like: usize,
 }
 
 impl KernelDefBuilder {
@@ -286,6 +305,12 @@ impl KernelDefBuilder {
             label: "",
             priority: 0,
             flags: 0,
+            output_like: [OutputLike {
+                output: 0,
+                input: 0,
+                forward: false,
+            }; MAX_OUTPUT_LIKE],
+            num_output_like: 0,
         }
     }
 
@@ -380,12 +405,121 @@ impl KernelDefBuilder {
         self
     }
 
-    /// The kernel definition implemented by `K`.
+    /// Output `output` has the dims of input `input` (and its own dtype):
+    /// it is set, allocated, when [`Kernel::compute`] starts, and
+    /// `ctx.output_mut(output)` (or `inputs_and_output`) is its writable
+    /// view. The elementwise case: with it, the host makes the output
+    /// before calling the kernel (ABI 1.1's `output_like`), so the kernel
+    /// computes with no call back into the host. On a 1.0 host the SDK
+    /// allocates it through the context first; the kernel sees no
+    /// difference. A node whose `output` or `input` is out of range, or
+    /// whose output is a string, resource or variant, fails when its
+    /// kernel is made (`InvalidArgument`). At most one declaration per
+    /// output, [`MAX_OUTPUT_LIKE`] in all.
+    ///
+    /// ```
+    /// use opforge_plugin::prelude::*;
+    ///
+    /// struct Negate;
+    /// impl Kernel for Negate {
+    ///     fn create(_: &KernelInit<'_>) -> Result<Self> {
+    ///         Ok(Negate)
+    ///     }
+    ///     fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+    ///         // Output 0 is already allocated with input 0's dims.
+    ///         let (ins, mut out) = ctx.inputs_and_output(0)?;
+    ///         for (y, x) in out.flat_mut::<f32>()?.iter_mut().zip(ins[0].flat::<f32>()?) {
+    ///             *y = -x;
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// const NEGATE_KERNEL: opforge_plugin::KernelDef =
+    ///     KernelDefBuilder::new("MyNegate").output_like(0, 0).build::<Negate>();
+    /// assert_eq!(NEGATE_KERNEL.def.output_likes()[0].input, 0);
+    /// ```
+    pub const fn output_like(self, output: usize, input: usize) -> KernelDefBuilder {
+        self.push_output_like(output, input, false)
+    }
+
+    /// [`output_like`](Self::output_like), and the output may take over
+    /// input `input`'s own buffer when nothing else holds it (TensorFlow's
+    /// `forward_input_or_allocate_output`): the kernel then computes in
+    /// place. [`KernelCtx::forwarded_from`](crate::KernelCtx::forwarded_from)
+    /// says which happened. After forwarding, the input's view stays
+    /// readable until the kernel first uses the output (it is the same
+    /// memory: read each element before writing it); afterwards
+    /// `ctx.input(input)` fails, and `inputs_and_output(output)` too (use
+    /// `output_mut`). A 1.0 host never forwards.
+    ///
+    /// ```
+    /// use opforge_plugin::prelude::*;
+    ///
+    /// struct Square;
+    /// impl Kernel for Square {
+    ///     fn create(_: &KernelInit<'_>) -> Result<Self> {
+    ///         Ok(Square)
+    ///     }
+    ///     fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+    ///         if ctx.forwarded_from(0) == Some(0) {
+    ///             // In place: output 0 is input 0's buffer.
+    ///             for v in ctx.output_mut(0)?.flat_mut::<f32>()? {
+    ///                 *v *= *v;
+    ///             }
+    ///         } else {
+    ///             let (ins, mut out) = ctx.inputs_and_output(0)?;
+    ///             for (y, x) in out.flat_mut::<f32>()?.iter_mut().zip(ins[0].flat::<f32>()?) {
+    ///                 *y = x * x;
+    ///             }
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// const SQUARE_KERNEL: opforge_plugin::KernelDef = KernelDefBuilder::new("MySquare")
+    ///     .output_like_forwarding(0, 0)
+    ///     .build::<Square>();
+    /// assert!(SQUARE_KERNEL.def.output_likes()[0].forward);
+    /// ```
+    pub const fn output_like_forwarding(self, output: usize, input: usize) -> KernelDefBuilder {
+        self.push_output_like(output, input, true)
+    }
+
+    const fn push_output_like(
+        mut self,
+        output: usize,
+        input: usize,
+        forward: bool,
+    ) -> KernelDefBuilder {
+        let mut i = 0;
+        while i < self.num_output_like {
+            if self.output_like[i].output == output {
+                panic!("an output is declared twice with output_like");
+            }
+            i += 1;
+        }
+        if self.num_output_like == MAX_OUTPUT_LIKE {
+            panic!("too many output_like declarations");
+        }
+        self.output_like[self.num_output_like] = OutputLike {
+            output,
+            input,
+            forward,
+        };
+        self.num_output_like += 1;
+        self
+    }
+
+    /// The kernel definition implemented by `K`: both compute entries (the
+    /// 1.0 `compute` and the 1.1 `compute_views`, which a 1.1 host calls),
+    /// so the library keeps loading into 1.0 hosts.
     pub const fn build<K: Kernel>(self) -> KernelDef {
         KernelDef {
             def: self,
             create: Some(kernel::create_trampoline::<K>),
             compute: Some(kernel::compute_trampoline::<K>),
+            compute_views: Some(kernel::compute_views_trampoline::<K>),
             destroy: Some(kernel::destroy_trampoline::<K>),
         }
     }
@@ -418,6 +552,10 @@ impl KernelDefBuilder {
     pub const fn flags(&self) -> u32 {
         self.flags
     }
+    /// The output declarations ([`output_like`](Self::output_like)).
+    pub const fn output_likes(&self) -> &[OutputLike] {
+        self.output_like.split_at(self.num_output_like).0
+    }
 }
 
 /// A kernel definition bound to its implementation
@@ -428,6 +566,7 @@ pub struct KernelDef {
     pub def: KernelDefBuilder,
     create: OpforgeKernelCreateFn,
     compute: OpforgeKernelComputeFn,
+    compute_views: OpforgeKernelComputeViewsFn,
     destroy: OpforgeKernelDestroyFn,
 }
 
@@ -568,6 +707,16 @@ fn register_kernel(
         })
         .collect();
     let host_memory = strs(k.host_memory_args());
+    let output_like: Vec<OpforgeOutputLike> = k
+        .output_likes()
+        .iter()
+        .map(|l| OpforgeOutputLike {
+            output: l.output,
+            input: l.input,
+            flags: if l.forward { OPFORGE_OUTPUT_FORWARD } else { 0 },
+            ..OpforgeOutputLike::new()
+        })
+        .collect();
     let mut def = OpforgeKernelDef::new();
     def.op = OpforgeStr::from_text(k.op);
     def.device_type = OpforgeStr::from_text(k.device);
@@ -580,6 +729,9 @@ fn register_kernel(
     def.flags = k.flags;
     def.create = kernel.create;
     def.compute = kernel.compute;
+    def.compute_views = kernel.compute_views;
+    def.output_like = output_like.as_ptr();
+    def.num_output_like = output_like.len();
     def.destroy = kernel.destroy;
     def.user = kernel as *const KernelDef as *mut c_void;
     // SAFETY: as in `register_op`; `user` is a `'static` KernelDef, valid

@@ -44,6 +44,11 @@ pub struct ShapeCtx<'a> {
     status: *mut OpforgeStatus,
     host: &'a Host,
     missing: Cell<Option<Status>>,
+    /// The views of constant inputs lent by [`input_tensor`](Self::input_tensor),
+    /// boxed (each box stays put), freed with the context.
+    // The boxes are what keeps each view's address when the Vec grows.
+    #[allow(clippy::vec_box)]
+    tensors: core::cell::RefCell<Vec<Box<OpforgeTensor>>>,
     _call: PhantomData<&'a mut ()>,
 }
 
@@ -400,7 +405,15 @@ impl<'a> ShapeCtx<'a> {
         let known = query!(self, shape.input_tensor, 0, |f| unsafe {
             f(self.raw, i, &mut view)
         });
-        (known != 0).then(|| Tensor::from_view(view))
+        if known == 0 {
+            return None;
+        }
+        let b = Box::new(view);
+        let p = core::ptr::NonNull::from(&*b);
+        // The box's contents stay put when the Vec grows, until the
+        // context (and with it every borrow of it) is gone.
+        self.tensors.borrow_mut().push(b);
+        Some(Tensor::from_ptr(p))
     }
     /// Input `i` (a 1-D shape tensor) as a shape, as far as known
     /// (`MakeShapeFromShapeTensor`).
@@ -479,6 +492,7 @@ pub(crate) unsafe extern "C" fn shape_trampoline(
                 status,
                 host,
                 missing: Cell::new(None),
+                tensors: Default::default(),
                 _call: PhantomData,
             };
             let result = f(&mut c);

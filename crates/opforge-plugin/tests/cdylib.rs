@@ -117,7 +117,7 @@ fn check_file(path: &Path) {
     assert_eq!(lib["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(
         lib["abi"],
-        json!({"major": 1, "minor": 0, "min_host_minor": 0, "layout_hash": OPFORGE_LAYOUT_HASH_STR})
+        json!({"major": 1, "minor": 1, "min_host_minor": 0, "layout_hash": OPFORGE_LAYOUT_HASH_STR})
     );
     assert_eq!(lib["sdk"]["lang"], "rust");
     // What a host reads before loading: this host accepts it.
@@ -229,12 +229,29 @@ fn the_example_runs_against_the_mock_host() {
         outputs: vec![t],
     };
     let k = Instance::create(r.kernel("ZeroOut"), &zinit(1, OPFORGE_DT_INT64)).unwrap();
+    // Its output is declared like its input, forwardable.
+    assert_eq!(
+        r.kernel("ZeroOut").output_like,
+        [(0, 0, OPFORGE_OUTPUT_FORWARD)]
+    );
     for forward in [false, true] {
         let x = MockTensor::from(OPFORGE_DT_INT64, &[2, 2], &[7i64, 8, 9, 10]);
         let mut c = MockCtx::new("ZeroOut", vec![x], vec![OPFORGE_DT_INT64]);
         c.allow_forward = forward;
         k.compute(&mut c).unwrap();
         assert_eq!(c.outputs[0].as_ref().unwrap().values::<i64>(), [0, 8, 0, 0]);
+        // The 1.0 entry never forwards a declared output.
+        assert!(c.inputs[0].is_some());
+        // The views entry: in place when forwarded, and no view asked of
+        // the host either way.
+        let x = MockTensor::from(OPFORGE_DT_INT64, &[2, 2], &[7i64, 8, 9, 10]);
+        let mut c = MockCtx::new("ZeroOut", vec![x], vec![OPFORGE_DT_INT64]);
+        c.allow_forward = forward;
+        let before = view_calls();
+        k.compute_views(&mut c).unwrap();
+        assert_eq!(view_calls(), before);
+        assert_eq!(c.outputs[0].as_ref().unwrap().values::<i64>(), [0, 8, 0, 0]);
+        assert_eq!(c.inputs[0].is_none(), forward);
     }
     let x = MockTensor::from(OPFORGE_DT_HALF, &[3], &[0x3c00u16, 0x4000, 0x4200]);
     let mut c = MockCtx::new("ZeroOut", vec![x], vec![OPFORGE_DT_HALF]);
@@ -244,9 +261,16 @@ fn the_example_runs_against_the_mock_host() {
         [0, 0x4000, 0]
     );
     let x = MockTensor::from(OPFORGE_DT_INT64, &[1], &[7i64]);
-    let mut c = MockCtx::new("ZeroOut", vec![x], vec![OPFORGE_DT_INT64]);
+    let mut c = MockCtx::new("ZeroOut", vec![x.clone()], vec![OPFORGE_DT_INT64]);
     let e = k.compute(&mut c).unwrap_err();
     assert_eq!(e.code, OPFORGE_INVALID_ARGUMENT);
+    assert_eq!(
+        e.message,
+        "preserve_index out of range: 1 is not in [0, 1) for an input of shape [1]"
+    );
+    let mut c = MockCtx::new("ZeroOut", vec![x], vec![OPFORGE_DT_INT64]);
+    c.allow_forward = true;
+    let e = k.compute_views(&mut c).unwrap_err();
     assert_eq!(
         e.message,
         "preserve_index out of range: 1 is not in [0, 1) for an input of shape [1]"

@@ -248,14 +248,87 @@ impl Kernel for DropPanics {
     }
 }
 
+/// `ZeroOut` again, its output declared (`output_like_forwarding`): the
+/// same kernel, written before declarations, still asks for the output.
+const ZERO_OUT_DECLARED: OpDefBuilder = OpDefBuilder::new("ZeroOutDeclared")
+    .attr("T: realnumbertype = DT_INT32")
+    .attr("preserve_index: int = 0")
+    .input("to_zero: T")
+    .output("zeroed: T");
+
+const NEGATE: OpDefBuilder = OpDefBuilder::new("Negate")
+    .input("x: float")
+    .output("y: float");
+
+/// An elementwise kernel written for a declared output (`output_like`).
+struct Negate;
+
+impl Kernel for Negate {
+    fn create(_: &KernelInit<'_>) -> Result<Self> {
+        Ok(Negate)
+    }
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+        let (ins, mut out) = ctx.inputs_and_output(0)?;
+        for (y, x) in out.flat_mut::<f32>()?.iter_mut().zip(ins[0].flat::<f32>()?) {
+            *y = -x;
+        }
+        Ok(())
+    }
+}
+
+const READ_AFTER_USE: OpDefBuilder = OpDefBuilder::new("ReadAfterUse")
+    .input("x: float")
+    .output("y: float");
+
+/// Reads its input, writes its (declared, forwardable) output, then reads
+/// the input again: an error exactly when the output took over the input.
+struct ReadAfterUse;
+
+impl Kernel for ReadAfterUse {
+    fn create(_: &KernelInit<'_>) -> Result<Self> {
+        Ok(ReadAfterUse)
+    }
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+        let first = ctx.input(0)?.flat::<f32>()?[0];
+        ctx.output_mut(0)?.flat_mut::<f32>()?.fill(first + 1.0);
+        let again = ctx.input(0)?.flat::<f32>()?[0];
+        ensure!(
+            again == first && ctx.forwarded_from(0).is_none(),
+            Internal,
+            "input 0 read {again} after its output was written"
+        );
+        Ok(())
+    }
+}
+
 opforge_plugin::export! {
     name: "mock_test_lib",
     version: "9.8.7",
-    ops: [ZERO_OUT, PANICKY, SHARDED, ODD, IOTA, TRANSPOSE2, COUNTING, TWICE],
+    ops: [
+        ZERO_OUT,
+        PANICKY,
+        SHARDED,
+        ODD,
+        IOTA,
+        TRANSPOSE2,
+        COUNTING,
+        TWICE,
+        ZERO_OUT_DECLARED,
+        NEGATE,
+        READ_AFTER_USE,
+    ],
     kernels: [
         KernelDefBuilder::new("ZeroOut")
             .type_constraint_list("T", &[DataType::Float, DataType::Int32, DataType::Int64])
             .build::<ZeroOut>(),
+        KernelDefBuilder::new("ZeroOutDeclared")
+            .type_constraint_list("T", &[DataType::Float, DataType::Int32, DataType::Int64])
+            .output_like_forwarding(0, 0)
+            .build::<ZeroOut>(),
+        KernelDefBuilder::new("Negate").output_like(0, 0).build::<Negate>(),
+        KernelDefBuilder::new("ReadAfterUse")
+            .output_like_forwarding(0, 0)
+            .build::<ReadAfterUse>(),
         KernelDefBuilder::new("Panicky").build::<Panicky>(),
         KernelDefBuilder::new("Sharded").not_thread_safe().build::<Sharded>(),
         KernelDefBuilder::new("Odd").build::<DropPanics>(),
@@ -319,8 +392,22 @@ fn init_registers_ops_kernels_and_gradients() {
             "Transpose2",
             "Counting",
             "Twice",
+            "ZeroOutDeclared",
+            "Negate",
+            "ReadAfterUse",
         ]
     );
+    // Both entries for every kernel; the declarations as written.
+    assert!(r
+        .kernels
+        .iter()
+        .all(|k| k.compute.is_some() && k.compute_views.is_some()));
+    assert!(r.kernel("ZeroOut").output_like.is_empty());
+    assert_eq!(
+        r.kernel("ZeroOutDeclared").output_like,
+        [(0, 0, OPFORGE_OUTPUT_FORWARD)]
+    );
+    assert_eq!(r.kernel("Negate").output_like, [(0, 0, 0)]);
     let z = r.op("ZeroOut");
     assert_eq!(
         z.attrs,
@@ -473,6 +560,140 @@ fn a_panicking_compute_is_internal_naming_library_op_and_location() {
     z.compute(&mut c).unwrap();
     assert_eq!(c.outputs[0].as_ref().unwrap().values::<i32>(), [4, 0]);
     drop(z);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+fn float_init(op: &str) -> MockInit {
+    MockInit {
+        op: op.into(),
+        attrs: vec![],
+        inputs: vec![OPFORGE_DT_FLOAT],
+        outputs: vec![OPFORGE_DT_FLOAT],
+    }
+}
+
+#[test]
+fn the_views_entry_runs_an_elementwise_kernel_without_host_calls() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    let k = Instance::create(r.kernel("Negate"), &float_init("Negate")).unwrap();
+    let x = || MockTensor::from(OPFORGE_DT_FLOAT, &[2, 2], &[1f32, -2.0, 3.0, 0.5]);
+    let mut c = MockCtx::new("Negate", vec![x()], vec![OPFORGE_DT_FLOAT]);
+    let before = view_calls();
+    k.compute_views(&mut c).unwrap();
+    assert_eq!(
+        view_calls(),
+        before,
+        "the views entry asked the host for views"
+    );
+    let out = c.outputs[0].as_ref().unwrap();
+    assert_eq!(out.dims, [2, 2]);
+    assert_eq!(out.values::<f32>(), [-1.0, 2.0, -3.0, -0.5]);
+    // The 1.0 entry computes the same, asking the host (the SDK allocates
+    // the declared output first).
+    let mut c = MockCtx::new("Negate", vec![x()], vec![OPFORGE_DT_FLOAT]);
+    let before = view_calls();
+    k.compute(&mut c).unwrap();
+    assert!(view_calls() > before);
+    assert_eq!(
+        c.outputs[0].as_ref().unwrap().values::<f32>(),
+        [-1.0, 2.0, -3.0, -0.5]
+    );
+    drop(k);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+#[test]
+fn a_declared_output_answers_the_kernels_own_forward_call() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    let mut init = zero_out_init(1);
+    init.op = "ZeroOutDeclared".into();
+    let k = Instance::create(r.kernel("ZeroOutDeclared"), &init).unwrap();
+    let x = || MockTensor::from(OPFORGE_DT_INT32, &[3], &[7i32, 8, 9]);
+    for forward in [false, true] {
+        let mut c = MockCtx::new("ZeroOutDeclared", vec![x()], vec![OPFORGE_DT_INT32]);
+        c.allow_forward = forward;
+        let before = view_calls();
+        k.compute_views(&mut c).unwrap();
+        assert_eq!(view_calls(), before, "forward: {forward}");
+        assert_eq!(c.outputs[0].as_ref().unwrap().values::<i32>(), [0, 8, 0]);
+        assert_eq!(c.inputs[0].is_none(), forward, "computed in place");
+    }
+    // On the 1.0 entry the SDK allocates the declared output (never
+    // forwarding), and the kernel's forward call gets that output.
+    let mut c = MockCtx::new("ZeroOutDeclared", vec![x()], vec![OPFORGE_DT_INT32]);
+    c.allow_forward = true;
+    k.compute(&mut c).unwrap();
+    assert_eq!(c.outputs[0].as_ref().unwrap().values::<i32>(), [0, 8, 0]);
+    assert!(c.inputs[0].is_some(), "the 1.0 entry forwarded");
+    drop(k);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+#[test]
+fn a_forwarded_input_is_readable_until_its_output_is_used() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    let k = Instance::create(r.kernel("ReadAfterUse"), &float_init("ReadAfterUse")).unwrap();
+    let x = || MockTensor::from(OPFORGE_DT_FLOAT, &[2], &[4f32, 5.0]);
+    // Not forwarded: the input stays readable throughout.
+    let mut c = MockCtx::new("ReadAfterUse", vec![x()], vec![OPFORGE_DT_FLOAT]);
+    k.compute_views(&mut c).unwrap();
+    assert_eq!(c.outputs[0].as_ref().unwrap().values::<f32>(), [5.0, 5.0]);
+    // Forwarded: readable before the output is used (the first read gave
+    // 4), the host's error after (the memory is the output's now).
+    let mut c = MockCtx::new("ReadAfterUse", vec![x()], vec![OPFORGE_DT_FLOAT]);
+    c.allow_forward = true;
+    let e = k.compute_views(&mut c).unwrap_err();
+    assert_eq!(e.code, OPFORGE_FAILED_PRECONDITION);
+    assert_eq!(e.message, "input 0 was forwarded");
+    assert_eq!(c.outputs[0].as_ref().unwrap().values::<f32>(), [5.0, 5.0]);
+    // The 1.0 entry never forwards a declared output.
+    let mut c = MockCtx::new("ReadAfterUse", vec![x()], vec![OPFORGE_DT_FLOAT]);
+    c.allow_forward = true;
+    k.compute(&mut c).unwrap();
+    drop(k);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+#[test]
+fn a_panic_in_the_views_entry_is_internal_and_poisons_the_instance() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    let k = Instance::create(r.kernel("Panicky"), &float_init("Panicky")).unwrap();
+    let x = MockTensor::from(OPFORGE_DT_FLOAT, &[2], &[1f32, 2.0]);
+    let mut c = MockCtx::new("Panicky", vec![x.clone()], vec![OPFORGE_DT_FLOAT]);
+    let e = k.compute_views(&mut c).unwrap_err();
+    assert_eq!(e.code, OPFORGE_INTERNAL);
+    assert_eq!(e.flags, OPFORGE_STATUS_PANICKED);
+    assert!(
+        e.message
+            .starts_with("compute of kernel Panicky (library mock_test_lib 9.8.7) panicked at "),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.message
+            .ends_with("index out of bounds: the len is 0 but the index is 2"),
+        "{}",
+        e.message
+    );
+    // Poisoned for both entries.
+    let mut c = MockCtx::new("Panicky", vec![x.clone()], vec![OPFORGE_DT_FLOAT]);
+    let e = k.compute_views(&mut c).unwrap_err();
+    assert_eq!(e.code, OPFORGE_INTERNAL);
+    assert_eq!(
+        e.message,
+        "kernel Panicky (library mock_test_lib 9.8.7) was poisoned by an earlier panic"
+    );
+    let mut c = MockCtx::new("Panicky", vec![x], vec![OPFORGE_DT_FLOAT]);
+    assert_eq!(k.compute(&mut c).unwrap_err().code, OPFORGE_INTERNAL);
+    drop(k);
     // SAFETY: nothing of the plugin runs any more.
     unsafe { opforge_plugin_fini_v1() };
 }

@@ -66,9 +66,11 @@ pub fn build_example(package: &str, release: bool, target_dir: &Path) -> PathBuf
 
 /// Compiles the C op library `src` (a path relative to the repository
 /// root, e.g. `examples/c_zero_out/zero_out.c`) with the system C compiler
-/// (`$CC`, else `cc`) as C99 with `-Wall -Wextra -Werror`, the header's
-/// include directory and the extra `args` (`-DNAME=...`), into
-/// `dir/lib<name>.so`; its path.
+/// (`$CC`, else `cc`) as C99 with `-Wall -Wextra -Werror`, the extra `args`
+/// (`-DNAME=...`) and the header's include directory, into
+/// `dir/lib<name>.so`; its path. The `args` come first, so an `-I` among
+/// them wins over the repository's header (a frozen header of an older
+/// minor: [`frozen_include_dir`]).
 ///
 /// # Panics
 /// If there is no C compiler or the compile fails (test machinery).
@@ -77,9 +79,10 @@ pub fn build_c_library(src: &str, dir: &Path, name: &str, args: &[&str]) -> Path
     let out = dir.join(format!("lib{name}.so"));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let status = Command::new(&cc)
-        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I"])
-        .arg(repo_root().join("include"))
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"])
         .args(args)
+        .arg("-I")
+        .arg(repo_root().join("include"))
         .arg("-o")
         .arg(&out)
         .arg(repo_root().join(src))
@@ -89,4 +92,12 @@ pub fn build_c_library(src: &str, dir: &Path, name: &str, args: &[&str]) -> Path
         });
     assert!(status.success(), "{cc} failed to build {src} as {name}");
     out
+}
+
+/// The include directory of the frozen header of ABI `major.minor`
+/// (`crates/opforge-abi/tests/frozen/MAJOR.MINOR`): `-I` it in
+/// [`build_c_library`]'s `args` to build a library exactly as one built
+/// against that release of the header.
+pub fn frozen_include_dir(major: u32, minor: u32) -> PathBuf {
+    repo_root().join(format!("crates/opforge-abi/tests/frozen/{major}.{minor}"))
 }

@@ -149,10 +149,11 @@ impl Kernel for ZeroOutKernel {
             n,
             fmt_shape(ctx.input(0)?.dims())
         );
-        // The output gets the input's dims without copying them.
-        let forwarded = ctx
-            .forward_input_or_allocate_output_like(&[0], 0, 0)?
-            .is_some();
+        // Output 0 is set before compute runs (`output_like_forwarding(0,
+        // 0)` in ZERO_OUT_KERNEL): input 0's own buffer when nothing else
+        // holds it, else a new tensor of its dims. Input 0 stays readable
+        // until the output is used.
+        let forwarded = ctx.forwarded_from(0) == Some(0);
         dispatch!(
             dtype,
             T => if forwarded {
@@ -224,9 +225,12 @@ impl Kernel for ZeroOutListKernel {
     }
 }
 
-/// `ZeroOut`'s kernel definition.
+/// `ZeroOut`'s kernel definition: the output has the input's dims, and may
+/// take over its buffer (the host sets it before compute, so the kernel
+/// computes with no call back into the host).
 pub const ZERO_OUT_KERNEL: KernelDef = KernelDefBuilder::new("ZeroOut")
     .type_constraint_list("T", DataType::REAL_NUMBER_TYPES)
+    .output_like_forwarding(0, 0)
     .build::<ZeroOutKernel>();
 /// `ZeroOutInt32`'s kernel definition.
 pub const ZERO_OUT_INT32_KERNEL: KernelDef =

@@ -567,9 +567,9 @@ pub(super) unsafe extern "C" fn allocate_temp(
             }
             let shape = shape_of(dims, rank)?;
             let mut t = k.ctx().allocate_temp(dtype, shape)?;
-            let v = view(&mut t, true, &k.arena)?;
+            let v = view(&mut t, true, &k.extra().arena)?;
             // The buffer stays where it is when the tensor moves into the list.
-            k.temps.borrow_mut().push(t);
+            k.extra().temps.borrow_mut().push(t);
             write_view(&v, out)
         })
     }
@@ -586,7 +586,7 @@ pub(super) unsafe extern "C" fn attr(
         guard_status(status, || {
             let k = kctx(p)?;
             let c = k.ctx();
-            read_attr(c.op_def(), c.attrs(), &k.arena, name, value)
+            read_attr(c.op_def(), c.attrs(), &k.extra().arena, name, value)
         })
     }
 }

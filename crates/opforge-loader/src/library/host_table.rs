@@ -327,11 +327,29 @@ pub(super) unsafe extern "C" fn reg_kernel(
                     d.flags & !known
                 )));
             }
-            let Some(compute) = d.compute else {
+            // R1: a 1.0 plugin's shorter struct reads with the 1.1 fields
+            // zero (no views entry, no declarations): the 1.0 path.
+            let compute = d.compute;
+            let compute_views = d.compute_views;
+            if compute.is_none() && compute_views.is_none() {
                 return Err(Status::invalid_argument(format!(
                     "kernel of op '{op}' has no compute callback"
                 )));
-            };
+            }
+            if compute.is_none() {
+                let lib = m.lock().unwrap_or_else(PoisonError::into_inner).lib()?;
+                if lib.min_host_minor < 1 {
+                    return Err(Status::failed_precondition(format!(
+                        "kernel of op '{op}' has only the 1.1 compute_views entry, but library \
+                         {} declares min_host_minor {}: a 1.0 host would load it and could \
+                         not run the kernel; declare min_host_minor 1 \
+                         (OPFORGE_MIN_HOST_MINOR) or give a 1.0 compute too",
+                        lib.label(),
+                        lib.min_host_minor
+                    )));
+                }
+            }
+            let output_like = read_output_like(&op, &d)?;
             let mut kb = KernelDefBuilder::new(&op).device(device);
             let mut constraints = Map::new();
             let mut host_memory = Vec::new();
@@ -393,6 +411,12 @@ pub(super) unsafe extern "C" fn reg_kernel(
                 op,
                 create: d.create,
                 compute,
+                compute_views,
+                declared_mask: output_like
+                    .iter()
+                    .filter(|l| l.output < 64)
+                    .fold(0, |m, l| m | (1u64 << l.output)),
+                output_like,
                 destroy: d.destroy,
                 user: SendPtr(d.user),
                 flags: d.flags,
@@ -402,6 +426,49 @@ pub(super) unsafe extern "C" fn reg_kernel(
             Ok(())
         })
     }
+}
+
+/// The kernel's output declarations (1.1), checked: only with
+/// compute_views, known flag bits, at most one per output.
+///
+/// # Safety
+/// `d` was read from the plugin's registration: its `output_like` is NULL
+/// or points to `num_output_like` structs (R1).
+unsafe fn read_output_like(op: &str, d: &OpforgeKernelDef) -> Result<Box<[OutputLike]>> {
+    if d.num_output_like == 0 {
+        return Ok(Box::default());
+    }
+    if d.compute_views.is_none() {
+        return Err(Status::invalid_argument(format!(
+            "kernel of op '{op}' declares output_like without compute_views (the host sets \
+             declared outputs only for compute_views)"
+        )));
+    }
+    // SAFETY: forwarded from the caller.
+    let decls = unsafe { read_array(d.output_like, d.num_output_like)? };
+    let mut out: Vec<OutputLike> = Vec::with_capacity(decls.len());
+    for l in decls {
+        if l.flags & !OPFORGE_OUTPUT_FORWARD != 0 {
+            return Err(Status::unimplemented(format!(
+                "kernel of op '{op}': output_like of output {} has unknown flag bits {:#x}; \
+                 upgrade opforge",
+                l.output,
+                l.flags & !OPFORGE_OUTPUT_FORWARD
+            )));
+        }
+        if out.iter().any(|o| o.output == l.output) {
+            return Err(Status::invalid_argument(format!(
+                "kernel of op '{op}' declares output {} in output_like twice",
+                l.output
+            )));
+        }
+        out.push(OutputLike {
+            output: l.output,
+            input: l.input,
+            forward: l.flags & OPFORGE_OUTPUT_FORWARD != 0,
+        });
+    }
+    Ok(out.into_boxed_slice())
 }
 
 pub(super) unsafe extern "C" fn reg_gradient_fn(

@@ -5,7 +5,7 @@
 use crate::decl::DeclGradient;
 use crate::grad::{run_grad_fn, GRAD_API};
 use crate::host::*;
-use crate::kernel::{PluginKernelDef, KERNEL_API};
+use crate::kernel::{OutputLike, PluginKernelDef, KERNEL_API};
 use crate::manifest::{self, Manifest};
 use crate::shape::{run_shape_fn, SHAPE_API};
 use opforge_abi::*;
@@ -27,6 +27,10 @@ pub(crate) struct LibInner {
     name: String,
     version: String,
     path: PathBuf,
+    /// The manifest's `abi.min_host_minor`: kernels that need a newer
+    /// field than that (a 1.1 `compute_views` without a 1.0 `compute`)
+    /// are refused at registration.
+    pub(crate) min_host_minor: u32,
     /// The table init received (its address identifies the library in `log`).
     host: Box<OpforgeHostApi>,
     fini: OpforgePluginFiniFn,
@@ -386,6 +390,7 @@ impl Loader {
             name: lib_name.clone(),
             version: version.clone(),
             path: path.to_path_buf(),
+            min_host_minor: manifest.library.abi.min_host_minor,
             host: Box::new(host_table()),
             fini,
             instances: AtomicUsize::new(0),

@@ -19,7 +19,7 @@ static int fini_calls;
 
 /* For the tests, through dlsym. */
 OPFORGE_EXPORT int probe_released(void) { return released; }
-OPFORGE_EXPORT int probe_destroyed(void) { return destroyed; }
+OPFORGE_EXPORT int probe_destroyed(void) { return __atomic_load_n(&destroyed, __ATOMIC_SEQ_CST); }
 OPFORGE_EXPORT int probe_fini_calls(void) { return fini_calls; }
 
 #define INIT_VIEW(v)          \
@@ -158,7 +158,7 @@ static OpforgeCode attrs_compute(void* s, OpforgeKernelCtx* ctx, OpforgeStatus* 
 static void attrs_destroy(void* s, void* user) {
   (void)user;
   free(s);
-  destroyed++;
+  __atomic_fetch_add(&destroyed, 1, __ATOMIC_SEQ_CST);
 }
 
 /* ProbeError(x: float) -> y: float; attr code: int. Returns `code`
@@ -454,6 +454,11 @@ static OpforgeCode register_square_gradient(OpforgeRegistrar* r, OpforgeStatus* 
  * caught "panic" (INTERNAL + OPFORGE_STATUS_PANICKED), after which the host
  * must destroy the state and create a new one. */
 static int panic_states;
+/* States ProbePanic's create made (computes and evictions run on many
+ * threads: the counters are atomic). */
+OPFORGE_EXPORT int probe_panic_states(void) {
+  return __atomic_load_n(&panic_states, __ATOMIC_SEQ_CST);
+}
 
 static OpforgeCode panic_create(const OpforgeKernelInit* init, void* user, void** state,
                                 OpforgeStatus* st) {
@@ -461,7 +466,7 @@ static OpforgeCode panic_create(const OpforgeKernelInit* init, void* user, void*
   (void)init;
   (void)user;
   (void)st;
-  *serial = ++panic_states;
+  *serial = __atomic_add_fetch(&panic_states, 1, __ATOMIC_SEQ_CST);
   *state = serial;
   return OPFORGE_OK;
 }
@@ -469,7 +474,7 @@ static OpforgeCode panic_create(const OpforgeKernelInit* init, void* user, void*
 static void panic_destroy(void* s, void* user) {
   (void)user;
   free(s);
-  destroyed++;
+  __atomic_fetch_add(&destroyed, 1, __ATOMIC_SEQ_CST);
 }
 
 static OpforgeCode panic_compute(void* s, OpforgeKernelCtx* ctx, OpforgeStatus* st) {

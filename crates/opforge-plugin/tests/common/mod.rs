@@ -65,6 +65,18 @@ unsafe extern "C" fn status_flags(status: *const OpforgeStatus) -> u32 {
 
 thread_local! {
     pub static LOG: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    /// Calls of the kernel table's view-making slots (input, output,
+    /// allocate_output, forward_input_or_allocate_output) on this thread.
+    pub static VIEW_CALLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn count_view_call() {
+    VIEW_CALLS.with(|c| c.set(c.get() + 1));
+}
+
+/// The view-making host calls made on this thread so far.
+pub fn view_calls() -> u64 {
+    VIEW_CALLS.with(|c| c.get())
 }
 
 unsafe extern "C" fn log(_: *const OpforgeHostApi, _level: u32, m: OpforgeStr) {
@@ -96,6 +108,10 @@ pub struct KernelRec {
     pub compute: OpforgeKernelComputeFn,
     pub destroy: OpforgeKernelDestroyFn,
     pub user: *mut c_void,
+    /// 1.1: the views entry and the output declarations (output, input,
+    /// flags).
+    pub compute_views: OpforgeKernelComputeViewsFn,
+    pub output_like: Vec<(usize, usize, u32)>,
 }
 
 // SAFETY: a kernel record holds the plugin's function pointers and its
@@ -184,6 +200,17 @@ unsafe extern "C" fn reg_kernel(
         let types = unsafe { std::slice::from_raw_parts(c.types, c.num_types) }.to_vec();
         constraints.push((text(c.attr), types));
     }
+    let mut output_like = Vec::new();
+    for i in 0..d.num_output_like {
+        // SAFETY: the plugin's array, stepped by the first element's
+        // struct_size (R1).
+        let l = unsafe {
+            let stride = (*d.output_like).struct_size;
+            OpforgeOutputLike::read_from(d.output_like.cast::<u8>().add(i * stride).cast())
+        }
+        .unwrap();
+        output_like.push((l.output, l.input, l.flags));
+    }
     reg(r).kernels.push(KernelRec {
         op,
         device: text(d.device_type),
@@ -193,6 +220,8 @@ unsafe extern "C" fn reg_kernel(
         compute: d.compute,
         destroy: d.destroy,
         user: d.user,
+        compute_views: d.compute_views,
+        output_like,
     });
     OPFORGE_OK
 }
@@ -592,6 +621,7 @@ unsafe extern "C" fn k_input(
     view: *mut OpforgeTensor,
     status: *mut OpforgeStatus,
 ) -> OpforgeCode {
+    count_view_call();
     match ctx_of(c).inputs.get_mut(i) {
         Some(Some(t)) => {
             t.view(false, view);
@@ -611,6 +641,7 @@ unsafe extern "C" fn k_output(
     view: *mut OpforgeTensor,
     status: *mut OpforgeStatus,
 ) -> OpforgeCode {
+    count_view_call();
     match ctx_of(c).outputs.get_mut(i) {
         Some(Some(t)) => {
             t.view(true, view);
@@ -639,6 +670,7 @@ unsafe extern "C" fn k_allocate_output(
     view: *mut OpforgeTensor,
     status: *mut OpforgeStatus,
 ) -> OpforgeCode {
+    count_view_call();
     let ctx = ctx_of(c);
     let Some(&dtype) = ctx.output_dtypes.get(i) else {
         return fail(status, OPFORGE_INVALID_ARGUMENT, &format!("no output {i}"));
@@ -662,6 +694,7 @@ unsafe extern "C" fn k_forward(
     view: *mut OpforgeTensor,
     status: *mut OpforgeStatus,
 ) -> OpforgeCode {
+    count_view_call();
     let ctx = ctx_of(c);
     let dims_v = dims_arg(dims, rank);
     if ctx.allow_forward {
@@ -1217,7 +1250,11 @@ pub static REFUSING_HOST: OpforgeHostApi = OpforgeHostApi {
     registration: &REGISTRATION_REFUSING,
     ..host_with(&KERNEL)
 };
-pub static OLD_HOST: OpforgeHostApi = host_with(&KERNEL_WITHOUT_PARALLEL_FOR);
+/// A 1.0 host that lacks a slot (`parallel_for`).
+pub static OLD_HOST: OpforgeHostApi = OpforgeHostApi {
+    abi_minor: 0,
+    ..host_with(&KERNEL_WITHOUT_PARALLEL_FOR)
+};
 
 const fn host_with(kernel: &'static OpforgeKernelApi) -> OpforgeHostApi {
     OpforgeHostApi {
@@ -1293,6 +1330,63 @@ impl<'a> Instance<'a> {
         let mut s = MockStatus::default();
         // SAFETY: the plugin's compute with its state and this host's ctx.
         let code = unsafe { (self.k.compute.unwrap())(self.state, ctx.ptr(), s.ptr()) };
+        if code == OPFORGE_OK {
+            Ok(())
+        } else {
+            s.code = code;
+            Err(s)
+        }
+    }
+
+    /// What a 1.1 host does: every input's view, every declared output set
+    /// (forwarded when the declaration and `ctx.allow_forward` allow it and
+    /// the input matches), then the plugin's compute_views.
+    pub fn compute_views(&self, ctx: &mut MockCtx) -> Result<(), MockStatus> {
+        let mut ins = Vec::new();
+        for t in ctx.inputs.iter_mut() {
+            let mut v = OpforgeTensor::new();
+            t.as_mut().unwrap().view(false, &mut v);
+            ins.push(v);
+        }
+        let mut from = vec![OPFORGE_NOT_FORWARDED; ctx.outputs.len()];
+        for &(o, j, flags) in &self.k.output_like {
+            let dims = ctx.inputs[j]
+                .as_ref()
+                .map(|t| t.dims.clone())
+                .unwrap_or_else(|| dims_arg(ins[j].dims, ins[j].rank));
+            let forwardable = matches!(&ctx.inputs[j], Some(t) if t.dtype == ctx.output_dtypes[o]);
+            if flags & OPFORGE_OUTPUT_FORWARD != 0 && ctx.allow_forward && forwardable {
+                ctx.outputs[o] = ctx.inputs[j].take();
+                from[o] = j as i64;
+            } else {
+                let mut t = MockTensor::zeros(ctx.output_dtypes[o], &dims);
+                t.storage.fill(0x5a5a_5a5a_5a5a_5a5a);
+                ctx.outputs[o] = Some(t);
+            }
+        }
+        let mut outs = Vec::new();
+        for (o, t) in ctx.outputs.iter_mut().enumerate() {
+            let mut v = OpforgeTensor::new();
+            match t {
+                Some(t) => t.view(true, &mut v),
+                None => v.dtype = ctx.output_dtypes[o],
+            }
+            outs.push(v);
+        }
+        let views = OpforgeKernelViews {
+            inputs: ins.as_ptr(),
+            num_inputs: ins.len(),
+            outputs: outs.as_ptr(),
+            num_outputs: outs.len(),
+            forwarded_from: from.as_ptr(),
+            ..OpforgeKernelViews::new()
+        };
+        let mut s = MockStatus::default();
+        // SAFETY: the plugin's compute_views with its state, this host's
+        // ctx, and views that live across the call (the tensors they point
+        // into are the ctx's, moved, not copied, when forwarded).
+        let code =
+            unsafe { (self.k.compute_views.unwrap())(self.state, ctx.ptr(), &views, s.ptr()) };
         if code == OPFORGE_OK {
             Ok(())
         } else {
