@@ -238,20 +238,7 @@ impl EagerContext {
 
     /// Runs `op` on grouped arguments, one [`Arg`] per input argument.
     pub fn execute_args(&self, op: &str, args: Vec<Arg>, attrs: &AttrMap) -> Result<Vec<Tensor>> {
-        let mut grouping = Grouping::with_capacity(args.len());
-        let mut flat = Vec::new();
-        for a in args {
-            match a {
-                Arg::One(t) => {
-                    grouping.push(None);
-                    flat.push(t);
-                }
-                Arg::List(l) => {
-                    grouping.push(Some(l.len()));
-                    flat.extend(l);
-                }
-            }
-        }
+        let (flat, grouping) = flatten_args(args);
         self.run(op, flat, Some(grouping), attrs)
     }
 
@@ -462,6 +449,26 @@ impl EagerContext {
             .map(Vec::len)
             .sum()
     }
+}
+
+/// Grouped arguments as flat inputs and their grouping (`None` for a single
+/// tensor, `Some(len)` for a list).
+fn flatten_args(args: Vec<Arg>) -> (Vec<Tensor>, Grouping) {
+    let mut grouping = Grouping::with_capacity(args.len());
+    let mut flat = Vec::with_capacity(args.len());
+    for a in args {
+        match a {
+            Arg::One(t) => {
+                grouping.push(None);
+                flat.push(t);
+            }
+            Arg::List(l) => {
+                grouping.push(Some(l.len()));
+                flat.extend(l);
+            }
+        }
+    }
+    (flat, grouping)
 }
 
 fn too_few(op: &str, op_def: &crate::proto::OpDef, given: usize) -> Status {

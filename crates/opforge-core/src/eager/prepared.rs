@@ -15,7 +15,7 @@
 //! resolves them (through the context's shared kernel cache) and keeps
 //! the result, pushing out the oldest entry when the cache is full.
 
-use super::{Arg, CachedKernel, EagerContext, Grouping};
+use super::{flatten_args, Arg, CachedKernel, EagerContext, Grouping};
 use crate::attrs::{check_known_attrs, AttrMap};
 use crate::{Result, Status, Tensor};
 use smallvec::SmallVec;
@@ -166,20 +166,7 @@ impl EagerContext {
     /// Runs prepared call `p` on grouped arguments, one [`Arg`] per input
     /// argument (as [`execute_args`](Self::execute_args)).
     pub fn run_prepared_args(&self, p: &PreparedOp, args: Vec<Arg>) -> Result<PreparedOutputs> {
-        let mut grouping = Grouping::with_capacity(args.len());
-        let mut flat = Vec::with_capacity(args.len());
-        for a in args {
-            match a {
-                Arg::One(t) => {
-                    grouping.push(None);
-                    flat.push(t);
-                }
-                Arg::List(l) => {
-                    grouping.push(Some(l.len()));
-                    flat.extend(l);
-                }
-            }
-        }
+        let (flat, grouping) = flatten_args(args);
         self.run_prepared_grouped(p, flat, Some(grouping))
     }
 
