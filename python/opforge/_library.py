@@ -7,6 +7,8 @@ import os
 import types
 
 from . import _C, _ops
+from . import ops as ops_module
+from . import raw_ops as raw_ops_module
 
 _MODULES: dict = {}
 
@@ -57,4 +59,9 @@ def load_op_library(library_filename) -> OpLibraryModule:
         names.append(f.__name__)
     mod.__all__ = names
     _MODULES[key] = mod
+    # `opforge.ops` and `opforge.raw_ops` get the library's ops too (if
+    # they made their functions already; else they will on first use).
+    for m in (ops_module, raw_ops_module):
+        if m._made[0]:
+            m._sync()
     return mod

@@ -1,44 +1,41 @@
 """Every registered op as a snake_case function (`opforge.ops.add_v2`,
 `opforge.ops.zero_out` once its library is loaded), generated from its
-OpDef on first use (PEP 562)."""
+OpDef.
 
-from __future__ import annotations
+The functions are made on the first read of any of them (PEP 562's module
+`__getattr__`), all at once, as plain module attributes; the module's
+`__getattr__` then goes away, because CPython reads attributes of a module
+that has one more slowly (no specialized lookup). `load_op_library` adds
+the functions of a library's ops (`_sync`)."""
 
 from . import _C, _ops
 
-_cache: dict = {}
 _names: dict = {}
-_gen = [-1]
+_made = [False]
 
 
-def _table(force=False):
-    g = _C.registry_generation()
-    if force or g != _gen[0]:
-        _names.clear()
-        for op in _C.op_names():
-            _names.setdefault(_ops.snake_case(op), op)
-        _cache.clear()
-        _ops._INFO.clear()
-        _gen[0] = g
-    return _names
+def _sync():
+    """Makes a function for every registered op that has none yet."""
+    ns = globals()
+    for op in _C.op_names():
+        name = _ops.snake_case(op)
+        if _names.setdefault(name, op) != op or name in ns:
+            # A name two ops map to: the first op keeps it. A name already
+            # made keeps its function (loading only adds ops).
+            continue
+        ns[name] = _ops.make_function(_ops.op_info(op), raw=False)
+    _made[0] = True
 
 
 def __getattr__(name: str):
-    op = _table().get(name)
-    if op is None:
-        # A library loaded since the table was made: look again.
-        op = _table(force=True).get(name)
-    if op is None:
+    _sync()
+    globals().pop("__getattr__", None)
+    f = globals().get(name)
+    if f is None or name not in _names:
         raise AttributeError(f"module 'opforge.ops' has no op function {name!r}")
-    f = _cache.get(name)
-    if f is None:
-        f = _ops.make_function(_ops.op_info(op), raw=False)
-        _cache[name] = f
-    # Later lookups find it without __getattr__ (loading a library only
-    # adds ops, so a cached function never goes stale by name).
-    globals()[name] = f
     return f
 
 
 def __dir__():
-    return sorted(_table())
+    _sync()
+    return sorted(_names)

@@ -1,28 +1,37 @@
 """Every registered op by its OpDef name, keyword arguments only
-(`opforge.raw_ops.AddV2(x=..., y=...)`), as TensorFlow's `tf.raw_ops`."""
+(`opforge.raw_ops.AddV2(x=..., y=...)`), as TensorFlow's `tf.raw_ops`.
+
+As in `opforge.ops`, the functions are made on the first read of any of
+them, all at once, as plain module attributes, and the module's
+`__getattr__` then goes away (a module with one is slower to read from);
+`load_op_library` adds the functions of a library's ops (`_sync`)."""
 
 from __future__ import annotations
 
 from . import _C, _ops
 
-_cache: dict = {}
-_gen = [-1]
+_names: set = set()
+_made = [False]
+
+
+def _sync():
+    """Makes a function for every registered op that has none yet."""
+    ns = globals()
+    for op in _C.op_names():
+        if op not in _names:
+            ns[op] = _ops.make_function(_ops.op_info(op), raw=True)
+            _names.add(op)
+    _made[0] = True
 
 
 def __getattr__(name: str):
-    g = _C.registry_generation()
-    if g != _gen[0]:
-        _cache.clear()
-        _gen[0] = g
-    f = _cache.get(name)
-    if f is None:
-        if name not in set(_C.op_names()):
-            raise AttributeError(f"module 'opforge.raw_ops' has no op {name!r}")
-        f = _ops.make_function(_ops.op_info(name), raw=True)
-        _cache[name] = f
-    globals()[name] = f
-    return f
+    _sync()
+    globals().pop("__getattr__", None)
+    if name not in _names:
+        raise AttributeError(f"module 'opforge.raw_ops' has no op {name!r}")
+    return globals()[name]
 
 
 def __dir__():
-    return list(_C.op_names())
+    _sync()
+    return sorted(_names)

@@ -195,7 +195,8 @@ const PREPARED_PER_FUNCTION: usize = 8;
 
 /// What running one op natively needs, built once per op function.
 pub struct Plan {
-    op: String,
+    /// The op's name, shared with every record of a call on a tape.
+    op: Arc<str>,
     /// Per input argument: its fixed dtype, if any.
     inputs: Vec<Option<DataType>>,
     /// Per visible attr: its name and kind.
@@ -239,7 +240,7 @@ impl Plan {
             kinds.push((name.clone(), kind));
         }
         Some(Plan {
-            op: op.to_string(),
+            op: op.into(),
             inputs,
             attrs: kinds,
             defaults: OnceLock::new(),

@@ -230,7 +230,7 @@ pub fn graph_gradients<'py>(
             let mut records = Vec::with_capacity(gr.len());
             for (i, n) in gr.nodes().iter().enumerate() {
                 records.push(Record {
-                    op: n.op.clone(),
+                    op: n.op.as_str().into(),
                     attrs: n.attrs.clone(),
                     inputs: n
                         .inputs

@@ -14,31 +14,61 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A recording tape (`opforge.GradientTape` holds one).
+///
+/// The tape finds the handle of a Python tensor it has seen in the
+/// tensor's own slot (`PyTensor::tape_sym`) when the slot is this tape's:
+/// the common case of one tape recording costs no table lookup or insert
+/// per op. A tensor whose slot another tape holds (nested tapes) is found
+/// in `ids`, by address.
 #[pyclass(unsendable, module = "opforge._C")]
 pub struct Tape {
     tape: GradientTape<'static>,
-    /// Python tensor (by object address) -> its handle on this tape.
+    /// The scope of `tape`'s handles.
+    scope: u32,
+    /// Python tensor (by object address) -> its handle on this tape, for
+    /// the tensors whose slot holds another tape's handle.
     ids: HashMap<usize, Sym, Hasher>,
-    /// Handle -> the Python tensor it was last given to; holding the
+    /// Handle index -> the Python tensor it was last given to; holding the
     /// objects keeps their addresses (the keys of `ids`) theirs.
-    objs: HashMap<Sym, Py<PyTensor>, Hasher>,
+    objs: Vec<Option<Py<PyTensor>>>,
 }
 
 /// The tables' hasher (the keys are addresses and handles, not input an
 /// attacker chooses).
 type Hasher = foldhash::fast::RandomState;
 
+impl Drop for Tape {
+    fn drop(&mut self) {
+        // Free the slots this tape holds, for the next tape.
+        for (i, o) in self.objs.iter().enumerate() {
+            if let Some(o) = o {
+                o.get().release_tape_sym(Sym::new(self.scope, i as u32));
+            }
+        }
+    }
+}
+
 impl Tape {
     fn key(t: &Bound<'_, PyTensor>) -> usize {
         t.as_ptr() as usize
     }
 
+    /// The handle of `t` on this tape, if it has one.
+    fn lookup(&self, t: &Bound<'_, PyTensor>) -> Option<Sym> {
+        match t.get().tape_sym() {
+            Some(s) if s.scope() == self.scope => Some(s),
+            _ if self.ids.is_empty() => None,
+            _ => self.ids.get(&Self::key(t)).copied(),
+        }
+    }
+
     /// The handle of `t`, recording it as a constant if the tape has not
     /// seen it (a value from outside the recorded computation).
     fn sym(&mut self, t: &Bound<'_, PyTensor>) -> PyResult<Sym> {
-        if let Some(&s) = self.ids.get(&Self::key(t)) {
+        if let Some(s) = self.lookup(t) {
             return Ok(s);
         }
         let s = errors::check(t.py(), self.tape.constant(t.get().t.clone()), None)?;
@@ -47,14 +77,20 @@ impl Tape {
     }
 
     fn remember(&mut self, t: &Bound<'_, PyTensor>, s: Sym) {
-        self.ids.insert(Self::key(t), s);
-        self.objs.insert(s, t.clone().unbind());
+        if !t.get().claim_tape_sym(s) {
+            self.ids.insert(Self::key(t), s);
+        }
+        let i = s.index() as usize;
+        if self.objs.len() <= i {
+            self.objs.resize_with(i + 1, || None);
+        }
+        self.objs[i] = Some(t.clone().unbind());
     }
 
     /// The Python tensor of handle `s` (made, and remembered, if the
     /// handle has none yet: a value the tape computed itself).
     fn object<'py>(&mut self, py: Python<'py>, s: Sym) -> PyResult<Bound<'py, PyTensor>> {
-        if let Some(o) = self.objs.get(&s) {
+        if let Some(Some(o)) = self.objs.get(s.index() as usize) {
             return Ok(o.bind(py).clone());
         }
         let t = Bound::new(py, self.tensor_of(py, s)?)?;
@@ -87,7 +123,7 @@ impl Tape {
     /// call, resolved (as [`record`](Self::record) would resolve them).
     pub(crate) fn record_resolved(
         &mut self,
-        op: &str,
+        op: &Arc<str>,
         inputs: &[Bound<'_, PyTensor>],
         attrs: &AttrMap,
         outputs: &[Bound<'_, PyTensor>],
@@ -100,8 +136,12 @@ impl Tape {
         for t in inputs {
             args.push(self.sym(t)?);
         }
-        let outs = outputs.iter().map(|t| t.get().t.clone()).collect();
-        let syms = errors::check(py, self.tape.record_flat(op, &args, attrs, outs), Some(op))?;
+        let outs = outputs.iter().map(|t| t.get().t.clone());
+        let syms = errors::check(
+            py,
+            self.tape.record_flat(op.clone(), &args, attrs, outs),
+            Some(op),
+        )?;
         for (t, s) in outputs.iter().zip(syms) {
             self.remember(t, s);
         }
@@ -120,10 +160,12 @@ impl Tape {
     #[new]
     #[pyo3(signature = (persistent=false))]
     fn new(persistent: bool) -> Tape {
+        let tape = GradientTape::new(context(), persistent);
         Tape {
-            tape: GradientTape::new(context(), persistent),
+            scope: tape.scope(),
+            tape,
             ids: HashMap::default(),
-            objs: HashMap::default(),
+            objs: Vec::new(),
         }
     }
 
@@ -136,7 +178,7 @@ impl Tape {
 
     /// Whether the tape has a handle for `t`.
     fn knows(&self, t: Bound<'_, PyTensor>) -> bool {
-        self.ids.contains_key(&Self::key(&t))
+        self.lookup(&t).is_some()
     }
 
     /// Records a call that ran: `inputs` as for `_C.execute`, `attrs` as
@@ -201,7 +243,7 @@ impl Tape {
                     }
                     let syms = errors::check(
                         py,
-                        other.tape.record_flat(&r.op, &args, &r.attrs, outs),
+                        other.tape.record_flat(r.op.clone(), &args, &r.attrs, outs),
                         Some(&r.op),
                     )?;
                     for (o, s) in objs.iter().zip(syms) {
@@ -276,7 +318,8 @@ impl Tape {
                 let ts: Vec<opforge::Tensor> = outs.iter().map(|t| t.get().t.clone()).collect();
                 let out_syms = errors::check(
                     py,
-                    self.tape.record_flat(&n.op, &args, &n.attrs, ts),
+                    self.tape
+                        .record_flat(n.op.as_str().into(), &args, &n.attrs, ts),
                     Some(&n.op),
                 )?;
                 for (j, (t, s)) in outs.iter().zip(out_syms).enumerate() {
@@ -307,8 +350,8 @@ impl Tape {
                     .cast::<PyTensor>()
                     .map_err(|_| PyTypeError::new_err("targets must be Tensors"))?
                     .clone();
-                match self.ids.get(&Self::key(&t)) {
-                    Some(&s) => ts.push(s),
+                match self.lookup(&t) {
+                    Some(s) => ts.push(s),
                     // Not computed on the tape: it depends on no source.
                     None => continue,
                 }
@@ -325,7 +368,7 @@ impl Tape {
                 let mut k = 0;
                 for (t, g) in targets.iter().zip(og.iter()) {
                     let t = t.cast::<PyTensor>().map_err(PyErr::from)?.clone();
-                    if !self.ids.contains_key(&Self::key(&t)) {
+                    if self.lookup(&t).is_none() {
                         continue;
                     }
                     if !g.is_none() {
@@ -351,8 +394,8 @@ impl Tape {
                     .cast::<PyTensor>()
                     .map_err(|_| PyTypeError::new_err("sources must be Tensors"))?
                     .clone();
-                match self.ids.get(&Self::key(&s)) {
-                    Some(&sym) => {
+                match self.lookup(&s) {
+                    Some(sym) => {
                         srcs.push(sym);
                         known.push(true);
                     }

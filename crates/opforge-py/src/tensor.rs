@@ -5,12 +5,14 @@
 use crate::errors;
 use crate::fast;
 use crate::hooks::hook;
+use opforge::autodiff::Sym;
 use opforge::{DataType, Tensor};
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use std::ffi::{c_int, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// An immutable n-dimensional array of one dtype (`opforge.Tensor`).
@@ -21,6 +23,15 @@ pub struct PyTensor {
     /// the first export (most tensors, op results, never need them): they
     /// live as long as the object, which every exported view keeps alive.
     layout: OnceLock<Layout>,
+    /// The handle one recording tape gave this tensor, packed (scope in
+    /// the high half, index in the low; 0 for none): that tape finds the
+    /// tensor's handle here instead of in a table (see `crate::tape`).
+    tape_sym: AtomicU64,
+}
+
+/// A handle as the slot stores it (never 0: scopes start at 1).
+fn pack_sym(s: Sym) -> u64 {
+    (u64::from(s.scope()) << 32) | u64::from(s.index())
 }
 
 /// A tensor's dims and byte strides, for the buffer protocol.
@@ -32,7 +43,42 @@ impl PyTensor {
         PyTensor {
             t,
             layout: OnceLock::new(),
+            tape_sym: AtomicU64::new(0),
         }
+    }
+
+    /// The handle a tape left in this tensor's slot, if any.
+    pub(crate) fn tape_sym(&self) -> Option<Sym> {
+        let v = self.tape_sym.load(Ordering::Relaxed);
+        (v != 0).then(|| Sym::new((v >> 32) as u32, v as u32))
+    }
+
+    /// Puts `s` in the slot if the slot is free or holds a handle of the
+    /// same tape (scope); whether it did.
+    pub(crate) fn claim_tape_sym(&self, s: Sym) -> bool {
+        let new = pack_sym(s);
+        let mut cur = self.tape_sym.load(Ordering::Relaxed);
+        loop {
+            if cur != 0 && (cur >> 32) as u32 != s.scope() {
+                return false;
+            }
+            match self.tape_sym.compare_exchange_weak(
+                cur,
+                new,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(v) => cur = v,
+            }
+        }
+    }
+
+    /// Frees the slot if it holds `s` (its tape is going away).
+    pub(crate) fn release_tape_sym(&self, s: Sym) {
+        let _ =
+            self.tape_sym
+                .compare_exchange(pack_sym(s), 0, Ordering::Relaxed, Ordering::Relaxed);
     }
 
     /// The dims and C-order byte strides of the buffer protocol.

@@ -68,6 +68,40 @@ def test_nested_tapes_give_higher_order_gradients():
     assert float(d2y) == 18.0
 
 
+def test_tensors_shared_by_several_tapes():
+    # A tape keeps a tensor's handle in the tensor itself when no other
+    # live tape does, else in a table: every mix gives the same gradients.
+    x = of.constant(3.0)
+    with of.GradientTape(persistent=True) as first:
+        first.watch(x)
+        y = x * x
+    # `first` is alive and holds x's slot: `second` uses its table.
+    with of.GradientTape() as second:
+        second.watch(x)
+        z = x * y  # y was computed on `first` only: a constant here
+    assert float(second.gradient(z, x)) == 9.0
+    assert float(first.gradient(y, x)) == 6.0
+    # Tensors made on one tape, used on a third; the first tape then dies
+    # and a fourth tape gets the freed slots.
+    with of.GradientTape() as third:
+        third.watch(y)
+        w = y * y
+    assert float(third.gradient(w, y)) == 18.0
+    del first
+    for _ in range(2):
+        with of.GradientTape() as g:
+            g.watch(x)
+            v = x * x * x
+        assert float(g.gradient(v, x)) == 27.0
+    # Three tapes at once, recording the same calls.
+    with of.GradientTape() as a, of.GradientTape() as b, of.GradientTape() as c:
+        for t in (a, b, c):
+            t.watch(x)
+        u = x * x
+        u2 = u * x
+    assert [float(t.gradient(u2, x)) for t in (a, b, c)] == [27.0, 27.0, 27.0]
+
+
 def test_stop_recording():
     x = of.constant(2.0)
     with of.GradientTape() as g:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import inspect
 import pickle
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -402,3 +404,34 @@ def test_array_inputs_are_released_when_the_call_ends():
     results = [of.add(a, a) for _ in range(50)]
     assert sys.getrefcount(a) == before
     assert results[-1].numpy().tolist() == [2.0, 2.0, 2.0]
+
+
+def test_op_modules_are_plain_module_attributes_and_learn_loaded_libraries(zero_out_path):
+    # In a fresh process: the first read of `opforge.ops` / `opforge.raw_ops`
+    # makes every function a plain attribute and removes the modules'
+    # `__getattr__` (CPython reads attributes of a module that has one
+    # without its specialized lookup); a library loaded afterwards still
+    # shows up in both, and an unknown name is still an AttributeError.
+    script = f"""
+import opforge as of
+assert "__getattr__" in vars(of.ops) and "__getattr__" in vars(of.raw_ops)
+f, raw = of.ops.add_v2, of.raw_ops.AddV2
+assert "__getattr__" not in vars(of.ops) and "__getattr__" not in vars(of.raw_ops)
+assert vars(of.ops)["add_v2"] is f and vars(of.raw_ops)["AddV2"] is raw
+assert "zero_out" not in dir(of.ops)
+lib = of.load_op_library({str(zero_out_path)!r})
+assert of.ops.zero_out(of.constant([5, 4])).numpy().tolist() == [5, 0]
+assert of.raw_ops.ZeroOut(to_zero=of.constant([5, 4])).numpy().tolist() == [5, 0]
+assert "zero_out" in dir(of.ops) and "ZeroOut" in dir(of.raw_ops)
+for m, name in ((of.ops, "no_such_op"), (of.raw_ops, "NoSuchOp")):
+    try:
+        getattr(m, name)
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError(name)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

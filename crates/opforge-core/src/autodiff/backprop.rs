@@ -6,19 +6,25 @@ use super::{
 };
 use crate::attrs::AttrMap;
 use crate::{Result, Status};
+use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// The handles of a record's inputs or outputs: inline up to four (most
+/// ops), so recording an op on a tape allocates nothing for them.
+pub type Syms = SmallVec<[Sym; 4]>;
 
 /// One op application: what ran, on what, producing what.
 #[derive(Clone, Debug)]
 pub struct Record {
-    /// The op.
-    pub op: String,
+    /// The op (shared: a tape records the same op many times).
+    pub op: Arc<str>,
     /// Its attrs.
     pub attrs: AttrMap,
     /// Its flat inputs.
-    pub inputs: Vec<Sym>,
+    pub inputs: Syms,
     /// Its flat outputs.
-    pub outputs: Vec<Sym>,
+    pub outputs: Syms,
 }
 
 /// The gradients of `ys` (seeded with `grad_ys`, default ones) with respect

@@ -139,7 +139,7 @@ pub fn gradients(
         let inputs = ins.into_iter().map(|o| ops.sym(o)).collect();
         let outputs = (0..n_out).map(|i| ops.sym(Output::new(id, i))).collect();
         records.push(Record {
-            op,
+            op: op.into(),
             attrs,
             inputs,
             outputs,

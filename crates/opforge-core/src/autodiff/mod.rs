@@ -11,7 +11,7 @@ mod checker;
 mod graph_grad;
 mod tape;
 
-pub use backprop::{backprop, Record};
+pub use backprop::{backprop, Record, Syms};
 pub use checker::{compute_gradient, compute_gradient_error, Jacobians};
 pub use graph_grad::{gradients, GraphOps};
 pub use tape::GradientTape;

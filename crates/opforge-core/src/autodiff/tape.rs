@@ -1,12 +1,13 @@
 //! The eager [`GradientTape`]: runs ops now and records them, so gradients
 //! of recorded computations can be taken afterwards.
 
-use super::{backprop, Ops, Record, Sym, SymArg};
+use super::{backprop, Ops, Record, Sym, SymArg, Syms};
 use crate::attrs::{resolve_call, ArgTypes, AttrMap};
 use crate::eager::{Arg, EagerContext};
 use crate::registry::Registry;
 use crate::{DataType, Result, Status, Tensor};
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// Records eager op calls for differentiation (TensorFlow's `tf.GradientTape`).
 ///
@@ -38,6 +39,11 @@ impl<'c> GradientTape<'c> {
             persistent,
             used: false,
         }
+    }
+
+    /// The scope of the handles this tape hands out ([`Sym::scope`]).
+    pub fn scope(&self) -> u32 {
+        self.scope
     }
 
     fn push(&mut self, t: Tensor) -> Sym {
@@ -136,43 +142,50 @@ impl<'c> GradientTape<'c> {
             .collect::<Result<_>>()?;
         let data = self.ctx.registry().lookup(op)?;
         let attrs = resolve_call(&data.op_def, &arg_types, attrs)?.attrs;
-        let outputs: Vec<Sym> = outputs.into_iter().map(|t| self.push(t)).collect();
-        let flat: Vec<Sym> = inputs
-            .iter()
-            .flat_map(|a| match a {
-                SymArg::One(s) => vec![*s],
-                SymArg::List(l) => l.clone(),
-            })
-            .collect();
+        let outputs: Syms = outputs.into_iter().map(|t| self.push(t)).collect();
+        let mut flat = Syms::new();
+        for a in inputs {
+            match a {
+                SymArg::One(s) => flat.push(*s),
+                SymArg::List(l) => flat.extend_from_slice(l),
+            }
+        }
         self.records.push(Record {
-            op: op.to_string(),
+            op: op.into(),
             attrs,
             inputs: flat,
             outputs: outputs.clone(),
         });
-        Ok(outputs)
+        Ok(outputs.into_vec())
     }
 
     /// Records a call given as another tape recorded it: flat inputs and
     /// every attr already resolved (a [`Record`] moved between tapes).
+    ///
+    /// The op's name is shared (`Arc<str>`): a front end recording many
+    /// calls of one op hands out clones of one name, so a record allocates
+    /// nothing for it (nor for up to four inputs and outputs).
     pub fn record_flat(
         &mut self,
-        op: &str,
+        op: Arc<str>,
         inputs: &[Sym],
         attrs: &AttrMap,
-        outputs: Vec<Tensor>,
-    ) -> Result<Vec<Sym>> {
+        outputs: impl IntoIterator<Item = Tensor>,
+    ) -> Result<Syms> {
         for &s in inputs {
             self.value(s)?;
         }
-        let outputs: Vec<Sym> = outputs.into_iter().map(|t| self.push(t)).collect();
+        let mut syms = Syms::new();
+        for t in outputs {
+            syms.push(self.push(t));
+        }
         self.records.push(Record {
-            op: op.to_string(),
+            op,
             attrs: attrs.clone(),
-            inputs: inputs.to_vec(),
-            outputs: outputs.clone(),
+            inputs: Syms::from_slice(inputs),
+            outputs: syms.clone(),
         });
-        Ok(outputs)
+        Ok(syms)
     }
 
     /// A copy of the recorded op applications.
