@@ -163,7 +163,8 @@ def _pack_outputs(v, it):
 
 class FuncGraph(_graph.Graph):
     """The graph of one trace of an `opforge.function`: its stateful ops
-    run in program order (each waits for the previous one)."""
+    keep program order per resource, as in TensorFlow (see
+    `Graph._stateful_deps`)."""
 
     def __init__(self, name: str):
         super().__init__()

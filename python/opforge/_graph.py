@@ -87,6 +87,11 @@ def name_scope(name: str) -> Iterator[str | None]:
 
 
 _RESOURCE_LIKE = (dtypes.resource, dtypes.variant)  # type: ignore[attr-defined]
+# Ops that only read the resources they take (they wait for writes, not
+# for each other).
+_READ_ONLY_RESOURCE_OPS = frozenset(
+    {"ReadVariableOp", "ResourceGather", "ResourceGatherNd", "VariableShape", "VarIsInitializedOp"}
+)
 
 
 class Graph(_C.Graph):
@@ -104,9 +109,14 @@ class Graph(_C.Graph):
         # Variable reads (node index -> variable), for GradientTape.
         self._variable_reads: dict = {}
         # Function graphs order their stateful ops (automatic control
-        # dependencies); a plain graph leaves it to the user, as TF1.
+        # dependencies, see `_stateful_deps`); a plain graph leaves it to
+        # the user, as TF1.
         self._auto_control_deps = False
-        self._last_stateful = None
+        # Per resource (the (node, index) of its handle; None for the
+        # stateful ops that take no resource): the last op that wrote it,
+        # and the ops that read it since.
+        self._last_write: dict = {}
+        self._reads_since: dict = {}
 
     # -- building ---------------------------------------------------------
 
@@ -172,6 +182,43 @@ class Graph(_C.Graph):
         node, _, outs, groups = self._add_op(op_type, refs, attrs, full, list(control))
         flat = [self._tensor(node, i) for i in range(len(outs))]
         return self._operation(node), flat, groups
+
+    def _stateful_deps(self, op_type: str, inputs) -> tuple[list[int], list]:
+        """The automatic control dependencies of a stateful op with
+        symbolic `inputs` (one tensor or list per argument), as TensorFlow's
+        function graphs add them: an op that only reads a resource waits
+        for the last op that wrote it; any other op on a resource waits for
+        that write and for every read since (so reads and writes of one
+        variable keep program order, and ops on different variables stay
+        free to run at once); stateful ops that take no resource keep
+        program order among themselves. Returns the node indices to wait
+        for and the (resource, is_write) pairs to note once the op is added
+        (`_note_stateful`)."""
+        resources = []
+        for v in inputs:
+            for t in (v if isinstance(v, list) else (v,)):
+                if t.dtype == dtypes.resource:  # type: ignore[attr-defined]
+                    resources.append((t._node, t._index))
+        write = op_type not in _READ_ONLY_RESOURCE_OPS
+        if not resources:
+            resources, write = [None], True
+        deps: list[int] = []
+        for r in resources:
+            last = self._last_write.get(r)
+            if last is not None:
+                deps.append(last)
+            if write:
+                deps.extend(self._reads_since.get(r, ()))
+        return list(dict.fromkeys(deps)), [(r, write) for r in resources]
+
+    def _note_stateful(self, node: int, notes) -> None:
+        """Records stateful op `node` (see `_stateful_deps`)."""
+        for r, write in notes:
+            if write:
+                self._last_write[r] = node
+                self._reads_since[r] = []
+            else:
+                self._reads_since.setdefault(r, []).append(node)
 
     def capture(self, t: Tensor) -> SymbolicTensor:
         """The symbolic tensor standing for eager tensor `t` in this graph

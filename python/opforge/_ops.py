@@ -204,13 +204,13 @@ class OpInfo:
             else:
                 sym.append(_in_graph(graph, v, self.name, arg["name"]))
         conv = {k: self.convert_attr(k, v) for k, v in attrs.items()}
-        control = ()
-        ordered = self.stateful and getattr(graph, "_auto_control_deps", False)
-        if ordered and graph._last_stateful is not None:
-            control = (graph._last_stateful,)
+        control: list = []
+        notes = None
+        if self.stateful and getattr(graph, "_auto_control_deps", False):
+            control, notes = graph._stateful_deps(self.name, sym)
         op, flat, groups = graph._add(self.name, sym, conv, name, control)
-        if ordered:
-            graph._last_stateful = op._node
+        if notes is not None:
+            graph._note_stateful(op._node, notes)
         outs = []
         for start, end, is_list in groups:
             if is_list:

@@ -80,6 +80,38 @@ def test_a_function_updates_variables_in_order():
     assert bump.experimental_get_tracing_count() == 1
 
 
+def test_automatic_control_dependencies_are_per_variable():
+    # As TensorFlow's: reads wait for the last write of their variable,
+    # writes for that write and the reads since; ops on different
+    # variables are not ordered (they may run at once).
+    a, b = of.Variable(1.0), of.Variable(2.0)
+
+    @of.function
+    def f():
+        first = a.read_value()
+        b.read_value()
+        a.assign_add(1.0)
+        b.assign_add(1.0)
+        a.assign(a.read_value() * 10.0)
+        return first
+
+    graph = f.get_concrete_function().graph
+    ops: dict = {}
+    for i in range(graph._num_nodes()):
+        op = graph._operation(i)
+        ops.setdefault(op.type, []).append(op)
+    ra, rb, ra2 = ops["ReadVariableOp"]
+    wa, wb = ops["AssignAddVariableOp"]
+    (wa2,) = ops["AssignVariableOp"]
+    deps = {op.name: {c.name for c in op.control_inputs} for op in (ra, rb, ra2, wa, wb, wa2)}
+    assert deps[ra.name] == set() and deps[rb.name] == set()
+    assert deps[wa.name] == {ra.name}
+    assert deps[wb.name] == {rb.name}
+    assert deps[ra2.name] == {wa.name}
+    assert deps[wa2.name] == {ra2.name, wa.name}
+    assert float(f()) == 1.0 and float(a.numpy()) == 20.0 and float(b.numpy()) == 3.0
+
+
 def test_tape_and_gradients_inside_a_function():
     w = of.Variable([1.0, -2.0])
 

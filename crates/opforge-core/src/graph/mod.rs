@@ -4,6 +4,7 @@
 //! runs when it is added, so a shape error names the node at construction.
 
 mod graph_def;
+mod optimize;
 mod session;
 #[cfg(test)]
 mod tests;
@@ -479,6 +480,22 @@ impl Graph {
                 spec.name
             )));
         }
+        let node = self.make_node(spec)?;
+        Ok(self.push_node(node))
+    }
+
+    /// Appends `node` (its name not yet in the graph); its id.
+    fn push_node(&mut self, node: Node) -> NodeId {
+        let index = self.nodes.len();
+        let id = self.id_at(index);
+        self.nodes.push(node);
+        self.by_name.insert(&self.nodes, index as u32);
+        id
+    }
+
+    /// The node `spec` describes, on this graph's nodes: attrs resolved and
+    /// validated, types and shapes inferred (not yet in the graph).
+    fn make_node(&mut self, spec: NodeSpec) -> Result<Node> {
         for &c in &spec.control_inputs {
             self.check_node(c)
                 .map_err(|e| e.prepend("control input: "))?;
@@ -503,7 +520,7 @@ impl Graph {
             }
         }
         let call = resolve_call(&reg.op_def, &arg_types, &spec.attrs)?;
-        self.insert(
+        self.new_node(
             spec.name,
             spec.op,
             spec.device,
@@ -516,8 +533,10 @@ impl Graph {
         )
     }
 
+    /// A node of these parts (checked by the caller), its attrs shared
+    /// and its output shapes inferred.
     #[allow(clippy::too_many_arguments)]
-    fn insert(
+    fn new_node(
         &mut self,
         name: String,
         op: String,
@@ -528,7 +547,7 @@ impl Graph {
         input_types: Vec<DataType>,
         output_types: Vec<DataType>,
         reg: Arc<OpRegistrationData>,
-    ) -> Result<NodeId> {
+    ) -> Result<Node> {
         // Shared with the kernel a session builds for the node, and with
         // the previous node of the same op when it has the same attrs (as
         // most nodes of a large graph have).
@@ -552,11 +571,80 @@ impl Graph {
             registration: reg,
         };
         node.output_shapes = self.infer_shapes(&node)?;
-        let index = self.nodes.len();
-        let id = self.id_at(index);
-        self.nodes.push(node);
-        self.by_name.insert(&self.nodes, index as u32);
-        Ok(id)
+        Ok(node)
+    }
+
+    /// Adds a node of these parts (checked by the caller).
+    #[allow(clippy::too_many_arguments)]
+    fn insert(
+        &mut self,
+        name: String,
+        op: String,
+        device: String,
+        attrs: AttrMap,
+        inputs: Vec<Output>,
+        control_inputs: Vec<NodeId>,
+        input_types: Vec<DataType>,
+        output_types: Vec<DataType>,
+        reg: Arc<OpRegistrationData>,
+    ) -> Result<NodeId> {
+        let node = self.new_node(
+            name,
+            op,
+            device,
+            attrs,
+            inputs,
+            control_inputs,
+            input_types,
+            output_types,
+            reg,
+        )?;
+        Ok(self.push_node(node))
+    }
+
+    /// Replaces node `id` by the node `spec` describes, which keeps its
+    /// name and output types and reads only nodes before it (so every
+    /// consumer, feed, fetch and handle of the node still means it): for
+    /// graph rewrites ([`optimize`]).
+    pub(crate) fn replace_node(&mut self, id: NodeId, spec: NodeSpec) -> Result<()> {
+        let index = self.check_node(id)?;
+        let old = &self.nodes[index];
+        let earlier = |n: NodeId| n.index() < index;
+        if spec.name != old.name
+            || !spec.control_inputs.iter().all(|&c| earlier(c))
+            || !spec.inputs.iter().all(|i| match i {
+                Input::One(o) => earlier(o.node),
+                Input::List(l) => l.iter().all(|o| earlier(o.node)),
+            })
+        {
+            return Err(Status::internal(format!(
+                "a rewrite of node '{}' must keep its name and read only earlier nodes",
+                old.name
+            )));
+        }
+        let node = self.make_node(spec)?;
+        if node.output_types != self.nodes[index].output_types {
+            return Err(Status::internal(format!(
+                "a rewrite of node '{}' must keep its output types",
+                node.name
+            )));
+        }
+        self.nodes[index] = node;
+        Ok(())
+    }
+
+    /// A copy with the same id: the handles of this graph address the
+    /// copy's nodes (for a rewritten copy that stands for this graph).
+    pub(crate) fn clone_as_same(&self) -> Graph {
+        Graph {
+            id: self.id,
+            nodes: self.nodes.clone(),
+            by_name: self.by_name.clone(),
+            last_attrs: self.last_attrs.clone(),
+            registry: self.registry.clone(),
+            versions: self.versions.clone(),
+            library: self.library.clone(),
+        }
     }
 
     /// The value of an output when it is known at graph-construction time

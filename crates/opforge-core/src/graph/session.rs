@@ -204,6 +204,11 @@ pub struct SessionOptions {
     /// for it, on a device that has one (TensorFlow's
     /// `allow_soft_placement`; on by default, as in TensorFlow 2).
     pub allow_soft_placement: bool,
+    /// Rewrite the graph before running it, as TensorFlow's grappler does
+    /// (fusing `v.assign_sub(lr * grad)` into one update kernel; node ids,
+    /// names and results stay the same). On by default; the session's
+    /// [`graph`](Session::graph) is the rewritten graph.
+    pub optimize: bool,
 }
 
 impl Default for SessionOptions {
@@ -212,6 +217,7 @@ impl Default for SessionOptions {
             inter_op_threads: 0,
             intra_op_threads: 0,
             allow_soft_placement: true,
+            optimize: true,
         }
     }
 }
@@ -321,6 +327,13 @@ impl SessionBuilder {
         }
         .filter(|p| p.rayon_pool().is_some());
         graph.check_live()?;
+        let cpu_only = devices.devices().iter().all(|d| d.device_type() == "CPU");
+        let graph = match options.optimize {
+            true => super::optimize::optimize(&graph, cpu_only)?
+                .map(Arc::new)
+                .unwrap_or(graph),
+            false => graph,
+        };
         let n = graph.len();
         Ok(Session {
             registry: graph.registry_arc().clone(),
@@ -374,7 +387,9 @@ impl Session {
         }
     }
 
-    /// The graph.
+    /// The graph the session runs: the one it was given, rewritten when
+    /// [`SessionOptions::optimize`] applied a rewrite (the same node ids,
+    /// names and outputs).
     pub fn graph(&self) -> &Graph {
         &self.graph
     }
