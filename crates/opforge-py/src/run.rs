@@ -1,15 +1,28 @@
 //! Graph runs from Python: without the GIL, and cancelled by Ctrl-C.
 //!
 //! Python handles a signal only on its main thread, and only when that
-//! thread runs Python code. A run started on the main thread therefore
-//! executes on a helper thread (one, kept for the process: starting a
-//! thread per run would cost more than a small run) while the main thread
-//! waits for it, waking every [`POLL`] to let Python check for signals;
-//! when a handler raises (KeyboardInterrupt for SIGINT), the run's
-//! cancellation flag is set, the executor stops before its next node, and
-//! the handler's exception is raised once the run has stopped (the session
-//! stays usable). Runs on other threads release the GIL and run on the
-//! calling thread (no signal reaches them).
+//! thread runs Python code. A run started on the main thread is cancelled
+//! by Ctrl-C in one of two ways:
+//!
+//! - **Directly** (the common case, on Unix): while SIGINT's Python handler
+//!   is the default one (`signal.default_int_handler`, which raises
+//!   KeyboardInterrupt), the main thread runs the graph itself, with a C
+//!   handler for SIGINT in front of Python's ([`SigintGuard`]) that sets
+//!   the run's cancellation flag and passes the signal on to Python's
+//!   handler. The executor stops before its next node; once the run has
+//!   stopped, Python runs its handler (KeyboardInterrupt). No thread is
+//!   handed the run, so a small run costs no thread wake-ups. Other
+//!   signals' Python handlers run when the run ends.
+//! - **Through a helper thread** (any other SIGINT handler, or no
+//!   sigaction): the run executes on a helper thread (one, kept for the
+//!   process: starting a thread per run would cost more than a small run)
+//!   while the main thread waits for it, waking every [`POLL`] to let
+//!   Python check for signals; when a handler raises, the run's
+//!   cancellation flag is set and the handler's exception is raised once
+//!   the run has stopped.
+//!
+//! Either way the session stays usable. Runs on other threads release the
+//! GIL and run on the calling thread (no signal reaches them).
 
 use crate::errors;
 use opforge::graph::{NodeId, Output, Session};
@@ -104,6 +117,17 @@ pub fn run_interruptible(
         let r = py.detach(|| session.run_cancellable(feeds, fetches, targets, None));
         return errors::check(py, r, None);
     }
+    #[cfg(unix)]
+    if default_sigint(py)? {
+        if let Some(guard) = sigint::SigintGuard::install() {
+            let r = py
+                .detach(|| session.run_cancellable(feeds, fetches, targets, Some(&sigint::CANCEL)));
+            drop(guard);
+            // KeyboardInterrupt if Ctrl-C came (the run then stopped early).
+            py.check_signals()?;
+            return errors::check(py, r, None);
+        }
+    }
     let cancel = Arc::new(AtomicBool::new(false));
     // Set by the helper when the run is over, before it wakes this thread.
     let done = Arc::new(AtomicBool::new(false));
@@ -148,4 +172,103 @@ pub fn run_interruptible(
         return Err(e);
     }
     errors::check(py, result, None)
+}
+
+/// Whether SIGINT's Python handler is `signal.default_int_handler` (it
+/// raises KeyboardInterrupt, so a SIGINT may cancel the run at once).
+#[cfg(unix)]
+fn default_sigint(py: Python<'_>) -> PyResult<bool> {
+    static SIGNAL: OnceLock<(Py<PyAny>, Py<PyAny>)> = OnceLock::new();
+    let (getsignal, default) = match SIGNAL.get() {
+        Some(s) => s,
+        None => {
+            let m = py.import("signal")?;
+            let s = (
+                m.getattr("getsignal")?.unbind(),
+                m.getattr("default_int_handler")?.unbind(),
+            );
+            let _ = SIGNAL.set(s);
+            SIGNAL
+                .get()
+                .unwrap_or_else(|| unreachable!("set just above"))
+        }
+    };
+    let current = getsignal.bind(py).call1((libc::SIGINT,))?;
+    Ok(current.is(default.bind(py)))
+}
+
+/// The C-level SIGINT handler of runs the main thread executes itself.
+#[cfg(unix)]
+mod sigint {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// The cancellation flag of the run the main thread executes (one at a
+    /// time: only the main thread runs this way). Static, so that a
+    /// handler running late on another thread never sees freed memory.
+    pub static CANCEL: AtomicBool = AtomicBool::new(false);
+
+    /// The handler that was installed before ours (Python's), as an
+    /// address: [`on_sigint`] passes every SIGINT on to it.
+    static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
+
+    extern "C" fn on_sigint(sig: libc::c_int) {
+        CANCEL.store(true, Ordering::SeqCst);
+        let prev = PREVIOUS.load(Ordering::SeqCst);
+        if prev != 0 {
+            // SAFETY: `PREVIOUS` only ever holds the `sa_handler` of the
+            // action `SigintGuard::install` found installed, checked there
+            // to be a function (not SIG_DFL or SIG_IGN) of the plain
+            // one-argument kind (no SA_SIGINFO); a process's signal
+            // handlers stay mapped for as long as they can be called.
+            let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(prev) };
+            f(sig);
+        }
+    }
+
+    /// Our SIGINT handler, in front of the one it replaced, until dropped.
+    pub struct SigintGuard {
+        old: libc::sigaction,
+    }
+
+    impl SigintGuard {
+        /// Installs [`on_sigint`] (with the cancellation flag cleared) when
+        /// SIGINT's current handler is a plain handler function; `None`
+        /// otherwise (default action, ignored, or an SA_SIGINFO handler).
+        pub fn install() -> Option<SigintGuard> {
+            // SAFETY: a zeroed `sigaction` is a valid value of the plain C
+            // struct; `sigaction` with a null new action only reads the
+            // current one into `old`.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            if unsafe { libc::sigaction(libc::SIGINT, std::ptr::null(), &mut old) } != 0 {
+                return None;
+            }
+            let handler = old.sa_sigaction;
+            if handler == libc::SIG_DFL
+                || handler == libc::SIG_IGN
+                || old.sa_flags & libc::SA_SIGINFO != 0
+            {
+                return None;
+            }
+            PREVIOUS.store(handler, Ordering::SeqCst);
+            CANCEL.store(false, Ordering::SeqCst);
+            let mut new = old;
+            new.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as usize;
+            // SAFETY: `new` is the old action (mask and flags as Python set
+            // them) with our handler, an async-signal-safe function (it
+            // stores to atomics and calls the handler it replaced).
+            if unsafe { libc::sigaction(libc::SIGINT, &new, std::ptr::null_mut()) } != 0 {
+                return None;
+            }
+            Some(SigintGuard { old })
+        }
+    }
+
+    impl Drop for SigintGuard {
+        fn drop(&mut self) {
+            // SAFETY: restores the action `install` read (a valid action).
+            unsafe {
+                libc::sigaction(libc::SIGINT, &self.old, std::ptr::null_mut());
+            }
+        }
+    }
 }

@@ -75,6 +75,54 @@ def test_ctrl_c_cancels_a_long_run_and_the_graph_runs_again():
     assert np.isclose(float(g.run(z, {x: _feed()})), SIZE)
 
 
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach the main thread only")
+@pytest.mark.parametrize("handler", ["raises", "ignores"])
+def test_a_custom_sigint_handler_decides(handler):
+    # With a SIGINT handler of its own, Python code decides: a handler that
+    # raises cancels the run (its exception comes out soon after the
+    # signal); one that does not leaves the run to finish.
+    small = 100
+    g, x, y = _chain(small)
+    per_node = _seconds_per_node(g, x, y, small)
+    seen = []
+
+    def on_sigint(signum, frame):
+        seen.append(signum)
+        if handler == "raises":
+            raise _Stop()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        if handler == "raises":
+            n = min(max(500, int(15.0 / max(per_node, 1e-6))), 50_000)
+            g, x, y = _chain(n)
+        else:
+            n = max(20, int(0.6 / max(per_node, 1e-6)))
+            g, x, y = _chain(n)
+        timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+        start = time.perf_counter()
+        timer.start()
+        try:
+            if handler == "raises":
+                with pytest.raises(_Stop):
+                    g.run(y, {x: _feed()})
+                assert time.perf_counter() - start < per_node * n / 3
+            else:
+                out = g.run(y, {x: _feed()})
+                np.testing.assert_allclose(out.numpy(), _feed(), rtol=1e-4)
+        finally:
+            timer.cancel()
+            timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen == [signal.SIGINT]
+
+
 def test_a_run_releases_the_gil():
     g, x, y = _chain(150)
     count = [0]
