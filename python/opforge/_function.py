@@ -114,6 +114,17 @@ def _key(v):
     return ("H", type(v).__name__, v)
 
 
+def _tensors_key(args) -> tuple | None:
+    """The (dtype, shape) of each argument when all are Tensors (their
+    trace is then the one `_key` would find), else None."""
+    key = []
+    for a in args:
+        if type(a) is not Tensor:
+            return None
+        key.append((a.dtype, a.shape))
+    return tuple(key)
+
+
 def _map_leaves(v, f):
     """`v` with `f` applied to its tensor leaves (in a fixed order)."""
     if _is_tensor_leaf(v):
@@ -194,6 +205,9 @@ class ConcreteFunction:
             else:
                 self._slot.append(None)
         self._fed = {(p._node, p._index) for p in self.inputs}
+        self._input_refs = [(p._node, p._index) for p in self.inputs]
+        # The feeds of the captured values (made on the first call).
+        self._captured: list | None = None
         # Nodes run only for their effects (no outputs: variable updates).
         self._targets = [
             i for i in range(graph._num_nodes()) if not graph._outputs(i)
@@ -208,8 +222,11 @@ class ConcreteFunction:
         """Runs the graph with `tensors` fed to `inputs` (recorded on the
         active tapes); the outputs in `structured_outputs`' structure."""
         g = self.graph
-        feeds = [((p._node, p._index), t) for p, t in zip(self.inputs, tensors)]
-        feeds += [((s._node, s._index), t) for s, t in g._capture_feeds]
+        captured = self._captured
+        if captured is None or len(captured) != len(g._capture_feeds):
+            captured = self._captured = [((s._node, s._index), t) for s, t in g._capture_feeds]
+        feeds = list(zip(self._input_refs, tensors))
+        feeds += captured
         tapes = _tape.active_tapes()
         if not tapes:
             values = g._run(self._fetch, feeds, self._targets)
@@ -271,6 +288,9 @@ class Function:
         )
         self._name: str = name or str(getattr(python_function, "__name__", "function"))
         self._cache: dict = {}
+        # Calls whose arguments are all positional Tensors: the trace by
+        # the arguments' (dtype, shape), found without `_key`.
+        self._by_tensors: dict = {}
         self._trace_count = 0
         # One trace per signature, also when threads call at once.
         self._lock = threading.RLock()
@@ -351,6 +371,13 @@ class Function:
         if _graph.current() is not None:
             # Inside another trace (or a default graph): inline.
             return self.python_function(*args, **kwargs)
+        fast = None
+        if not kwargs and self.input_signature is None:
+            fast = _tensors_key(args)
+            if fast is not None:
+                cf = self._by_tensors.get(fast)
+                if cf is not None:
+                    return cf._call_flat(args)
         from ._convert import convert_to_tensor
 
         if self.input_signature is not None:
@@ -375,6 +402,8 @@ class Function:
                 tensors.append(t)
             return self._signature_function()._call_flat(tensors)
         cf = self.get_concrete_function(*args, **kwargs)
+        if fast is not None:
+            self._by_tensors[fast] = cf
         tensors = _tensor_leaves(list(args), []) + _tensor_leaves(dict(kwargs), [])
         tensors = [t if isinstance(t, Tensor) else convert_to_tensor(t) for t in tensors]
         return cf._call_flat(tensors)

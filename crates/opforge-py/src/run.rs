@@ -182,7 +182,9 @@ fn default_sigint(py: Python<'_>) -> PyResult<bool> {
     let (getsignal, default) = match SIGNAL.get() {
         Some(s) => s,
         None => {
-            let m = py.import("signal")?;
+            // `_signal`'s (C) getsignal: `signal.getsignal` also maps the
+            // result to an enum, which costs more than the whole check.
+            let m = py.import("_signal")?;
             let s = (
                 m.getattr("getsignal")?.unbind(),
                 m.getattr("default_int_handler")?.unbind(),
