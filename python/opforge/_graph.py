@@ -194,7 +194,7 @@ class Graph(_C.Graph):
         program order among themselves. Returns the node indices to wait
         for and the (resource, is_write) pairs to note once the op is added
         (`_note_stateful`)."""
-        resources = []
+        resources: list[tuple[int, int] | None] = []
         for v in inputs:
             for t in (v if isinstance(v, list) else (v,)):
                 if t.dtype == dtypes.resource:  # type: ignore[attr-defined]
