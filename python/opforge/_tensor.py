@@ -116,7 +116,12 @@ def _rebuild_strings(items, shape):
 
 
 def dlpack(t: Tensor, stream=None, max_version=None, dl_device=None, copy=None):
-    """`t.__dlpack__(...)`: numpy's exporter over the zero-copy view."""
+    """`t.__dlpack__(...)`: numpy's exporter over the zero-copy view.
+
+    A consumer that asks for DLPack 1.0 or later (`max_version`) gets the
+    tensor's memory, flagged read-only. An older consumer (no
+    `max_version`: JAX, for one) cannot be told the memory is read-only,
+    so it gets a copy: a Tensor never changes under its holders."""
     kw = {}
     if stream is not None:
         kw["stream"] = stream
@@ -126,7 +131,15 @@ def dlpack(t: Tensor, stream=None, max_version=None, dl_device=None, copy=None):
         kw["dl_device"] = dl_device
     if copy is not None:
         kw["copy"] = copy
-    return numpy(t).__dlpack__(**kw)
+    view = numpy(t)
+    if max_version is None or tuple(max_version)[:1] < (1,):
+        if copy is False:
+            raise BufferError(
+                "a Tensor's memory is read-only, which DLPack before 1.0 cannot signal: "
+                "pass max_version=(1, 0) or allow a copy"
+            )
+        view = np.array(view, copy=True)
+    return view.__dlpack__(**kw)
 
 
 def _grad_op(op_type, inputs, outputs, attrs):

@@ -165,3 +165,38 @@ def test_dlpack_export_to_numpy_is_zero_copy_and_read_only():
     assert a.ctypes.data == t._data_ptr
     assert not a.flags.writeable
     np.testing.assert_array_equal(a, [1.0, 2.0, 3.0])
+
+
+def test_dlpack_round_trips_with_torch():
+    torch = pytest.importorskip("torch")
+    for dt in (torch.float32, torch.float64, torch.float16, torch.int32, torch.int64,
+               torch.uint8, torch.bool, torch.complex64):
+        src = (torch.arange(6) % 3).to(dt).reshape(2, 3)
+        t = of.from_dlpack(src)  # zero-copy from torch's memory
+        assert t._data_ptr == src.data_ptr() and t.shape == (2, 3)
+        np.testing.assert_array_equal(t.numpy(), src.numpy())
+        back = torch.from_dlpack(t)  # DLPack 1.0: zero-copy, read-only
+        assert back.data_ptr() == t._data_ptr and back.dtype == dt
+        assert torch.equal(back, src)
+    # A strided torch tensor is copied into a C-contiguous Tensor.
+    strided = torch.arange(12, dtype=torch.float32).reshape(3, 4).t()
+    t = of.from_dlpack(strided)
+    np.testing.assert_array_equal(t.numpy(), strided.numpy())
+    # An op result handed to torch and back.
+    r = of.add(of.from_dlpack(torch.ones(3)), 1.0)
+    assert torch.equal(torch.from_dlpack(r), torch.full((3,), 2.0))
+
+
+def test_dlpack_round_trips_with_jax():
+    jnp = pytest.importorskip("jax.numpy")
+    x = jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3)
+    t = of.from_dlpack(x)
+    assert t._data_ptr == x.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(t.numpy(), np.asarray(x))
+    # JAX asks for pre-1.0 DLPack, which cannot mark memory read-only: it
+    # gets a copy (a Tensor never changes under its holders).
+    y = jnp.from_dlpack(t)
+    assert y.unsafe_buffer_pointer() != t._data_ptr
+    np.testing.assert_array_equal(np.asarray(y), t.numpy())
+    with pytest.raises(BufferError, match="read-only"):
+        t.__dlpack__(copy=False)
