@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import inspect
+import copy
 import pickle
+import types
 import shutil
 
 import numpy as np
@@ -65,8 +67,11 @@ def test_the_module(zero_out_lib, zero_out_path):
     # The library's ops are in of.ops and of.raw_ops too.
     np.testing.assert_array_equal(of.ops.zero_out([1, 2]).numpy(), [1, 0])
     np.testing.assert_array_equal(of.raw_ops.ZeroOut(to_zero=[1, 2]).numpy(), [1, 0])
-    # The module pickles by path.
+    # The module pickles by path, and copies as itself; it is a plain
+    # module (CPython reads a module subclass's attributes more slowly).
     assert pickle.loads(pickle.dumps(zero_out_lib)) is zero_out_lib
+    assert copy.copy(zero_out_lib) is zero_out_lib
+    assert type(zero_out_lib) is types.ModuleType
 
 
 def test_a_copy_of_the_library_is_the_same_library(zero_out_lib, zero_out_path, tmp_path):
