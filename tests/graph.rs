@@ -5,17 +5,7 @@ use opforge::eager::EagerContext;
 use opforge::graph::{Graph, NodeSpec, Output, Scope, Session, SessionOptions};
 use opforge::proto::{self, GraphDef};
 use opforge::{Code, DataType, Tensor};
-
-fn konst(g: &mut Graph, name: &str, t: &Tensor) -> Output {
-    let id = g
-        .add(
-            NodeSpec::new("Const", name)
-                .attr("value", t)
-                .attr("dtype", t.dtype()),
-        )
-        .unwrap();
-    Output::new(id, 0)
-}
+use opforge_testing::util::const_node;
 
 fn m(rows: i64, cols: i64, start: f32) -> Tensor {
     Tensor::from_vec(
@@ -31,7 +21,7 @@ fn m(rows: i64, cols: i64, start: f32) -> Tensor {
 fn build_run_and_match_eager() {
     opforge::opforge_ops::link();
     let mut g = Graph::new();
-    let a = konst(&mut g, "a", &m(2, 3, 0.0));
+    let a = const_node(&mut g, "a", &m(2, 3, 0.0));
     let x = g
         .add(NodeSpec::new("Placeholder", "x").attr("dtype", DataType::Float))
         .unwrap();
@@ -78,8 +68,8 @@ fn build_run_and_match_eager() {
 fn shape_errors_are_reported_at_construction_with_the_node_name() {
     opforge::opforge_ops::link();
     let mut g = Graph::new();
-    let a = konst(&mut g, "a", &m(2, 3, 0.0));
-    let b = konst(&mut g, "b", &m(4, 5, 0.0));
+    let a = const_node(&mut g, "a", &m(2, 3, 0.0));
+    let b = const_node(&mut g, "b", &m(4, 5, 0.0));
     let e = g
         .add(NodeSpec::new("MatMul", "bad_mm").input(a).input(b))
         .unwrap_err();
@@ -132,8 +122,8 @@ fn scopes_name_uniquely_and_add_control_dependencies() {
 fn graph_def_round_trip_binary_and_text() {
     opforge::opforge_ops::link();
     let mut g = Graph::new();
-    let a = konst(&mut g, "a", &m(2, 2, 0.0));
-    let b = konst(&mut g, "b", &m(2, 2, 3.0));
+    let a = const_node(&mut g, "a", &m(2, 2, 0.0));
+    let b = const_node(&mut g, "b", &m(2, 2, 3.0));
     let s = g
         .add(NodeSpec::new("AddV2", "s").input(a).input(b))
         .unwrap();
@@ -204,7 +194,7 @@ fn tensorflow_written_graph_def_with_control_inputs_and_omitted_default_attrs() 
 fn pruning_runs_only_what_fetches_need() {
     opforge::opforge_ops::link();
     let mut g = Graph::new();
-    let a = konst(&mut g, "a", &Tensor::scalar(2.0f32));
+    let a = const_node(&mut g, "a", &Tensor::scalar(2.0f32));
     // An unfed placeholder fails if run; nothing fetched depends on it.
     let p = g
         .add(NodeSpec::new("Placeholder", "p").attr("dtype", DataType::Float))
@@ -242,7 +232,7 @@ fn long_chains_and_wide_graphs_in_both_modes() {
     opforge::opforge_ops::link();
     for inter_op in [1, 4] {
         let mut g = Graph::new();
-        let one = konst(&mut g, "one", &Tensor::scalar(1.0f32));
+        let one = const_node(&mut g, "one", &Tensor::scalar(1.0f32));
         let mut x = one;
         for i in 0..1000 {
             x = Output::new(
@@ -256,7 +246,7 @@ fn long_chains_and_wide_graphs_in_both_modes() {
             );
         }
         // A wide part with large tensors, so the parallel path runs too.
-        let big = konst(
+        let big = const_node(
             &mut g,
             "big",
             &Tensor::from_vec(&[100_000], vec![1.0f32; 100_000]).unwrap(),
@@ -384,7 +374,7 @@ fn updates_and_reads_of_one_variable_on_the_shared_pool_do_not_deadlock() {
                 .attr("shared_name", "v"),
         )
         .unwrap();
-    let init = konst(
+    let init = const_node(
         &mut g,
         "init",
         &Tensor::from_vec(&[n], vec![0.0f32; n as usize]).unwrap(),
@@ -397,13 +387,13 @@ fn updates_and_reads_of_one_variable_on_the_shared_pool_do_not_deadlock() {
                 .attr("dtype", DataType::Float),
         )
         .unwrap();
-    let alpha = konst(&mut g, "alpha", &Tensor::scalar(1.0f32));
-    let delta = konst(
+    let alpha = const_node(&mut g, "alpha", &Tensor::scalar(1.0f32));
+    let delta = const_node(
         &mut g,
         "delta",
         &Tensor::from_vec(&[n], vec![-1.0f32; n as usize]).unwrap(),
     );
-    let axis = konst(&mut g, "axis", &Tensor::scalar(0i32));
+    let axis = const_node(&mut g, "axis", &Tensor::scalar(0i32));
     let mut updates = Vec::new();
     let mut sums = Vec::new();
     for i in 0..8 {
@@ -531,12 +521,12 @@ fn runs_after_failed_runs_and_unread_feeds_see_only_their_own_values() {
 fn an_inferred_shape_too_large_to_count_is_a_kernel_error_not_a_panic() {
     opforge::opforge_ops::link();
     let mut g = Graph::new();
-    let dims = konst(
+    let dims = const_node(
         &mut g,
         "dims",
         &Tensor::from_vec(&[4], vec![4i64, 7, 1 << 32, i64::MAX]).unwrap(),
     );
-    let value = konst(
+    let value = const_node(
         &mut g,
         "value",
         &Tensor::from_vec(&[], vec![1.0f32]).unwrap(),
@@ -561,7 +551,7 @@ fn matmul_chain(n: usize, size: i64) -> (Graph, Output) {
         vec![1.0f32 / size as f32; (size * size) as usize],
     )
     .unwrap();
-    let mut x = konst(&mut g, "x", &t);
+    let mut x = const_node(&mut g, "x", &t);
     for i in 0..n {
         let id = g
             .add(NodeSpec::new("MatMul", &format!("mm{i}")).input(x).input(x))
@@ -638,7 +628,7 @@ fn a_cancelled_run_stops_and_the_session_runs_again() {
 fn a_graph_clone_has_the_same_nodes_under_a_new_id() {
     opforge::opforge_ops::link();
     let mut g = Graph::new();
-    let a = konst(&mut g, "a", &Tensor::scalar(2.0f32));
+    let a = const_node(&mut g, "a", &Tensor::scalar(2.0f32));
     let sq = g.add(NodeSpec::new("Square", "sq").input(a)).unwrap();
     let c = g.clone();
     assert_eq!(c.len(), 2);

@@ -6,17 +6,7 @@ use opforge::attrs::{AttrMap, IntoAttrValue};
 use opforge::eager::EagerContext;
 use opforge::graph::{Graph, NodeId, NodeSpec, Output, Session, SessionOptions};
 use opforge::{DataType, Tensor};
-
-fn konst(g: &mut Graph, name: &str, t: &Tensor) -> Output {
-    let id = g
-        .add(
-            NodeSpec::new("Const", name)
-                .attr("value", t)
-                .attr("dtype", t.dtype()),
-        )
-        .unwrap();
-    Output::new(id, 0)
-}
+use opforge_testing::util::const_node;
 
 /// Values with a spread of magnitudes (products and differences that round).
 fn values(n: usize, seed: u32) -> Vec<f32> {
@@ -76,7 +66,7 @@ fn model(dtype: DataType, delta: Delta) -> Model {
                 .attr("shared_name", "v"),
         )
         .unwrap();
-    let init_value = konst(
+    let init_value = const_node(
         &mut g,
         "init_value",
         &of_dtype(values(n, 1), &[n as i64], dtype),
@@ -89,12 +79,12 @@ fn model(dtype: DataType, delta: Delta) -> Model {
                 .attr("dtype", dtype),
         )
         .unwrap();
-    let grad = konst(&mut g, "grad", &of_dtype(values(n, 2), &[n as i64], dtype));
+    let grad = const_node(&mut g, "grad", &of_dtype(values(n, 2), &[n as i64], dtype));
     let lr = match delta {
         Delta::VectorScale => of_dtype(values(n, 3), &[n as i64], dtype),
         _ => of_dtype(vec![0.0371], &[], dtype),
     };
-    let lr = konst(&mut g, "lr", &lr);
+    let lr = const_node(&mut g, "lr", &lr);
     let (a, b) = match delta {
         Delta::LrSecond => (grad, lr),
         _ => (lr, grad),

@@ -11,6 +11,7 @@ use opforge::kernel::{
 };
 use opforge::registry::Registry;
 use opforge::{Code, DataType, OpDefBuilder, Result, Tensor};
+use opforge_testing::util::const_node;
 use std::sync::Arc;
 
 /// A deterministic pseudo-random stream (xorshift), so every thread can
@@ -34,32 +35,20 @@ struct Model {
     fetch: Output,
 }
 
-fn konst(g: &mut Graph, name: &str, t: Tensor) -> Output {
-    let dtype = t.dtype();
-    let id = g
-        .add(
-            NodeSpec::new("Const", name)
-                .attr("value", &t)
-                .attr("dtype", dtype),
-        )
-        .unwrap();
-    Output::new(id, 0)
-}
-
 fn model(registry: Arc<Registry>) -> Model {
     let mut g = Graph::with_registry(registry);
     let x = g
         .add(NodeSpec::new("Placeholder", "x").attr("dtype", DataType::Float))
         .unwrap();
     let x = Output::new(x, 0);
-    let w = konst(
+    let w = const_node(
         &mut g,
         "w",
-        Tensor::from_vec(&[16, 8], values(7, 128)).unwrap(),
+        &Tensor::from_vec(&[16, 8], values(7, 128)).unwrap(),
     );
-    let b = konst(&mut g, "b", Tensor::from_vec(&[8], values(8, 8)).unwrap());
-    let one = konst(&mut g, "one", Tensor::from_vec(&[1], vec![1i32]).unwrap());
-    let axis0 = konst(&mut g, "axis0", Tensor::from_vec(&[], vec![0i32]).unwrap());
+    let b = const_node(&mut g, "b", &Tensor::from_vec(&[8], values(8, 8)).unwrap());
+    let one = const_node(&mut g, "one", &Tensor::from_vec(&[1], vec![1i32]).unwrap());
+    let axis0 = const_node(&mut g, "axis0", &Tensor::from_vec(&[], vec![0i32]).unwrap());
     let mm = g
         .add(NodeSpec::new("MatMul", "mm").input(x).input(w))
         .unwrap();
@@ -231,18 +220,18 @@ fn failing_and_panicking_kernels_mid_graph_leave_everything_usable() {
     let touchy = g
         .add(NodeSpec::new("StressTouchy", "touchy").input(Output::new(neg, 0)))
         .unwrap();
-    let big = konst(
+    let big = const_node(
         &mut g,
         "big",
-        Tensor::from_vec(&[256, 256], values(3, 65536)).unwrap(),
+        &Tensor::from_vec(&[256, 256], values(3, 65536)).unwrap(),
     );
     let mm = g
         .add(NodeSpec::new("MatMul", "mm").input(big).input(big))
         .unwrap();
-    let axes = konst(
+    let axes = const_node(
         &mut g,
         "axes",
-        Tensor::from_vec(&[2], vec![0i32, 1]).unwrap(),
+        &Tensor::from_vec(&[2], vec![0i32, 1]).unwrap(),
     );
     let sum = g
         .add(

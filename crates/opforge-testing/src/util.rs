@@ -12,6 +12,7 @@ use crate::gradcheck::{targets, Builder};
 use opforge_core::attrs::IntoAttrValue;
 use opforge_core::autodiff::{compute_gradient, compute_gradient_error, Ops, OpsExt, Sym};
 use opforge_core::eager::EagerContext;
+use opforge_core::graph::{Graph, NodeSpec, Output};
 use opforge_core::{Element, Result, Tensor};
 
 /// An eager context on a 2-thread CPU device, shared by the tests.
@@ -88,4 +89,17 @@ pub fn weighted(o: &mut dyn Ops, y: Sym) -> Result<Sym> {
     let r = o.reshape(r, s)?;
     let y2 = o.mul(y, y)?;
     o.add(y2, r)
+}
+
+/// Adds a `Const` node of `t` named `name` to `g` (panics on error, for
+/// tests); its output.
+pub fn const_node(g: &mut Graph, name: &str, t: &Tensor) -> Output {
+    let id = g
+        .add(
+            NodeSpec::new("Const", name)
+                .attr("value", t)
+                .attr("dtype", t.dtype()),
+        )
+        .unwrap_or_else(|e| panic!("Const {name}: {e}"));
+    Output::new(id, 0)
 }

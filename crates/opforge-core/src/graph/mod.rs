@@ -574,34 +574,6 @@ impl Graph {
         Ok(node)
     }
 
-    /// Adds a node of these parts (checked by the caller).
-    #[allow(clippy::too_many_arguments)]
-    fn insert(
-        &mut self,
-        name: String,
-        op: String,
-        device: String,
-        attrs: AttrMap,
-        inputs: Vec<Output>,
-        control_inputs: Vec<NodeId>,
-        input_types: Vec<DataType>,
-        output_types: Vec<DataType>,
-        reg: Arc<OpRegistrationData>,
-    ) -> Result<NodeId> {
-        let node = self.new_node(
-            name,
-            op,
-            device,
-            attrs,
-            inputs,
-            control_inputs,
-            input_types,
-            output_types,
-            reg,
-        )?;
-        Ok(self.push_node(node))
-    }
-
     /// Replaces node `id` by the node `spec` describes, which keeps its
     /// name and output types and reads only nodes before it (so every
     /// consumer, feed, fetch and handle of the node still means it): for
@@ -750,7 +722,7 @@ impl Graph {
             }
         }
         let _ = arg_ranges(&reg.op_def, &reg.op_def.input_arg, &attrs)?;
-        self.insert(
+        self.new_node(
             name.to_string(),
             op.to_string(),
             device.to_string(),
@@ -761,6 +733,7 @@ impl Graph {
             output_types,
             reg,
         )
+        .map(|node| self.push_node(node))
         .map_err(|e| e.prepend(format!("Node '{name}': ")))
     }
 }
