@@ -261,73 +261,108 @@ impl PluginKernel {
     }
 }
 
+/// The plugin's 1.1 compute entry.
+type ComputeViewsFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut OpforgeKernelCtx,
+    *const OpforgeKernelViews,
+    *mut OpforgeStatus,
+) -> OpforgeCode;
+
 impl PluginKernel {
     /// The 1.1 entry: makes every input's view and sets every declared
     /// output (see the module's documentation), then calls `f`. An error
     /// here (an allocation) is the host's own, before any plugin code runs.
+    ///
+    /// The arrays live on the stack when the node has at most
+    /// [`INLINE_ARGS`] inputs and outputs (the common case, kept free of
+    /// any heap bookkeeping); larger nodes take [`run_views_large`](Self::run_views_large).
     #[inline]
     fn run_views(
         &self,
-        f: unsafe extern "C" fn(
-            *mut c_void,
-            *mut OpforgeKernelCtx,
-            *const OpforgeKernelViews,
-            *mut OpforgeStatus,
-        ) -> OpforgeCode,
+        f: ComputeViewsFn,
         state: SendPtr,
         k: &KernelCtx<'_>,
         status: &mut HostStatus,
     ) -> Result<OpforgeCode> {
         let (ni, no) = (k.ctx().num_inputs(), k.ctx().num_outputs());
-        // The arrays: on the stack up to INLINE_ARGS each (written before
-        // they are read; only the first `ni`/`no` elements are used).
-        let mut ins_inline = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
-        let mut outs_inline = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
-        let mut from_inline = [OPFORGE_NOT_FORWARDED; INLINE_ARGS];
-        let mut ins_heap = Vec::new();
-        let mut outs_heap = Vec::new();
-        let mut from_heap = Vec::new();
-        let ins: &mut [MaybeUninit<OpforgeTensor>] = if ni <= INLINE_ARGS {
-            &mut ins_inline[..ni]
-        } else {
-            ins_heap.resize(ni, MaybeUninit::uninit());
-            &mut ins_heap
-        };
-        let outs: &mut [MaybeUninit<OpforgeTensor>] = if no <= INLINE_ARGS {
-            &mut outs_inline[..no]
-        } else {
-            outs_heap.resize(no, MaybeUninit::uninit());
-            &mut outs_heap
-        };
-        let from: &mut [i64] = if no <= INLINE_ARGS {
-            &mut from_inline[..no]
-        } else {
-            from_heap.resize(no, OPFORGE_NOT_FORWARDED);
-            &mut from_heap
-        };
+        if ni > INLINE_ARGS || no > INLINE_ARGS {
+            return self.run_views_large(f, state, k, status);
+        }
+        // Written before they are read; only the first `ni`/`no` elements
+        // are used.
+        let mut ins = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
+        let mut outs = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
+        let mut from = [OPFORGE_NOT_FORWARDED; INLINE_ARGS];
+        self.fill_views(k, &mut ins[..ni], &mut outs[..no], &mut from[..no])?;
+        // SAFETY: the first `ni`/`no` elements of the arrays were written
+        // by `fill_views`; see `call_views`.
+        Ok(unsafe { self.call_views(f, state, k, status, &ins[..ni], &outs[..no], &from[..no]) })
+    }
+
+    /// [`run_views`](Self::run_views) for a node with more than
+    /// [`INLINE_ARGS`] inputs or outputs: the arrays on the heap.
+    #[cold]
+    #[inline(never)]
+    fn run_views_large(
+        &self,
+        f: ComputeViewsFn,
+        state: SendPtr,
+        k: &KernelCtx<'_>,
+        status: &mut HostStatus,
+    ) -> Result<OpforgeCode> {
+        let (ni, no) = (k.ctx().num_inputs(), k.ctx().num_outputs());
+        let mut ins = vec![MaybeUninit::<OpforgeTensor>::uninit(); ni];
+        let mut outs = vec![MaybeUninit::<OpforgeTensor>::uninit(); no];
+        let mut from = vec![OPFORGE_NOT_FORWARDED; no];
+        self.fill_views(k, &mut ins, &mut outs, &mut from)?;
+        // SAFETY: every element of the arrays was written by `fill_views`;
+        // see `call_views`.
+        Ok(unsafe { self.call_views(f, state, k, status, &ins, &outs, &from) })
+    }
+
+    /// Writes every input's view into `ins`, sets every declared output and
+    /// writes every output's view into `outs` (the unset view for an
+    /// undeclared one), and the input each output took over into `from`
+    /// (which starts all `OPFORGE_NOT_FORWARDED`).
+    #[inline(always)]
+    fn fill_views(
+        &self,
+        k: &KernelCtx<'_>,
+        ins: &mut [MaybeUninit<OpforgeTensor>],
+        outs: &mut [MaybeUninit<OpforgeTensor>],
+        from: &mut [i64],
+    ) -> Result<()> {
         for (i, v) in ins.iter_mut().enumerate() {
             k.write_input_view(i, v);
         }
+        let no = outs.len();
         // The outputs not declared get the unset view (declared ones are
         // written below; their indices are below 64 unless `no` is large).
-        let declared = if no <= 64 { self.def.declared_mask } else { 0 };
-        for (o, v) in outs.iter_mut().enumerate() {
-            if o >= 64 || declared & (1 << o) == 0 {
-                v.write(OpforgeTensor {
-                    dtype: k.ctx().output_type(o).base() as i32,
-                    ..OpforgeTensor::new()
-                });
+        // Skipped when every output is declared (the elementwise case).
+        if no > 64 || self.def.declared_mask != low_bits(no) {
+            let declared = if no <= 64 { self.def.declared_mask } else { 0 };
+            for (o, v) in outs.iter_mut().enumerate() {
+                if o >= 64 || declared & (1 << o) == 0 {
+                    v.write(OpforgeTensor {
+                        dtype: k.ctx().output_type(o).base() as i32,
+                        ..OpforgeTensor::new()
+                    });
+                }
             }
         }
         for l in self.def.output_like.iter() {
             // In range and allocatable: checked for this node's signature
             // when the instance was made.
             let (o, j) = (l.output, l.input);
+            // SAFETY: every element of `ins` was written above.
+            let like = unsafe { ins[j].assume_init_ref() };
             let forwarded = if k.moved(j) {
                 // Forwarded to an earlier declared output: its dims are in
                 // its view.
-                // SAFETY: every element of `ins` was written above.
-                let dims = unsafe { dims_of_view(ins[j].assume_init_ref()) };
+                // SAFETY: `like` is a view this host made during this
+                // compute (its dims live in the context's slots or arena).
+                let dims = unsafe { dims_of_view(like) };
                 k.ctx().allocate_output(o, TensorShape::new(dims)?)?;
                 None
             } else if l.forward {
@@ -341,13 +376,34 @@ impl PluginKernel {
                 k.set_moved(j);
                 from[o] = j as i64;
             }
-            k.write_output_view(o, &mut outs[o])?;
+            k.write_declared_output_view(o, like, &mut outs[o])?;
         }
+        Ok(())
+    }
+
+    /// Calls the plugin's compute_views with the arrays.
+    ///
+    /// # Safety
+    /// Every element of `ins`, `outs` and `from` is initialised (written by
+    /// [`fill_views`](Self::fill_views) for this compute), and `state` is
+    /// the state the caller runs the kernel with.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn call_views(
+        &self,
+        f: ComputeViewsFn,
+        state: SendPtr,
+        k: &KernelCtx<'_>,
+        status: &mut HostStatus,
+        ins: &[MaybeUninit<OpforgeTensor>],
+        outs: &[MaybeUninit<OpforgeTensor>],
+        from: &[i64],
+    ) -> OpforgeCode {
         let views = OpforgeKernelViews {
             inputs: ins.as_ptr().cast(),
-            num_inputs: ni,
+            num_inputs: ins.len(),
             outputs: outs.as_ptr().cast(),
-            num_outputs: no,
+            num_outputs: outs.len(),
             forwarded_from: from.as_ptr(),
             ..OpforgeKernelViews::new()
         };
@@ -355,15 +411,25 @@ impl PluginKernel {
         // its create made, kept from destroy until the instance is dropped
         // (its first state) or by the caller's read lock (a later one);
         // `k`, `status`, `views` and the arrays it points to (every element
-        // written above) live across the call.
-        Ok(unsafe {
+        // written, the caller says) live across the call.
+        unsafe {
             f(
                 state.0,
                 (k as *const KernelCtx).cast_mut().cast(),
                 &views,
                 status.as_ptr(),
             )
-        })
+        }
+    }
+}
+
+/// The mask of the outputs `0..n` (all 64 bits from 64 on).
+#[inline(always)]
+fn low_bits(n: usize) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
     }
 }
 
@@ -799,11 +865,54 @@ impl<'a> KernelCtx<'a> {
         Ok(OpforgeTensor { dims, strides, ..v })
     }
 
-    /// [`output_view`](Self::output_view) written into `dst` (the views
-    /// entry's array).
+    /// The view of declared output `o`, just set with the dims of the
+    /// input whose view (made in this compute) is `like`, written into
+    /// `dst` (the views entry's array). The output lends `like`'s dims and
+    /// strides, which live until compute returns and are never rewritten
+    /// (an input's slot is written once per compute), so they are not
+    /// computed twice; anything but a dense host tensor the host may write
+    /// takes [`output_view`](Self::output_view).
     #[inline(always)]
-    fn write_output_view(&self, i: usize, dst: &mut MaybeUninit<OpforgeTensor>) -> Result<()> {
-        dst.write(self.output_view(i)?);
+    fn write_declared_output_view(
+        &self,
+        o: usize,
+        like: &OpforgeTensor,
+        dst: &mut MaybeUninit<OpforgeTensor>,
+    ) -> Result<()> {
+        let t = self.ctx().output_mut(o)?;
+        debug_assert_eq!(
+            // SAFETY: `like` is a view this host made in this compute.
+            unsafe { dims_of_view(like) },
+            t.dims(),
+            "a declared output has its input's dims"
+        );
+        let dtype = t.dtype();
+        if !special_dtype(dtype) {
+            if let Ok(b) = t.bytes_mut() {
+                dst.write(OpforgeTensor {
+                    struct_size: size_of::<OpforgeTensor>(),
+                    dtype: dtype as i32,
+                    rank: like.rank,
+                    dims: like.dims,
+                    strides: like.strides,
+                    data: b.as_mut_ptr().cast(),
+                    byte_len: b.len() as u64,
+                    num_elements: like.num_elements,
+                    flags: OPFORGE_TENSOR_CONTIGUOUS
+                        | OPFORGE_TENSOR_HOST_MEMORY
+                        | OPFORGE_TENSOR_WRITABLE,
+                });
+                return Ok(());
+            }
+        }
+        self.write_output_view_slow(o, dst)
+    }
+
+    /// [`output_view`](Self::output_view) written into `dst`.
+    #[cold]
+    #[inline(never)]
+    fn write_output_view_slow(&self, o: usize, dst: &mut MaybeUninit<OpforgeTensor>) -> Result<()> {
+        dst.write(self.output_view(o)?);
         Ok(())
     }
 }
