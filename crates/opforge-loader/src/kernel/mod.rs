@@ -9,14 +9,20 @@
 //! made: every input's, built once into the context's slots exactly as
 //! `input` would build them, and every output the kernel declared
 //! (`output_like`) set here, forwarded or allocated as core's own kernels
-//! do (`forward_input_or_allocate_output_like`), its view built as `output`
-//! would build it. What the views path saves is the crossings, not the work:
-//! an elementwise kernel computes with no call back into the host, so a
-//! plugin kernel costs about what the same kernel compiled in costs (issue
-//! 14: within 10% on eager dispatch). The context is the same in both
-//! paths, so every context function behaves alike, and a view handed out
-//! in the arrays and one returned later by `input`/`output` are the same
-//! slot.
+//! do (`forward_input_or_allocate_output_like`), its view what `output`
+//! would give (lending the dims and strides of the input it was set like,
+//! which are its own). What the views path saves is the crossings, not the
+//! work: an elementwise kernel computes with no call back into the host, so
+//! a plugin kernel costs about what the same kernel compiled in costs
+//! (issue 14: within 10% on eager dispatch). The context is the same in
+//! both paths, so every context function behaves alike: an input's view
+//! handed out in the array and one returned later by `input` are the same
+//! slot, and a later `output` describes the same tensor as the array.
+//!
+//! The bytes are lent through core's `Tensor::host_data`/`host_data_mut`,
+//! inlined here: the latter reads a buffer's reference counts where
+//! `bytes_mut` takes `Arc::get_mut`'s locked compare-exchange, which alone
+//! cost a plugin call about 5 ns.
 
 use crate::host::*;
 use crate::library::LibInner;
@@ -792,9 +798,9 @@ impl<'a> KernelCtx<'a> {
     fn write_input_view(&self, i: usize, dst: &mut MaybeUninit<OpforgeTensor>) {
         let t = &self.ctx().inputs()[i];
         match dense_bytes(t) {
-            Some(b) => {
+            Some(data) => {
                 let (dims, strides) = self.input_shape(i, t);
-                dst.write(dense_view(t, b, false, dims, strides));
+                dst.write(dense_view(t, data, dims, strides));
             }
             None => {
                 dst.write(
@@ -836,9 +842,9 @@ impl<'a> KernelCtx<'a> {
     fn input_view(&self, i: usize) -> Result<OpforgeTensor> {
         let t = &self.ctx().inputs()[i];
         match dense_bytes(t) {
-            Some(b) => {
+            Some(data) => {
                 let (dims, strides) = self.input_shape(i, t);
-                Ok(dense_view(t, b, false, dims, strides))
+                Ok(dense_view(t, data, dims, strides))
             }
             None => {
                 let v = view_body(t, &self.extra().arena)?;
@@ -856,8 +862,10 @@ impl<'a> KernelCtx<'a> {
         let (dims, strides) = self.output_shape(i, t.dims());
         if !special_dtype(t.dtype()) {
             let (dtype, rank, n) = (t.dtype(), t.rank(), t.num_elements());
-            if let Ok(b) = t.bytes_mut() {
-                return Ok(view_of_parts(dtype, rank, n, b, true, dims, strides));
+            if let Some((data, len)) = t.host_data_mut() {
+                return Ok(view_of_parts(
+                    dtype, rank, n, data, len, true, dims, strides,
+                ));
             }
             // Shared: read-only (below).
         }
@@ -888,15 +896,15 @@ impl<'a> KernelCtx<'a> {
         );
         let dtype = t.dtype();
         if !special_dtype(dtype) {
-            if let Ok(b) = t.bytes_mut() {
+            if let Some((data, len)) = t.host_data_mut() {
                 dst.write(OpforgeTensor {
                     struct_size: size_of::<OpforgeTensor>(),
                     dtype: dtype as i32,
                     rank: like.rank,
                     dims: like.dims,
                     strides: like.strides,
-                    data: b.as_mut_ptr().cast(),
-                    byte_len: b.len() as u64,
+                    data: data.cast(),
+                    byte_len: len as u64,
                     num_elements: like.num_elements,
                     flags: OPFORGE_TENSOR_CONTIGUOUS
                         | OPFORGE_TENSOR_HOST_MEMORY
@@ -923,22 +931,23 @@ fn special_dtype(d: DataType) -> bool {
     matches!(d, DataType::String | DataType::Resource | DataType::Variant)
 }
 
-/// The bytes of a dense host tensor, `None` for anything else (strings,
-/// resources, variants, device memory: the slow path says what to do).
+/// Where the bytes of a dense host tensor are (address and length),
+/// `None` for anything else (strings, resources, variants, device memory,
+/// a taken input: the slow path says what to do).
 #[inline(always)]
-fn dense_bytes(t: &Tensor) -> Option<&[u8]> {
+fn dense_bytes(t: &Tensor) -> Option<(*const u8, usize)> {
     if special_dtype(t.dtype()) {
         return None;
     }
-    t.bytes().ok()
+    t.host_data()
 }
 
-/// The read-only view of a dense host tensor `t` over its `bytes`.
+/// The read-only view of a dense host tensor `t` whose bytes are `data`
+/// ([`dense_bytes`]).
 #[inline(always)]
 fn dense_view(
     t: &Tensor,
-    bytes: &[u8],
-    writable: bool,
+    (data, len): (*const u8, usize),
     dims: *const i64,
     strides: *const i64,
 ) -> OpforgeTensor {
@@ -946,8 +955,9 @@ fn dense_view(
         t.dtype(),
         t.rank(),
         t.num_elements(),
-        bytes,
-        writable,
+        data.cast_mut(),
+        len,
+        false,
         dims,
         strides,
     )
@@ -955,13 +965,15 @@ fn dense_view(
 
 /// The view of a dense host tensor (read-only unless `writable`), built in
 /// one piece: no field-by-field stores that the copy to its destination
-/// would then stall on.
+/// would then stall on. `data` holds `len` bytes.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn view_of_parts(
     dtype: DataType,
     rank: usize,
     num_elements: usize,
-    bytes: &[u8],
+    data: *mut u8,
+    len: usize,
     writable: bool,
     dims: *const i64,
     strides: *const i64,
@@ -972,8 +984,8 @@ fn view_of_parts(
         rank: u32::try_from(rank).unwrap_or(u32::MAX),
         dims,
         strides,
-        data: bytes.as_ptr().cast_mut().cast(),
-        byte_len: bytes.len() as u64,
+        data: data.cast(),
+        byte_len: len as u64,
         num_elements: num_elements as i64,
         flags: OPFORGE_TENSOR_CONTIGUOUS
             | OPFORGE_TENSOR_HOST_MEMORY
