@@ -144,12 +144,12 @@ impl Caught {
 pub(crate) fn catch_fast<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
     install_hook();
     // One thread-local lookup (a call into the dynamic loader's TLS
-    // resolver in a cdylib) for both updates: the cell's address is this
-    // thread's for as long as the thread lives, and `f` runs on this
-    // thread.
+    // resolver in a cdylib) for both updates.
     let depth: *const Cell<u32> = DEPTH.with(|d| d as *const Cell<u32>);
-    // SAFETY: `depth` points to this thread's DEPTH (see above), which is
-    // only ever used through shared references (a `Cell`).
+    // SAFETY: `depth` is this thread's DEPTH, a const-initialised
+    // thread-local without a destructor, so its storage stays valid for the
+    // thread's whole life, and this function (and `f`) runs on this thread;
+    // the cell is only ever used through shared references.
     let depth = unsafe { &*depth };
     depth.set(depth.get() + 1);
     let result = panic::catch_unwind(AssertUnwindSafe(f));
