@@ -98,6 +98,7 @@ macro_rules! data_types {
             /// Bytes per element as stored in a dense tensor buffer (4- and
             /// 2-bit types take one byte each); 0 for `string`, `resource`,
             /// `variant`, ref types and `Invalid`, which have no fixed size.
+            #[inline]
             pub fn size(self) -> usize {
                 match self {
                     $(DataType::$variant => $size,)*

@@ -28,6 +28,7 @@ pub(crate) struct Host {
 static HOST: AtomicPtr<Host> = AtomicPtr::new(null_mut());
 
 /// The tables of the running init..fini span, if any.
+#[inline]
 pub(crate) fn host() -> Option<&'static Host> {
     let p = HOST.load(Ordering::Acquire);
     // SAFETY: a non-null HOST was made by `Box::into_raw` in `install` and

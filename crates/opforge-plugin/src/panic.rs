@@ -116,6 +116,47 @@ pub fn catch<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     })
 }
 
+/// A panic caught by [`catch_fast`]: its payload, turned into text only
+/// when asked ([`text`](Caught::text), out of line).
+pub(crate) struct Caught(Box<dyn Any + Send>);
+
+impl Caught {
+    /// "LOCATION: MESSAGE" of the panic, as [`catch`] gives it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn text(self) -> String {
+        let payload = self.0;
+        let recorded = take_last();
+        // Dropping the payload may itself panic (a payload with a panicking
+        // Drop); catch that too rather than unwind into the host.
+        let text = recorded.unwrap_or_else(|| payload_text(&*payload));
+        let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(payload)));
+        text
+    }
+}
+
+/// [`catch`] for the dispatch hot path (a kernel's compute): inlined into
+/// its caller, and the payload is turned into text only after a panic
+/// ([`Caught::text`]). A call that does not panic costs the hook's `Once`
+/// check, one thread-local lookup and the two depth updates:
+/// `catch_unwind` itself costs nothing until something unwinds.
+#[inline(always)]
+pub(crate) fn catch_fast<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
+    install_hook();
+    // One thread-local lookup (a call into the dynamic loader's TLS
+    // resolver in a cdylib) for both updates.
+    let depth: *const Cell<u32> = DEPTH.with(|d| d as *const Cell<u32>);
+    // SAFETY: `depth` is this thread's DEPTH, a const-initialised
+    // thread-local without a destructor, so its storage stays valid for the
+    // thread's whole life, and this function (and `f`) runs on this thread;
+    // the cell is only ever used through shared references.
+    let depth = unsafe { &*depth };
+    depth.set(depth.get() + 1);
+    let result = panic::catch_unwind(AssertUnwindSafe(f));
+    depth.set(depth.get() - 1);
+    result.map_err(Caught)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +167,19 @@ mod tests {
         assert!(err.contains("src/panic.rs:"), "{err}");
         assert!(err.ends_with(": boom 7"), "{err}");
         assert_eq!(catch(|| 5), Ok(5));
+    }
+
+    #[test]
+    fn catch_fast_reports_location_and_message() {
+        let err = catch_fast(|| -> u32 { panic!("fast {}", 8) })
+            .expect_err("caught")
+            .text();
+        assert!(err.contains("src/panic.rs:"), "{err}");
+        assert!(err.ends_with(": fast 8"), "{err}");
+        assert_eq!(catch_fast(|| 5).ok(), Some(5));
+        // The depth is back to zero: a later unguarded panic reaches the
+        // previous hook (not recorded here).
+        assert_eq!(DEPTH.with(Cell::get), 0);
     }
 
     #[test]

@@ -56,7 +56,10 @@ pub struct Buffer {
 // SAFETY: a Buffer is the unique owner of its allocation (or holds the
 // foreign owner's release callback, itself Send + Sync). Shared access
 // through `&Buffer` only reads; writing needs `&mut Buffer`, which Rust's
-// borrow rules (and `Arc::get_mut` in `Tensor`) make exclusive.
+// borrow rules (and `Arc::get_mut` in `Tensor`) make exclusive, or the
+// address `Tensor::host_data_mut` gives, under the same exclusivity (the
+// tensor's `Arc` is the buffer's only one, and the tensor is borrowed
+// mutably).
 unsafe impl Send for Buffer {}
 // SAFETY: see above; `&Buffer` gives read-only access.
 unsafe impl Sync for Buffer {}
@@ -149,6 +152,7 @@ impl Buffer {
     }
 
     /// The length in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }

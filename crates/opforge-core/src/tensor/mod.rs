@@ -472,6 +472,68 @@ impl Tensor {
         }
     }
 
+    /// The address and length of a dense host tensor's bytes, for lending
+    /// them to foreign code (the op-library bridge makes a view of every
+    /// argument on every call): what [`bytes`](Self::bytes) gives, inlined
+    /// and without building an error; `None` for anything else (strings,
+    /// resources, device memory, a taken input), where `bytes` says why.
+    ///
+    /// The address is valid for reads of `len` bytes while this tensor
+    /// lives and its storage is not written.
+    #[inline(always)]
+    pub fn host_data(&self) -> Option<(*const u8, usize)> {
+        match &*self.storage {
+            Storage::Dense { buf, offset } if buf.location() == Location::Host => {
+                let len = self.num_elements() * self.dtype.size();
+                // Within the buffer for every tensor this module makes;
+                // checked anyway, as `bytes` checks it by slicing.
+                if offset.checked_add(len)? > buf.len() {
+                    return None;
+                }
+                Some((buf.as_ptr().wrapping_add(*offset), len))
+            }
+            _ => None,
+        }
+    }
+
+    /// [`host_data`](Self::host_data) for writing: `None` also when this
+    /// tensor may not write its bytes, for the reasons
+    /// [`bytes_mut`](Self::bytes_mut) refuses them (read-only foreign
+    /// memory, or a buffer another tensor shares).
+    ///
+    /// Exclusivity is read from the buffer's strong count rather than
+    /// proven with `Arc::get_mut`, whose atomic read-modify-writes (a
+    /// locked compare-exchange and a store on the weak count) cost a bridge
+    /// more than the rest of a view. That is enough here because of what
+    /// this module does with a buffer's `Arc`: it lives only in tensors'
+    /// private storage (and in the spare lists of `buffer`, as a sole
+    /// owner), and no `Weak` of it is ever made (`get_mut` locks the weak
+    /// count against a `Weak` upgraded meanwhile; checked to be absent here
+    /// as well). So with `&mut self` holding this tensor's `Arc`, a strong
+    /// count of 1 means no other tensor has the buffer, and none can get it
+    /// while the borrow lasts (a new `Arc` is made only by cloning this
+    /// one). The acquire fence orders the caller's accesses after those of
+    /// the owners that are gone (their drops release the count).
+    ///
+    /// The address is valid for writes of `len` bytes while this tensor
+    /// lives and is not cloned, and nothing else reads or writes its bytes
+    /// meanwhile.
+    #[inline(always)]
+    pub fn host_data_mut(&mut self) -> Option<(*mut u8, usize)> {
+        match &*self.storage {
+            Storage::Dense { buf, .. }
+                if buf.is_writable()
+                    && Arc::strong_count(buf) == 1
+                    && Arc::weak_count(buf) == 0 =>
+            {
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+                let (p, len) = self.host_data()?;
+                Some((p.cast_mut(), len))
+            }
+            _ => None,
+        }
+    }
+
     /// The elements, flattened in row-major order.
     #[inline]
     pub fn flat<T: Element>(&self) -> Result<&[T]> {
@@ -831,6 +893,34 @@ mod tests {
     }
 
     #[test]
+    fn host_data_lends_what_bytes_and_bytes_mut_give() {
+        let mut t = Tensor::from_vec(&[2], vec![1i32, 2]).unwrap();
+        let b = t.bytes().unwrap().as_ptr();
+        assert_eq!(t.host_data(), Some((b, 8)));
+        let (p, len) = t.host_data_mut().expect("unshared");
+        assert_eq!((p.cast_const(), len), (b, 8));
+        // SAFETY: `t` is unshared and not otherwise accessed while `p`, its
+        // 8 bytes (two i32s), is written.
+        unsafe { p.cast::<i32>().write_unaligned(7) };
+        assert_eq!(t.flat::<i32>().unwrap(), &[7, 2]);
+        // A view of part of a buffer lends that part.
+        let whole = Tensor::from_vec(&[2, 2], vec![1i32, 2, 3, 4]).unwrap();
+        let row = whole.slice_outer(1, 2).unwrap();
+        assert_eq!(row.host_data(), Some((row.bytes().unwrap().as_ptr(), 8)));
+        // Shared: readable, not writable (as bytes_mut), until it is not.
+        let shared = t.clone();
+        assert!(t.host_data().is_some());
+        assert_eq!(t.host_data_mut(), None);
+        assert!(t.bytes_mut().is_err());
+        drop(shared);
+        assert!(t.host_data_mut().is_some());
+        // No raw bytes: strings (and resources) are the slow path's.
+        let mut s = Tensor::from_strings(&[1], vec![b"a".to_vec()]).unwrap();
+        assert_eq!(s.host_data(), None);
+        assert_eq!(s.host_data_mut(), None);
+    }
+
+    #[test]
     fn read_only_foreign_memory_is_never_written() {
         use std::ptr::NonNull;
         use std::sync::atomic::{AtomicBool, Ordering};
@@ -858,6 +948,8 @@ mod tests {
             t.bytes_mut().unwrap_err().code(),
             crate::Code::FailedPrecondition
         );
+        assert!(t.host_data().is_some());
+        assert_eq!(t.host_data_mut(), None, "lent read-only");
         // A copy is writable.
         let mut c = t.deep_copy().unwrap();
         c.flat_mut::<f32>().unwrap()[0] = 9.0;

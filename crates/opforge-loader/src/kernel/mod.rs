@@ -9,14 +9,20 @@
 //! made: every input's, built once into the context's slots exactly as
 //! `input` would build them, and every output the kernel declared
 //! (`output_like`) set here, forwarded or allocated as core's own kernels
-//! do (`forward_input_or_allocate_output_like`), its view built as `output`
-//! would build it. What the views path saves is the crossings, not the work:
-//! an elementwise kernel computes with no call back into the host, so a
-//! plugin kernel costs about what the same kernel compiled in costs (issue
-//! 14: within 10% on eager dispatch). The context is the same in both
-//! paths, so every context function behaves alike, and a view handed out
-//! in the arrays and one returned later by `input`/`output` are the same
-//! slot.
+//! do (`forward_input_or_allocate_output_like`), its view what `output`
+//! would give (lending the dims and strides of the input it was set like,
+//! which are its own). What the views path saves is the crossings, not the
+//! work: an elementwise kernel computes with no call back into the host, so
+//! a plugin kernel costs about what the same kernel compiled in costs
+//! (issue 14: within 10% on eager dispatch). The context is the same in
+//! both paths, so every context function behaves alike: an input's view
+//! handed out in the array and one returned later by `input` are the same
+//! slot, and a later `output` describes the same tensor as the array.
+//!
+//! The bytes are lent through core's `Tensor::host_data`/`host_data_mut`,
+//! inlined here: the latter reads a buffer's reference counts where
+//! `bytes_mut` takes `Arc::get_mut`'s locked compare-exchange, which alone
+//! cost a plugin call about 5 ns.
 
 use crate::host::*;
 use crate::library::LibInner;
@@ -261,73 +267,108 @@ impl PluginKernel {
     }
 }
 
+/// The plugin's 1.1 compute entry.
+type ComputeViewsFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut OpforgeKernelCtx,
+    *const OpforgeKernelViews,
+    *mut OpforgeStatus,
+) -> OpforgeCode;
+
 impl PluginKernel {
     /// The 1.1 entry: makes every input's view and sets every declared
     /// output (see the module's documentation), then calls `f`. An error
     /// here (an allocation) is the host's own, before any plugin code runs.
+    ///
+    /// The arrays live on the stack when the node has at most
+    /// [`INLINE_ARGS`] inputs and outputs (the common case, kept free of
+    /// any heap bookkeeping); larger nodes take [`run_views_large`](Self::run_views_large).
     #[inline]
     fn run_views(
         &self,
-        f: unsafe extern "C" fn(
-            *mut c_void,
-            *mut OpforgeKernelCtx,
-            *const OpforgeKernelViews,
-            *mut OpforgeStatus,
-        ) -> OpforgeCode,
+        f: ComputeViewsFn,
         state: SendPtr,
         k: &KernelCtx<'_>,
         status: &mut HostStatus,
     ) -> Result<OpforgeCode> {
         let (ni, no) = (k.ctx().num_inputs(), k.ctx().num_outputs());
-        // The arrays: on the stack up to INLINE_ARGS each (written before
-        // they are read; only the first `ni`/`no` elements are used).
-        let mut ins_inline = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
-        let mut outs_inline = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
-        let mut from_inline = [OPFORGE_NOT_FORWARDED; INLINE_ARGS];
-        let mut ins_heap = Vec::new();
-        let mut outs_heap = Vec::new();
-        let mut from_heap = Vec::new();
-        let ins: &mut [MaybeUninit<OpforgeTensor>] = if ni <= INLINE_ARGS {
-            &mut ins_inline[..ni]
-        } else {
-            ins_heap.resize(ni, MaybeUninit::uninit());
-            &mut ins_heap
-        };
-        let outs: &mut [MaybeUninit<OpforgeTensor>] = if no <= INLINE_ARGS {
-            &mut outs_inline[..no]
-        } else {
-            outs_heap.resize(no, MaybeUninit::uninit());
-            &mut outs_heap
-        };
-        let from: &mut [i64] = if no <= INLINE_ARGS {
-            &mut from_inline[..no]
-        } else {
-            from_heap.resize(no, OPFORGE_NOT_FORWARDED);
-            &mut from_heap
-        };
+        if ni > INLINE_ARGS || no > INLINE_ARGS {
+            return self.run_views_large(f, state, k, status);
+        }
+        // Written before they are read; only the first `ni`/`no` elements
+        // are used.
+        let mut ins = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
+        let mut outs = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
+        let mut from = [OPFORGE_NOT_FORWARDED; INLINE_ARGS];
+        self.fill_views(k, &mut ins[..ni], &mut outs[..no], &mut from[..no])?;
+        // SAFETY: the first `ni`/`no` elements of the arrays were written
+        // by `fill_views`; see `call_views`.
+        Ok(unsafe { self.call_views(f, state, k, status, &ins[..ni], &outs[..no], &from[..no]) })
+    }
+
+    /// [`run_views`](Self::run_views) for a node with more than
+    /// [`INLINE_ARGS`] inputs or outputs: the arrays on the heap.
+    #[cold]
+    #[inline(never)]
+    fn run_views_large(
+        &self,
+        f: ComputeViewsFn,
+        state: SendPtr,
+        k: &KernelCtx<'_>,
+        status: &mut HostStatus,
+    ) -> Result<OpforgeCode> {
+        let (ni, no) = (k.ctx().num_inputs(), k.ctx().num_outputs());
+        let mut ins = vec![MaybeUninit::<OpforgeTensor>::uninit(); ni];
+        let mut outs = vec![MaybeUninit::<OpforgeTensor>::uninit(); no];
+        let mut from = vec![OPFORGE_NOT_FORWARDED; no];
+        self.fill_views(k, &mut ins, &mut outs, &mut from)?;
+        // SAFETY: every element of the arrays was written by `fill_views`;
+        // see `call_views`.
+        Ok(unsafe { self.call_views(f, state, k, status, &ins, &outs, &from) })
+    }
+
+    /// Writes every input's view into `ins`, sets every declared output and
+    /// writes every output's view into `outs` (the unset view for an
+    /// undeclared one), and the input each output took over into `from`
+    /// (which starts all `OPFORGE_NOT_FORWARDED`).
+    #[inline(always)]
+    fn fill_views(
+        &self,
+        k: &KernelCtx<'_>,
+        ins: &mut [MaybeUninit<OpforgeTensor>],
+        outs: &mut [MaybeUninit<OpforgeTensor>],
+        from: &mut [i64],
+    ) -> Result<()> {
         for (i, v) in ins.iter_mut().enumerate() {
             k.write_input_view(i, v);
         }
+        let no = outs.len();
         // The outputs not declared get the unset view (declared ones are
         // written below; their indices are below 64 unless `no` is large).
-        let declared = if no <= 64 { self.def.declared_mask } else { 0 };
-        for (o, v) in outs.iter_mut().enumerate() {
-            if o >= 64 || declared & (1 << o) == 0 {
-                v.write(OpforgeTensor {
-                    dtype: k.ctx().output_type(o).base() as i32,
-                    ..OpforgeTensor::new()
-                });
+        // Skipped when every output is declared (the elementwise case).
+        if no > 64 || self.def.declared_mask != low_bits(no) {
+            let declared = if no <= 64 { self.def.declared_mask } else { 0 };
+            for (o, v) in outs.iter_mut().enumerate() {
+                if o >= 64 || declared & (1 << o) == 0 {
+                    v.write(OpforgeTensor {
+                        dtype: k.ctx().output_type(o).base() as i32,
+                        ..OpforgeTensor::new()
+                    });
+                }
             }
         }
         for l in self.def.output_like.iter() {
             // In range and allocatable: checked for this node's signature
             // when the instance was made.
             let (o, j) = (l.output, l.input);
+            // SAFETY: every element of `ins` was written above.
+            let like = unsafe { ins[j].assume_init_ref() };
             let forwarded = if k.moved(j) {
                 // Forwarded to an earlier declared output: its dims are in
                 // its view.
-                // SAFETY: every element of `ins` was written above.
-                let dims = unsafe { dims_of_view(ins[j].assume_init_ref()) };
+                // SAFETY: `like` is a view this host made during this
+                // compute (its dims live in the context's slots or arena).
+                let dims = unsafe { dims_of_view(like) };
                 k.ctx().allocate_output(o, TensorShape::new(dims)?)?;
                 None
             } else if l.forward {
@@ -341,13 +382,34 @@ impl PluginKernel {
                 k.set_moved(j);
                 from[o] = j as i64;
             }
-            k.write_output_view(o, &mut outs[o])?;
+            k.write_declared_output_view(o, like, &mut outs[o])?;
         }
+        Ok(())
+    }
+
+    /// Calls the plugin's compute_views with the arrays.
+    ///
+    /// # Safety
+    /// Every element of `ins`, `outs` and `from` is initialised (written by
+    /// [`fill_views`](Self::fill_views) for this compute), and `state` is
+    /// the state the caller runs the kernel with.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn call_views(
+        &self,
+        f: ComputeViewsFn,
+        state: SendPtr,
+        k: &KernelCtx<'_>,
+        status: &mut HostStatus,
+        ins: &[MaybeUninit<OpforgeTensor>],
+        outs: &[MaybeUninit<OpforgeTensor>],
+        from: &[i64],
+    ) -> OpforgeCode {
         let views = OpforgeKernelViews {
             inputs: ins.as_ptr().cast(),
-            num_inputs: ni,
+            num_inputs: ins.len(),
             outputs: outs.as_ptr().cast(),
-            num_outputs: no,
+            num_outputs: outs.len(),
             forwarded_from: from.as_ptr(),
             ..OpforgeKernelViews::new()
         };
@@ -355,15 +417,25 @@ impl PluginKernel {
         // its create made, kept from destroy until the instance is dropped
         // (its first state) or by the caller's read lock (a later one);
         // `k`, `status`, `views` and the arrays it points to (every element
-        // written above) live across the call.
-        Ok(unsafe {
+        // written, the caller says) live across the call.
+        unsafe {
             f(
                 state.0,
                 (k as *const KernelCtx).cast_mut().cast(),
                 &views,
                 status.as_ptr(),
             )
-        })
+        }
+    }
+}
+
+/// The mask of the outputs `0..n` (all 64 bits from 64 on).
+#[inline(always)]
+fn low_bits(n: usize) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
     }
 }
 
@@ -726,9 +798,9 @@ impl<'a> KernelCtx<'a> {
     fn write_input_view(&self, i: usize, dst: &mut MaybeUninit<OpforgeTensor>) {
         let t = &self.ctx().inputs()[i];
         match dense_bytes(t) {
-            Some(b) => {
+            Some(data) => {
                 let (dims, strides) = self.input_shape(i, t);
-                dst.write(dense_view(t, b, false, dims, strides));
+                dst.write(dense_view(t, data, dims, strides));
             }
             None => {
                 dst.write(
@@ -770,9 +842,9 @@ impl<'a> KernelCtx<'a> {
     fn input_view(&self, i: usize) -> Result<OpforgeTensor> {
         let t = &self.ctx().inputs()[i];
         match dense_bytes(t) {
-            Some(b) => {
+            Some(data) => {
                 let (dims, strides) = self.input_shape(i, t);
-                Ok(dense_view(t, b, false, dims, strides))
+                Ok(dense_view(t, data, dims, strides))
             }
             None => {
                 let v = view_body(t, &self.extra().arena)?;
@@ -790,8 +862,10 @@ impl<'a> KernelCtx<'a> {
         let (dims, strides) = self.output_shape(i, t.dims());
         if !special_dtype(t.dtype()) {
             let (dtype, rank, n) = (t.dtype(), t.rank(), t.num_elements());
-            if let Ok(b) = t.bytes_mut() {
-                return Ok(view_of_parts(dtype, rank, n, b, true, dims, strides));
+            if let Some((data, len)) = t.host_data_mut() {
+                return Ok(view_of_parts(
+                    dtype, rank, n, data, len, true, dims, strides,
+                ));
             }
             // Shared: read-only (below).
         }
@@ -799,11 +873,54 @@ impl<'a> KernelCtx<'a> {
         Ok(OpforgeTensor { dims, strides, ..v })
     }
 
-    /// [`output_view`](Self::output_view) written into `dst` (the views
-    /// entry's array).
+    /// The view of declared output `o`, just set with the dims of the
+    /// input whose view (made in this compute) is `like`, written into
+    /// `dst` (the views entry's array). The output lends `like`'s dims and
+    /// strides, which live until compute returns and are never rewritten
+    /// (an input's slot is written once per compute), so they are not
+    /// computed twice; anything but a dense host tensor the host may write
+    /// takes [`output_view`](Self::output_view).
     #[inline(always)]
-    fn write_output_view(&self, i: usize, dst: &mut MaybeUninit<OpforgeTensor>) -> Result<()> {
-        dst.write(self.output_view(i)?);
+    fn write_declared_output_view(
+        &self,
+        o: usize,
+        like: &OpforgeTensor,
+        dst: &mut MaybeUninit<OpforgeTensor>,
+    ) -> Result<()> {
+        let t = self.ctx().output_mut(o)?;
+        debug_assert_eq!(
+            // SAFETY: `like` is a view this host made in this compute.
+            unsafe { dims_of_view(like) },
+            t.dims(),
+            "a declared output has its input's dims"
+        );
+        let dtype = t.dtype();
+        if !special_dtype(dtype) {
+            if let Some((data, len)) = t.host_data_mut() {
+                dst.write(OpforgeTensor {
+                    struct_size: size_of::<OpforgeTensor>(),
+                    dtype: dtype as i32,
+                    rank: like.rank,
+                    dims: like.dims,
+                    strides: like.strides,
+                    data: data.cast(),
+                    byte_len: len as u64,
+                    num_elements: like.num_elements,
+                    flags: OPFORGE_TENSOR_CONTIGUOUS
+                        | OPFORGE_TENSOR_HOST_MEMORY
+                        | OPFORGE_TENSOR_WRITABLE,
+                });
+                return Ok(());
+            }
+        }
+        self.write_output_view_slow(o, dst)
+    }
+
+    /// [`output_view`](Self::output_view) written into `dst`.
+    #[cold]
+    #[inline(never)]
+    fn write_output_view_slow(&self, o: usize, dst: &mut MaybeUninit<OpforgeTensor>) -> Result<()> {
+        dst.write(self.output_view(o)?);
         Ok(())
     }
 }
@@ -814,22 +931,23 @@ fn special_dtype(d: DataType) -> bool {
     matches!(d, DataType::String | DataType::Resource | DataType::Variant)
 }
 
-/// The bytes of a dense host tensor, `None` for anything else (strings,
-/// resources, variants, device memory: the slow path says what to do).
+/// Where the bytes of a dense host tensor are (address and length),
+/// `None` for anything else (strings, resources, variants, device memory,
+/// a taken input: the slow path says what to do).
 #[inline(always)]
-fn dense_bytes(t: &Tensor) -> Option<&[u8]> {
+fn dense_bytes(t: &Tensor) -> Option<(*const u8, usize)> {
     if special_dtype(t.dtype()) {
         return None;
     }
-    t.bytes().ok()
+    t.host_data()
 }
 
-/// The read-only view of a dense host tensor `t` over its `bytes`.
+/// The read-only view of a dense host tensor `t` whose bytes are `data`
+/// ([`dense_bytes`]).
 #[inline(always)]
 fn dense_view(
     t: &Tensor,
-    bytes: &[u8],
-    writable: bool,
+    (data, len): (*const u8, usize),
     dims: *const i64,
     strides: *const i64,
 ) -> OpforgeTensor {
@@ -837,8 +955,9 @@ fn dense_view(
         t.dtype(),
         t.rank(),
         t.num_elements(),
-        bytes,
-        writable,
+        data.cast_mut(),
+        len,
+        false,
         dims,
         strides,
     )
@@ -846,13 +965,15 @@ fn dense_view(
 
 /// The view of a dense host tensor (read-only unless `writable`), built in
 /// one piece: no field-by-field stores that the copy to its destination
-/// would then stall on.
+/// would then stall on. `data` holds `len` bytes.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn view_of_parts(
     dtype: DataType,
     rank: usize,
     num_elements: usize,
-    bytes: &[u8],
+    data: *mut u8,
+    len: usize,
     writable: bool,
     dims: *const i64,
     strides: *const i64,
@@ -863,8 +984,8 @@ fn view_of_parts(
         rank: u32::try_from(rank).unwrap_or(u32::MAX),
         dims,
         strides,
-        data: bytes.as_ptr().cast_mut().cast(),
-        byte_len: bytes.len() as u64,
+        data: data.cast(),
+        byte_len: len as u64,
         num_elements: num_elements as i64,
         flags: OPFORGE_TENSOR_CONTIGUOUS
             | OPFORGE_TENSOR_HOST_MEMORY

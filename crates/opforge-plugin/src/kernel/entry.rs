@@ -128,14 +128,29 @@ unsafe fn run_compute<K: Kernel>(
         views,
         status,
     };
-    let mut code = OPFORGE_OK;
-    match crate::panic::catch(|| code = call.run()) {
-        Ok(()) => code,
-        Err(panic) => {
-            instance.poisoned.store(true, Ordering::Relaxed);
-            host::report_panic(host, status, &kernel_what(instance.def, "compute"), &panic)
-        }
+    match crate::panic::catch_fast(|| call.run()) {
+        Ok(code) => code,
+        Err(panic) => compute_panicked(instance, host, status, panic),
     }
+}
+
+/// A compute panicked: the instance is poisoned, and the status says
+/// where (INTERNAL, flagged PANICKED).
+#[cold]
+#[inline(never)]
+fn compute_panicked<K>(
+    instance: &Instance<K>,
+    host: &Host,
+    status: *mut OpforgeStatus,
+    panic: crate::panic::Caught,
+) -> OpforgeCode {
+    instance.poisoned.store(true, Ordering::Relaxed);
+    host::report_panic(
+        host,
+        status,
+        &kernel_what(instance.def, "compute"),
+        &panic.text(),
+    )
 }
 
 /// One compute call's arguments ([`run_compute`]).
