@@ -233,10 +233,18 @@ impl EagerContext {
         let kernel = match self.cached(op, inputs, &grouping, &p.given) {
             Some(c) => c,
             None => self
-                .build(op, inputs, grouping, &p.given)
+                .build(op, inputs, grouping.clone(), &p.given)
                 .map_err(|e| e.append(format!(" [Op:{op}]")))?,
         };
         let mut kernels = p.kernels.lock().unwrap_or_else(PoisonError::into_inner);
+        // Another thread that missed at the same time may have put a
+        // kernel for these inputs in first: use it, keep one entry.
+        if let Some(first) = kernels
+            .iter()
+            .find(|c| c.matches_types(inputs, &grouping) && c.is_current(generation))
+        {
+            return Ok(first.clone());
+        }
         let mut oldest = None;
         if !kernels.iter().any(|c| Arc::ptr_eq(c, &kernel)) {
             if kernels.len() == PREPARED_KERNELS {
