@@ -442,6 +442,13 @@ impl Tensor {
     /// or is not host memory, and (`InvalidArgument`) for string and
     /// resource tensors, which have no raw bytes.
     pub fn bytes_mut(&mut self) -> Result<&mut [u8]> {
+        if let Some((p, len)) = self.host_data_mut() {
+            // SAFETY: `host_data_mut` gives `len` writable bytes that nothing
+            // else reads or writes while this tensor lives and is not cloned,
+            // which the `&mut self` borrow of the result ensures.
+            return Ok(unsafe { std::slice::from_raw_parts_mut(p, len) });
+        }
+        // Why not (or a taken input's empty bytes).
         let len = self.num_elements() * self.dtype.size();
         match &mut *self.storage {
             Storage::Dense { buf, offset } => {
@@ -555,6 +562,16 @@ impl Tensor {
     #[inline]
     pub fn flat_mut<T: Element>(&mut self) -> Result<&mut [T]> {
         self.check_type::<T>()?;
+        if let Some((p, len)) = self.host_data_mut() {
+            // SAFETY: as in `flat` (T is the dtype's element type, the bytes
+            // are T-aligned and any byte pattern is a valid T), and
+            // `host_data_mut` gives exclusive access to the `len` bytes for
+            // as long as the `&mut self` borrow of the result lasts.
+            return Ok(unsafe {
+                std::slice::from_raw_parts_mut(p.cast::<T>(), len / std::mem::size_of::<T>().max(1))
+            });
+        }
+        // Why not.
         let n = self.num_elements();
         let Storage::Dense { buf, offset } = &mut *self.storage else {
             return Err(Status::internal("dense dtype without a dense buffer"));
