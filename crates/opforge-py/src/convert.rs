@@ -36,7 +36,7 @@ fn dtype_of(kind: u8, itemsize: usize) -> Option<DataType> {
     })
 }
 
-fn dims_of(shape: &[usize]) -> PyResult<Vec<i64>> {
+fn dims_of(shape: &[usize]) -> PyResult<smallvec::SmallVec<[i64; 6]>> {
     shape
         .iter()
         .map(|&d| i64::try_from(d).map_err(|_| PyValueError::new_err("a dimension is too large")))
@@ -104,22 +104,28 @@ pub fn ndarray_tensor(arr: &Bound<'_, PyUntypedArray>, as_dtype: Option<i32>) ->
             && (data as usize) % dtype.size().max(1) == 0;
         let t = match NonNull::new(data) {
             Some(ptr) if viewable && len > 0 => {
-                let owner: Py<PyAny> = arr.clone().into_any().unbind();
+                // The array, owned by the buffer until `release_array`.
+                let owner = arr.clone().into_any().into_ptr();
+                let owner = NonNull::new(owner.cast::<()>())
+                    .ok_or_else(|| PyValueError::new_err("a null ndarray"))?;
                 // SAFETY: `ptr` points to the array's `len` initialized
                 // bytes (C-contiguous, so exactly n * itemsize from `data`),
                 // valid values of `dtype` (same kind and size, or a
                 // same-size reinterpretation the caller asked for). The
                 // array stays alive, with this memory, until the release
-                // callback drops `owner` (an ndarray with a live reference
-                // cannot be resized). The buffer is read-only, so opforge
-                // never writes it; Python code writing the array meanwhile
-                // is the caller's race, as with any numpy view.
+                // drops `owner`, a reference of its own (an ndarray with a
+                // live reference cannot be resized); `release_array` is
+                // sound once from any thread. The buffer is read-only, so
+                // opforge never writes it; Python code writing the array
+                // meanwhile is the caller's race, as with any numpy view.
                 let buf = unsafe {
-                    Buffer::from_foreign_read_only(ptr, len, Location::Host, move || {
-                        // Dropped without the GIL this is deferred to pyo3's
-                        // reference pool (never an attach on a worker).
-                        drop(owner);
-                    })
+                    Buffer::from_foreign_read_only_raw(
+                        ptr,
+                        len,
+                        Location::Host,
+                        release_array,
+                        owner,
+                    )
                 };
                 errors::check(py, Tensor::from_buffer(dtype, &dims, buf), None)?
             }
@@ -203,4 +209,23 @@ pub fn from_strings(shape: Vec<i64>, items: Bound<'_, PyList>) -> PyResult<PyTen
             None,
         )?))
     })
+}
+
+/// Gives back the array reference a buffer of `ndarray_tensor` held.
+///
+/// # Safety
+/// `ctx` is a strong reference to a Python object (`into_ptr` of a `Py`),
+/// given up here, once.
+unsafe fn release_array(ctx: NonNull<()>) {
+    const _: () = assert!(
+        std::mem::size_of::<Py<PyAny>>() == std::mem::size_of::<NonNull<pyo3::ffi::PyObject>>()
+    );
+    // SAFETY: `Py<T>` is `#[repr(transparent)]` over the object's
+    // `NonNull<PyObject>` (pyo3's instance.rs; the sizes are checked
+    // above), so this is the `Py` whose reference `ndarray_tensor` took.
+    // Dropping it releases the reference now when the thread is attached
+    // for pyo3, and defers it to pyo3's pool otherwise (never an attach on
+    // a worker thread).
+    let owner: Py<PyAny> = unsafe { std::mem::transmute(ctx.cast::<pyo3::ffi::PyObject>()) };
+    drop(owner);
 }

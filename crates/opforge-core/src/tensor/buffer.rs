@@ -39,6 +39,13 @@ enum Release {
     HostPool,
     /// A foreign owner's callback.
     Foreign(Box<dyn FnOnce() + Send + Sync>),
+    /// A foreign owner's function and the pointer it is called with (see
+    /// [`Buffer::from_foreign_read_only_raw`]: no allocation for the
+    /// callback, for a bridge that wraps memory on every call).
+    Raw {
+        release: unsafe fn(NonNull<()>),
+        ctx: NonNull<()>,
+    },
 }
 
 /// A contiguous block of bytes behind a dense tensor.
@@ -144,6 +151,30 @@ impl Buffer {
         b
     }
 
+    /// [`Buffer::from_foreign_read_only`] with the release given as a
+    /// function and its argument rather than a closure (a closure would be
+    /// boxed: one allocation more per buffer). `release(ctx)` runs once,
+    /// when the last tensor that uses the buffer is dropped.
+    ///
+    /// # Safety
+    /// As [`Buffer::from_foreign`], and `release(ctx)` must be sound to call
+    /// once, from any thread (the buffer is `Send` and `Sync`).
+    pub unsafe fn from_foreign_read_only_raw(
+        ptr: NonNull<u8>,
+        len: usize,
+        location: Location,
+        release: unsafe fn(NonNull<()>),
+        ctx: NonNull<()>,
+    ) -> Buffer {
+        Buffer {
+            ptr,
+            len,
+            location,
+            release: Release::Raw { release, ctx },
+            writable: false,
+        }
+    }
+
     /// Whether tensors may write this memory (false for
     /// [`Buffer::from_foreign_read_only`]).
     #[inline]
@@ -204,6 +235,9 @@ impl Drop for Buffer {
             Release::None => {}
             Release::HostPool => HOST_POOL.free(self.ptr, self.len),
             Release::Foreign(f) => f(),
+            // SAFETY: called once (the release was replaced by None above),
+            // as `from_foreign_read_only_raw`'s caller promised is sound.
+            Release::Raw { release, ctx } => unsafe { release(ctx) },
         }
     }
 }
