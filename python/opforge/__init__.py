@@ -49,7 +49,9 @@ def _axes(x, axis):
         if rank is None:
             # A symbolic tensor of unknown rank: every axis, computed.
             return ops.range(0, ops.rank(x), 1)
-        return list(range(rank))
+        # An int32 tensor also when empty (a scalar's axes): a bare []
+        # would convert to float32, which no reduction takes.
+        return constant(list(range(rank)), dtype=int32)
     return axis
 
 

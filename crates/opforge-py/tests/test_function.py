@@ -302,3 +302,14 @@ def test_calls_from_eight_threads_at_once():
     assert f.experimental_get_tracing_count() == 1
     for i in range(8):
         assert results[i] == pytest.approx(expected(values[i]), rel=1e-4)
+
+
+def test_reductions_of_scalars_in_graphs():
+    # axis=None on a rank-0 symbolic tensor: no axes, as an int32 tensor
+    # (a bare [] would be float32, which no reduction takes).
+    @of.function
+    def f(x):
+        return of.reduce_sum(x * 2.0), of.reduce_mean(x), of.reduce_max(x)
+
+    assert [float(t) for t in f(of.constant(1.5))] == [3.0, 1.5, 1.5]
+    assert float(of.reduce_sum(of.constant(4.0))) == 4.0
