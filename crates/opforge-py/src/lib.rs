@@ -10,6 +10,15 @@
 
 use pyo3::prelude::*;
 
+/// The extension's Rust allocations go to mimalloc: eager calls allocate
+/// small blocks (a result's buffer header, the call's tensor vector), and a
+/// recording `GradientTape` keeps thousands of them alive, where glibc's
+/// malloc leaves its per-thread cache for slower paths. Memory crosses no
+/// allocator boundary: what opforge allocates it frees (numpy views of a
+/// tensor keep the tensor, and op libraries free their own allocations).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod attrs;
 mod convert;
 mod errors;
