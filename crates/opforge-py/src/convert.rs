@@ -220,12 +220,21 @@ unsafe fn release_array(ctx: NonNull<()>) {
     const _: () = assert!(
         std::mem::size_of::<Py<PyAny>>() == std::mem::size_of::<NonNull<pyo3::ffi::PyObject>>()
     );
+    let obj = ctx.cast::<pyo3::ffi::PyObject>();
+    // SAFETY: `PyGILState_Check` may be called from any thread; it is
+    // exact here because pyo3 extensions are not loaded into
+    // subinterpreters (which would turn the check off).
+    if unsafe { pyo3::ffi::PyGILState_Check() } == 1 {
+        // SAFETY: this thread holds the GIL, and `obj` is a strong
+        // reference given up here (the function's contract).
+        unsafe { pyo3::ffi::Py_DecRef(obj.as_ptr()) };
+        return;
+    }
     // SAFETY: `Py<T>` is `#[repr(transparent)]` over the object's
     // `NonNull<PyObject>` (pyo3's instance.rs; the sizes are checked
     // above), so this is the `Py` whose reference `ndarray_tensor` took.
-    // Dropping it releases the reference now when the thread is attached
-    // for pyo3, and defers it to pyo3's pool otherwise (never an attach on
-    // a worker thread).
-    let owner: Py<PyAny> = unsafe { std::mem::transmute(ctx.cast::<pyo3::ffi::PyObject>()) };
+    // Dropped without the GIL, pyo3 defers the release to its pool (never
+    // an attach on a worker thread).
+    let owner: Py<PyAny> = unsafe { std::mem::transmute(obj) };
     drop(owner);
 }

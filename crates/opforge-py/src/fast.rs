@@ -689,13 +689,9 @@ impl OpFunction {
         } else {
             objects.iter().take(n_inputs).flatten().copied().collect()
         };
-        let outs = if arrays {
-            // Counted as attached by pyo3 while the array's tensors are
-            // dropped (see `op_function_vectorcall`).
-            Python::attach(|_| plan.run(py, prepared, tensors, &recorded, &tapes))?
-        } else {
-            plan.run(py, prepared, tensors, &recorded, &tapes)?
-        };
+        // (The arrays' tensors release them at once when dropped here:
+        // `convert::release_array` sees this thread holds the GIL.)
+        let outs = plan.run(py, prepared, tensors, &recorded, &tapes)?;
         Ok(Some(self.wrap(py, outs)?))
     }
 
@@ -807,15 +803,13 @@ unsafe extern "C" fn op_function_vectorcall(
     nargsf: usize,
     kwnames: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    // The thread is attached (the contract): `attach` only counts it as
-    // attached for pyo3, so references dropped here are released at once
-    // (not deferred to pyo3's pool) and later attaches are cheap.
     // SAFETY: the thread is attached (the contract). pyo3 does not count
     // it as attached here (that costs a `PyGILState_Ensure`/`Release`
     // pair, 15-20 ns, a tenth of a call), so a `Py` dropped directly in
-    // this call is released through pyo3's deferred pool: the fast path
-    // drops none (it holds `Bound`s), and runs calls on numpy arrays,
-    // whose tensors release the array's `Py`, under `Python::attach`.
+    // this call would be released through pyo3's deferred pool: the fast
+    // path drops none (it holds `Bound`s), and the tensors of numpy array
+    // arguments release their array through `convert::release_array`,
+    // which asks CPython whether the thread holds the GIL.
     let py = unsafe { Python::assume_attached() };
     // SAFETY: forwarded from this function's own contract.
     unsafe { vectorcall_attached(py, callable, args, nargsf, kwnames) }
