@@ -403,7 +403,7 @@ pub(crate) fn release_shared(mut buf: Arc<Buffer>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
 
     #[test]
@@ -443,6 +443,39 @@ mod tests {
         drop(b);
         assert!(released.load(Ordering::SeqCst));
         drop(data);
+    }
+
+    #[test]
+    fn a_raw_release_runs_once_when_the_last_tensor_goes() {
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        static SEEN: AtomicUsize = AtomicUsize::new(0);
+        /// Counts its calls and the context it was given.
+        unsafe fn release(ctx: NonNull<()>) {
+            CALLS.fetch_add(1, Ordering::SeqCst);
+            SEEN.store(ctx.as_ptr() as usize, Ordering::SeqCst);
+        }
+        let mut data = [7u8; 8];
+        let ctx = NonNull::from(&CALLS).cast::<()>();
+        // SAFETY: `data` outlives the buffer and its tensors (dropped at
+        // the end of the test); `release` only counts.
+        let b = unsafe {
+            Buffer::from_foreign_read_only_raw(
+                NonNull::new(data.as_mut_ptr()).unwrap(),
+                8,
+                Location::Host,
+                release,
+                ctx,
+            )
+        };
+        assert!(!b.is_writable());
+        let t = crate::Tensor::from_buffer(crate::DataType::UInt8, &[8], b).unwrap();
+        let shared = t.clone();
+        drop(t);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 0, "a tensor still holds it");
+        assert_eq!(shared.bytes().unwrap(), &[7u8; 8]);
+        drop(shared);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+        assert_eq!(SEEN.load(Ordering::SeqCst), ctx.as_ptr() as usize);
     }
 
     #[test]
