@@ -26,12 +26,15 @@ def gradients(
     grad_ys: Any = None,
     name: str = "gradients",
     unconnected_gradients: str = "none",
+    _recorded: list[tuple[int, int]] | None = None,
 ) -> list[SymbolicTensor | None]:
     """The symbolic gradients of the sum of `ys` with respect to each of
     `xs` (tensors of one graph; lists or single tensors), each y weighted
     by its `grad_ys` entry (ones by default): a list with one tensor per x,
     None for an x no y depends on (`unconnected_gradients="zero"` gives
-    zeros). Nodes are added under the name scope `name`."""
+    zeros). Nodes are added under the name scope `name`. (`_recorded`:
+    the node-index ranges a `GradientTape` in the graph recorded; only
+    those nodes pass gradients.)"""
     from . import _C, _graph, ops
 
     ys_l: list[Any] = _as_list(ys)
@@ -76,6 +79,7 @@ def gradients(
             [(x._node, x._index) for x in xs],
             seeds,
             prefix,
+            _recorded,
         )
         out = [None if r is None else graph._tensor(*r) for r in refs]
         if unconnected_gradients == "zero":

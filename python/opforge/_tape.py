@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
+from typing import Any
 
 from . import _C, dtypes
 from ._C import Tensor
@@ -103,8 +104,13 @@ class GradientTape:
         self._reads: dict = {}
         # The graph that was the default when the tape was entered (None:
         # eager). In a graph (an of.function being traced) the tape's
-        # gradient is the graph gradient (of.gradients).
+        # gradient is the graph gradient (of.gradients) through the nodes
+        # added while the tape was recording: `_spans`, [start, end) node
+        # index ranges (end None while open), as TensorFlow's tape in a
+        # function records the ops run while it records (`stop_recording`
+        # leaves the ops inside out).
         self._graph = None
+        self._spans: list[list] = []
 
     def __enter__(self):
         from . import _graph
@@ -113,12 +119,14 @@ class GradientTape:
         if self._tape is None:
             self._tape = _C.Tape(self._persistent)
         self._recording = True
+        self._open_span()
         _stack().append(self)
         _sync()
         return self
 
     def __exit__(self, *exc):
         self._recording = False
+        self._close_span()
         s = _stack()
         if self in s:
             s.remove(self)
@@ -160,11 +168,14 @@ class GradientTape:
         """Ops run inside this block are not recorded on the tape."""
         was = self._recording
         self._recording = False
+        self._close_span()
         _sync()
         try:
             yield
         finally:
             self._recording = was
+            if was:
+                self._open_span()
             _sync()
 
     def reset(self) -> None:
@@ -172,7 +183,26 @@ class GradientTape:
         self._tape = _C.Tape(self._persistent)
         self._used = False
         self._reads = {}
+        self._spans = []
+        if self._recording:
+            self._open_span()
         _sync()
+
+    def _open_span(self) -> None:
+        """In a graph: ops added from now on are recorded."""
+        if self._graph is not None:
+            self._spans.append([self._graph._num_nodes(), None])
+
+    def _close_span(self) -> None:
+        """In a graph: ops added from now on are not recorded."""
+        if self._graph is not None and self._spans and self._spans[-1][1] is None:
+            self._spans[-1][1] = self._graph._num_nodes()
+
+    def _recorded(self) -> list[tuple[int, int]]:
+        """The node ranges recorded so far (an open one up to now)."""
+        graph: Any = self._graph
+        end = graph._num_nodes()
+        return [(a, end if b is None else b) for a, b in self._spans]
 
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
         """The gradient of `target` (a Tensor or a list, summed) with respect
@@ -261,7 +291,7 @@ class GradientTape:
         flat = {}
         if sym_targets and connected:
             with self._graph.as_default():
-                gs = gradients(sym_targets, connected, grad_ys=og)
+                gs = gradients(sym_targets, connected, grad_ys=og, _recorded=self._recorded())
             flat = {id(s): g for s, g in zip(connected, gs)}
         grads = []
         with self._graph.as_default():

@@ -196,12 +196,15 @@ impl Drop for Pop {
     }
 }
 
-/// `Graph._gradients(ys, xs, grad_ys, prefix)`: adds the gradients of the
-/// sum of `ys` (weighted by `grad_ys`, ones by default; None entries are
-/// ones) with respect to `xs` under the name scope `prefix`; one `(node,
-/// index)` or None per x.
+/// `Graph._gradients(ys, xs, grad_ys, prefix, recorded=None)`: adds the
+/// gradients of the sum of `ys` (weighted by `grad_ys`, ones by default;
+/// None entries are ones) with respect to `xs` under the name scope
+/// `prefix`; one `(node, index)` or None per x. `recorded` (`(start, end)`
+/// node-index ranges): only those nodes pass gradients, as a
+/// `GradientTape` in a graph records only the ops added while it was
+/// recording; the outputs of the others are constants.
 #[pyfunction]
-#[pyo3(signature = (graph, ys, xs, grad_ys, prefix))]
+#[pyo3(signature = (graph, ys, xs, grad_ys, prefix, recorded=None))]
 pub fn graph_gradients<'py>(
     py: Python<'py>,
     graph: Bound<'py, PyGraph>,
@@ -209,6 +212,7 @@ pub fn graph_gradients<'py>(
     xs: Vec<Ref>,
     grad_ys: Vec<Option<Ref>>,
     prefix: &str,
+    recorded: Option<Vec<(usize, usize)>>,
 ) -> PyResult<Bound<'py, PyList>> {
     errors::guard(py, "gradients", || {
         if grad_ys.len() != ys.len() {
@@ -228,7 +232,15 @@ pub fn graph_gradients<'py>(
                 errors::check(py, g.output(r), None)?;
             }
             let mut records = Vec::with_capacity(gr.len());
+            let kept = |i: usize| {
+                recorded
+                    .as_ref()
+                    .is_none_or(|spans| spans.iter().any(|&(a, b)| (a..b).contains(&i)))
+            };
             for (i, n) in gr.nodes().iter().enumerate() {
+                if !kept(i) {
+                    continue;
+                }
                 records.push(Record {
                     op: n.op.as_str().into(),
                     attrs: n.attrs.clone(),

@@ -313,3 +313,35 @@ def test_reductions_of_scalars_in_graphs():
 
     assert [float(t) for t in f(of.constant(1.5))] == [3.0, 1.5, 1.5]
     assert float(of.reduce_sum(of.constant(4.0))) == 4.0
+
+
+def test_a_tape_in_a_function_records_what_it_saw():
+    # As TensorFlow's tape in a tf.function: ops added under stop_recording,
+    # or before the tape was entered, pass no gradient.
+    @of.function
+    def stopped(x):
+        with of.GradientTape() as t:
+            t.watch(x)
+            with t.stop_recording():
+                y = x * x
+            z = y + x
+        return t.gradient(z, x)
+
+    @of.function
+    def before(x):
+        y = x * x  # not on the tape
+        with of.GradientTape() as t:
+            t.watch(x)
+            z = y * x
+        return t.gradient(z, x)
+
+    assert float(stopped(of.constant(3.0))) == 1.0
+    assert float(before(of.constant(3.0))) == 9.0
+    # The same as eagerly.
+    x = of.constant(3.0)
+    with of.GradientTape() as t:
+        t.watch(x)
+        with t.stop_recording():
+            y = x * x
+        z = y + x
+    assert float(t.gradient(z, x)) == 1.0
