@@ -50,7 +50,7 @@ pub fn set_max_allocation(bytes: u64) {
 }
 
 /// What a tensor allocation is for, as TensorFlow's OOM message names it
-/// ("tensor with shape[2,3] and type float on the host"): the `what` of
+/// ("tensor with shape\[2,3\] and type float on the host"): the `what` of
 /// [`check`] for tensors.
 pub fn describe_tensor(dtype: crate::DataType, shape: &crate::TensorShape) -> String {
     format!("tensor with shape{shape} and type {dtype} on the host")
