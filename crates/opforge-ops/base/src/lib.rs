@@ -11,6 +11,8 @@
 //! - [`args`]: reading shape, axis and index arguments, printing shapes;
 //! - [`shape`]: shape-function helpers;
 //! - [`grad`]: helpers shared by gradient functions;
+//! - [`var`]: resource variables' storage ([`var::Var`]) and the
+//!   copy-on-write update every variable-updating kernel uses;
 //! - [`prelude`]: the imports an op file starts from.
 //!
 //! This crate registers no op.
@@ -22,3 +24,4 @@ pub mod grad;
 pub mod prelude;
 pub mod shape;
 pub mod types;
+pub mod var;

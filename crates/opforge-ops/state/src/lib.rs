@@ -8,7 +8,8 @@
 
 mod state;
 
-pub use state::{var_handle, var_type_name, Var, ANONYMOUS_NAME, DEFAULT_CONTAINER};
+pub use opforge_ops_base::var::{var_type_name, Var, DEFAULT_CONTAINER};
+pub use state::{var_handle, ANONYMOUS_NAME};
 
 // The unit tests run ops of the other families too (gradient checks
 // build on `Sum`, `Reshape`, `Mul`, ...): link their registrations.

@@ -20,18 +20,16 @@
 //! for distinct variables.
 //!
 //! **Concurrency and copy-on-write.** A [`Var`] holds its value under a
-//! read-write lock. A read takes the lock shared and returns a clone of the
-//! tensor, which shares the variable's buffer (no copy). An update takes
-//! the lock exclusively and writes the buffer in place only when no read
-//! result still shares it ([`Tensor::flat_mut`] fails otherwise); if one
-//! does, it writes a fresh buffer instead, so a tensor returned by a read
-//! never changes. Updates of one variable are serialized; reads run in parallel.
+//! read-write lock; reads share the variable's buffer and updates write it
+//! in place only when no read result still shares it (see
+//! [`opforge_ops_base::var`], where the storage lives so that fused
+//! updates in other families use the same rules).
 
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
 use opforge_core::proto::TensorShapeProto;
-use opforge_core::resource::{Resource, ResourceHandle};
+use opforge_core::resource::ResourceHandle;
 use opforge_core::shape_inference::common::no_outputs;
 use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
 use opforge_core::{
@@ -42,8 +40,11 @@ use opforge_ops_base::args::fmt_shape;
 use opforge_ops_base::cpu::elem::Num;
 use opforge_ops_base::cpu::par::{par_zip, CHEAP_COST};
 use opforge_ops_base::types::NUMERIC_KERNEL_TYPES;
+use opforge_ops_base::var::{
+    self, handle_input, to_update, uninitialized, var_type_name, wrong_assign_dtype, Target, Var,
+    DEFAULT_CONTAINER,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The ops this file registers (its tests check them).
 #[cfg(test)]
@@ -57,77 +58,9 @@ const OPS: &[&str] = &[
     "ResourceApplyGradientDescent",
 ];
 
-/// The container of handles whose `container` attr is empty (TensorFlow's
-/// default container).
-pub const DEFAULT_CONTAINER: &str = "localhost";
-
 /// TensorFlow's `ResourceHandle::ANONYMOUS_NAME`: a `VarHandleOp` with this
 /// `shared_name` makes a handle with a new unique name on every run.
 pub const ANONYMOUS_NAME: &str = "cd2c89b7-88b7-44c8-ad83-06c2a9158347";
-
-/// A resource variable: a dtype and, once assigned, a value.
-pub struct Var {
-    dtype: DataType,
-    value: RwLock<Option<Tensor>>,
-}
-
-impl Var {
-    /// An uninitialized variable of `dtype`.
-    pub fn new(dtype: DataType) -> Var {
-        Var {
-            dtype,
-            value: RwLock::new(None),
-        }
-    }
-
-    /// A variable holding `value`.
-    pub fn with_value(value: Tensor) -> Var {
-        Var {
-            dtype: value.dtype(),
-            value: RwLock::new(Some(value)),
-        }
-    }
-
-    /// The dtype of the variable's values.
-    pub fn dtype(&self) -> DataType {
-        self.dtype
-    }
-
-    /// The current value (sharing the variable's buffer), or `None` if the
-    /// variable was never assigned.
-    pub fn value(&self) -> Option<Tensor> {
-        self.read().clone()
-    }
-
-    /// Whether the variable holds a value.
-    pub fn is_initialized(&self) -> bool {
-        self.read().is_some()
-    }
-
-    fn read(&self) -> RwLockReadGuard<'_, Option<Tensor>> {
-        // A panic while the lock was held left a whole tensor or none
-        // (values are replaced, never half-written through the guard).
-        self.value.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, Option<Tensor>> {
-        self.value.write().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Resource for Var {
-    fn debug_string(&self) -> String {
-        match &*self.read() {
-            Some(t) => format!("Var({})", t.summarize(10)),
-            None => format!("Var(dtype: {}, uninitialized)", self.dtype),
-        }
-    }
-}
-
-/// The `type_name` of variable handles.
-pub fn var_type_name() -> &'static str {
-    std::any::type_name::<Var>()
-}
 
 /// A handle to variable `name` in `container` (empty = [`DEFAULT_CONTAINER`])
 /// on `device`, declaring the variable's dtype and shape.
@@ -386,40 +319,6 @@ fn assign_shape(c: &mut InferenceContext) -> Result<()> {
     Ok(())
 }
 
-/// The handle in resource input `i`, checked to be one handle to a [`Var`]
-/// on this device; an empty container means [`DEFAULT_CONTAINER`].
-fn var_handle_input(ctx: &OpKernelContext<'_>, i: usize) -> Result<ResourceHandle> {
-    let t = ctx.input(i);
-    let handles = t.resource_handles()?;
-    let [h] = handles else {
-        return Err(Status::invalid_argument(format!(
-            "The resource handle input must be a scalar, got a tensor of shape {}",
-            fmt_shape(t.dims())
-        )));
-    };
-    let mut h = h.clone();
-    let device = ctx.device().name();
-    if !h.device.is_empty() && h.device != device {
-        return Err(Status::invalid_argument(format!(
-            "Trying to access resource {} located in device {} from device {device}",
-            h.name, h.device
-        )));
-    }
-    if !h.type_name.is_empty() && h.type_name != var_type_name() {
-        return Err(Status::invalid_argument(format!(
-            "Trying to access a handle's resource using the wrong type. The handle points to a \
-             resource (name '{}') of type '{}' but you are trying to access it with type '{}'",
-            h.name,
-            h.type_name,
-            var_type_name()
-        )));
-    }
-    if h.container.is_empty() {
-        h.container = DEFAULT_CONTAINER.to_string();
-    }
-    Ok(h)
-}
-
 struct VarHandleKernel {
     container: String,
     /// `None`: a new anonymous name on every run.
@@ -462,14 +361,6 @@ impl OpKernel for VarHandleKernel {
 
 register_kernel!(KernelDefBuilder::new("VarHandleOp"), VarHandleKernel);
 
-fn uninitialized(h: &ResourceHandle) -> Status {
-    Status::failed_precondition(format!(
-        "Error while reading resource variable {} from Container: {}. This could mean that the \
-         variable was uninitialized.",
-        h.name, h.container
-    ))
-}
-
 struct ReadVariableKernel {
     dtype: DataType,
 }
@@ -484,7 +375,7 @@ impl CreateKernel for ReadVariableKernel {
 
 impl OpKernel for ReadVariableKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let h = var_handle_input(ctx, 0)?;
+        let h = handle_input(ctx, 0)?;
         let var = ctx
             .resource_mgr()
             .lookup::<Var>(&h.container, &h.name)
@@ -513,12 +404,6 @@ impl OpKernel for ReadVariableKernel {
 
 register_kernel!(KernelDefBuilder::new("ReadVariableOp"), ReadVariableKernel);
 
-fn wrong_assign_dtype(expected: DataType, got: DataType) -> Status {
-    Status::invalid_argument(format!(
-        "Trying to assign variable with wrong dtype. Expected {expected} got {got}"
-    ))
-}
-
 struct AssignVariableKernel {
     validate_shape: bool,
 }
@@ -533,7 +418,7 @@ impl CreateKernel for AssignVariableKernel {
 
 impl OpKernel for AssignVariableKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let h = var_handle_input(ctx, 0)?;
+        let h = handle_input(ctx, 0)?;
         // Taking the input lets a uniquely owned value become the variable's
         // buffer, to be updated in place later without a copy.
         let value = ctx.take_input(1);
@@ -590,16 +475,12 @@ macro_rules! dispatch_update {
     };
 }
 
-/// `var = f(var, value)` elementwise, for the update kernels.
+/// `var = f(var, value)` elementwise, for the update kernels: in place
+/// and sharded with [`ThreadPool::chunks_isolated`] under the write lock,
+/// or into a fresh buffer when a read still shares the variable's (see
+/// [`var::update`]). `check` validates the variable's current value first.
 ///
-/// When no read result shares the variable's buffer, the update runs in
-/// place under the write lock, sharded with
-/// [`ThreadPool::chunks_isolated`]: the thread holding the lock runs
-/// nothing else while it waits (the executor shares the intra-op pool, and
-/// another node could read this variable). Otherwise (copy-on-write) the
-/// new value is computed in parallel outside the lock and swapped in if no
-/// other update landed meanwhile, else recomputed from that update's
-/// result. `check` validates the variable's current value first.
+/// [`ThreadPool::chunks_isolated`]: opforge_core::device::ThreadPool::chunks_isolated
 fn update<T: Num>(
     ctx: &OpKernelContext<'_>,
     var: &Var,
@@ -610,40 +491,18 @@ fn update<T: Num>(
 ) -> Result<()> {
     let pool = ctx.thread_pool();
     let v = value.flat::<T>()?;
-    let mut snapshot = {
-        let mut slot = var.write();
-        let current = slot.as_mut().ok_or_else(|| uninitialized(h))?;
-        check(current)?;
-        match current.flat_mut::<T>() {
-            Ok(x) => {
-                pool.chunks_isolated(x, CHEAP_COST * 8, |offset, x| {
-                    let v = &v[offset..offset + x.len()];
-                    x.iter_mut().zip(v).for_each(|(a, &b)| *a = f(*a, b));
-                });
-                return Ok(());
+    var::update(ctx, var, h, check, |target| {
+        match target {
+            Target::InPlace(x) => pool.chunks_isolated(x.flat_mut::<T>()?, CHEAP_COST * 8, |offset, x| {
+                let v = &v[offset..offset + x.len()];
+                x.iter_mut().zip(v).for_each(|(a, &b)| *a = f(*a, b));
+            }),
+            Target::Fresh { old, new } => {
+                par_zip(pool, old.flat::<T>()?, v, new.flat_mut::<T>()?, CHEAP_COST, &f)
             }
-            Err(_) => current.clone(),
         }
-    };
-    loop {
-        let mut fresh = ctx.allocate_temp(snapshot.dtype(), snapshot.shape().clone())?;
-        par_zip(
-            pool,
-            snapshot.flat::<T>()?,
-            v,
-            fresh.flat_mut::<T>()?,
-            CHEAP_COST,
-            &f,
-        );
-        let mut slot = var.write();
-        let current = slot.as_mut().ok_or_else(|| uninitialized(h))?;
-        if current.shares_storage_with(&snapshot) {
-            *current = fresh;
-            return Ok(());
-        }
-        check(current)?;
-        snapshot = current.clone();
-    }
+        Ok(())
+    })
 }
 
 struct AssignUpdateKernel {
@@ -652,7 +511,7 @@ struct AssignUpdateKernel {
 
 impl OpKernel for AssignUpdateKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let (h, var) = var_to_update(ctx, 1)?;
+        let (h, var) = to_update(ctx, 1)?;
         let value = ctx.input(1);
         let check = |current: &Tensor| {
             ensure!(
@@ -671,25 +530,13 @@ impl OpKernel for AssignUpdateKernel {
     }
 }
 
-/// The variable an update kernel's input 0 names, which must exist and
-/// have the dtype of input `value`.
-fn var_to_update(ctx: &OpKernelContext<'_>, value: usize) -> Result<(ResourceHandle, Arc<Var>)> {
-    let h = var_handle_input(ctx, 0)?;
-    let var = ctx.resource_mgr().lookup::<Var>(&h.container, &h.name)?;
-    let dtype = ctx.input(value).dtype();
-    if var.dtype() != dtype {
-        return Err(wrong_assign_dtype(var.dtype(), dtype));
-    }
-    Ok((h, var))
-}
-
 /// `ResourceApplyGradientDescent`: `var -= alpha * delta` (TensorFlow's
 /// SGD update, as `tf.keras.optimizers.SGD` applies it) in one pass.
 struct ApplyGradientDescentKernel;
 
 impl OpKernel for ApplyGradientDescentKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
-        let (h, var) = var_to_update(ctx, 2)?;
+        let (h, var) = to_update(ctx, 2)?;
         let (alpha, delta) = (ctx.input(1), ctx.input(2));
         ensure!(
             alpha.rank() == 0,
@@ -743,7 +590,7 @@ impl OpKernel for DestroyResourceKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         // Variables are the only resource type opforge has; a handle of
         // another type fails the type check with a clear message.
-        let h = var_handle_input(ctx, 0)?;
+        let h = handle_input(ctx, 0)?;
         match ctx.resource_mgr().delete::<Var>(&h.container, &h.name) {
             Err(e) if e.code() == Code::NotFound && self.ignore_lookup_error => Ok(()),
             other => other,

@@ -1,6 +1,7 @@
 //! Tests of the resource-variable ops.
 
 use super::*;
+use opforge_core::resource::Resource;
 use opforge_core::eager::EagerContext;
 use opforge_core::proto::{self, OpDef, OpList};
 use opforge_ops_base::cpu::par::PARALLEL_THRESHOLD;
