@@ -214,3 +214,158 @@ fn a_fetched_mul_still_runs_and_names_and_ids_are_kept() {
     // The given graph is unchanged.
     assert_eq!(m.graph.node(m.update).unwrap().op, "AssignSubVariableOp");
 }
+
+/// How a dense layer's weight update reads its gradient, a `MatMul`.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum ProductUpdate {
+    /// `AssignSubVariableOp(v, Mul(lr, MatMul(a, b)))`.
+    AssignSub,
+    /// `ResourceApplyGradientDescent(v, lr, MatMul(a, b))`.
+    Apply,
+    /// `AssignSubVariableOp(v, Mul(lr, product))`, the product also read
+    /// by another node.
+    SharedProduct,
+}
+
+/// `v` of shape `[m, n]` updated with `lr * op(a) · op(b)`.
+fn product_model(
+    dtype: DataType,
+    (m, k, n): (usize, usize, usize),
+    (ta, tb): (bool, bool),
+    form: ProductUpdate,
+) -> Model {
+    let mut g = Graph::new();
+    let dims = [m as i64, n as i64];
+    let shape = opforge::TensorShape::new(&dims).unwrap().to_proto();
+    let h = g
+        .add(
+            NodeSpec::new("VarHandleOp", "w")
+                .attr("dtype", dtype)
+                .attr("shape", shape)
+                .attr("shared_name", "w"),
+        )
+        .unwrap();
+    let init_value = const_node(
+        &mut g,
+        "init_value",
+        &of_dtype(values(m * n, 1), &dims, dtype),
+    );
+    let init = g
+        .add(
+            NodeSpec::new("AssignVariableOp", "init")
+                .input(h)
+                .input(init_value)
+                .attr("dtype", dtype),
+        )
+        .unwrap();
+    let a_dims = if ta { [k, m] } else { [m, k] }.map(|d| d as i64);
+    let b_dims = if tb { [n, k] } else { [k, n] }.map(|d| d as i64);
+    let a = const_node(&mut g, "a", &of_dtype(values(m * k, 2), &a_dims, dtype));
+    let b = const_node(&mut g, "b", &of_dtype(values(k * n, 3), &b_dims, dtype));
+    let product = Output::new(
+        g.add(
+            NodeSpec::new("MatMul", "product")
+                .input(a)
+                .input(b)
+                .attr("transpose_a", ta)
+                .attr("transpose_b", tb),
+        )
+        .unwrap(),
+        0,
+    );
+    let lr = const_node(&mut g, "lr", &of_dtype(vec![0.0371], &[], dtype));
+    let update = match form {
+        ProductUpdate::Apply => g.add(
+            NodeSpec::new("ResourceApplyGradientDescent", "update")
+                .input(h)
+                .input(lr)
+                .input(product)
+                .control_input(init),
+        ),
+        _ => {
+            let mul = g
+                .add(NodeSpec::new("Mul", "scaled").input(lr).input(product))
+                .unwrap();
+            g.add(
+                NodeSpec::new("AssignSubVariableOp", "update")
+                    .input(h)
+                    .input(Output::new(mul, 0))
+                    .attr("dtype", dtype)
+                    .control_input(init),
+            )
+        }
+    }
+    .unwrap();
+    if form == ProductUpdate::SharedProduct {
+        g.add(NodeSpec::new("Neg", "other_reader").input(product))
+            .unwrap();
+    }
+    let read = Output::new(
+        g.add(
+            NodeSpec::new("ReadVariableOp", "read")
+                .input(h)
+                .attr("dtype", dtype),
+        )
+        .unwrap(),
+        0,
+    );
+    Model {
+        graph: g,
+        init,
+        update,
+        read,
+        mul: product,
+    }
+}
+
+#[test]
+fn the_update_with_a_matmul_gradient_is_fused_and_bit_identical() {
+    opforge::opforge_ops::link();
+    // One block, and large enough to be split into blocks over the
+    // session's threads.
+    for shape in [(3, 4, 5), (96, 200, 160)] {
+        for dtype in [DataType::Float, DataType::Double] {
+            for form in [ProductUpdate::AssignSub, ProductUpdate::Apply] {
+                for transposes in [(false, false), (true, false), (false, true), (true, true)] {
+                    let m = product_model(dtype, shape, transposes, form);
+                    let (fused, op) = run(&m, true);
+                    let (plain, _) = run(&m, false);
+                    let what = format!("{dtype:?} {shape:?} {form:?} {transposes:?}");
+                    assert_eq!(op, "_ResourceApplyGradientDescentMatMul", "{what}");
+                    assert!(fused == plain, "{what}: the fused update differs");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_shared_or_half_precision_product_is_not_fused() {
+    opforge::opforge_ops::link();
+    let shape = (8, 6, 4);
+    for (dtype, form, want) in [
+        // The product is read by another node: only the Mul is fused.
+        (
+            DataType::Float,
+            ProductUpdate::SharedProduct,
+            "ResourceApplyGradientDescent",
+        ),
+        // half's MatMul goes through float32: no fused kernel.
+        (
+            DataType::Half,
+            ProductUpdate::AssignSub,
+            "ResourceApplyGradientDescent",
+        ),
+        (
+            DataType::Half,
+            ProductUpdate::Apply,
+            "ResourceApplyGradientDescent",
+        ),
+    ] {
+        let m = product_model(dtype, shape, (true, false), form);
+        let (a, op) = run(&m, true);
+        let (b, _) = run(&m, false);
+        assert_eq!(op, want, "{dtype:?} {form:?}");
+        assert_eq!(a, b);
+    }
+}

@@ -152,8 +152,11 @@ const UPDATES: [&str; 3] = [
     "AssignSubVariableOp",
 ];
 
+const FUSED: &str = "_ResourceApplyGradientDescentMatMul";
+
 /// Creates a variable, assigns, assign-adds and assign-subs `values`,
-/// applies a gradient-descent step (alpha 2, delta `values[1]`), reads it,
+/// applies a gradient-descent step (alpha 2, delta `values[1]`; for a float
+/// matrix also the fused one, delta `values[1] x values[2]^T`), reads it,
 /// destroys it and reads it again, eagerly and in a graph (ordered by
 /// control edges, with the values in `Const`s or fed `Placeholder`s).
 fn variable_sequence(target: &Target, values: [Tensor; 3], fed: bool) {
@@ -189,6 +192,19 @@ fn variable_sequence(target: &Target, values: [Tensor; 3], fed: bool) {
         .input(values[1].clone())
         .run()
         .unwrap();
+    // A float matrix variable also takes the fused update whose gradient
+    // is a matrix product (graph rewrites make it): values[1] x values[2]^T.
+    let fused = matches!(dtype, DataType::Float | DataType::Double) && values[0].rank() == 2;
+    if fused {
+        ctx.op(FUSED)
+            .input(h.clone())
+            .input(alpha.clone())
+            .input(values[1].clone())
+            .input(values[2].clone())
+            .attr("transpose_b", true)
+            .run()
+            .unwrap();
+    }
     let read = || {
         ctx.op("ReadVariableOp")
             .input(h.clone())
@@ -236,6 +252,16 @@ fn variable_sequence(target: &Target, values: [Tensor; 3], fed: bool) {
         .input(Output::new(g.find("value1").unwrap(), 0));
     spec.control_inputs = prev;
     prev = vec![g.add(spec).unwrap()];
+    if fused {
+        let mut spec = NodeSpec::new(FUSED, "fused_sgd")
+            .input(hid)
+            .input(aid)
+            .input(Output::new(g.find("value1").unwrap(), 0))
+            .input(Output::new(g.find("value2").unwrap(), 0))
+            .attr("transpose_b", true);
+        spec.control_inputs = prev;
+        prev = vec![g.add(spec).unwrap()];
+    }
     for (op, name) in [
         ("ReadVariableOp", "read"),
         ("DestroyResourceOp", "destroy"),

@@ -4,17 +4,24 @@
 //! types, so feeds, fetches, targets and the nodes' consumers mean the same
 //! nodes; it changes no result. [`SessionOptions::optimize`] turns it off.
 //!
-//! The one rewrite so far is the SGD update as Python code writes it,
-//! `v.assign_sub(lr * grad)`: `AssignSubVariableOp(v, Mul(lr, grad))`, with
-//! `lr` a scalar `Const` and the `Mul` read by nothing else, becomes
-//! `ResourceApplyGradientDescent(v, lr, grad)`, which updates the variable
-//! in one pass instead of writing `lr * grad` to a new buffer and reading
-//! it back (the same arithmetic: `v - lr * grad`, rounded the same way).
+//! The rewrites so far fuse the SGD update as training code writes it:
+//! - `v.assign_sub(lr * grad)`: `AssignSubVariableOp(v, Mul(lr, grad))`,
+//!   with `lr` a scalar `Const` and the `Mul` read by nothing else, becomes
+//!   `ResourceApplyGradientDescent(v, lr, grad)`, which updates the variable
+//!   in one pass instead of writing `lr * grad` to a new buffer and reading
+//!   it back (the same arithmetic: `v - lr * grad`, rounded the same way).
+//! - When `grad` (of that update, or of a `ResourceApplyGradientDescent`
+//!   in the graph) is a `float`/`double` `MatMul` read by nothing else (a
+//!   dense layer's weight gradient), the update becomes
+//!   `_ResourceApplyGradientDescentMatMul(v, lr, a, b)`: each block of the
+//!   product updates its part of the variable as soon as it is computed,
+//!   so the gradient never goes through memory and the update overlaps the
+//!   product (the same blocks and arithmetic as the two ops: bit-identical).
 //!
 //! [`SessionOptions::optimize`]: super::SessionOptions::optimize
 
 use super::{Graph, Input, NodeSpec, Output};
-use crate::attrs::{AttrMap, IntoAttrValue};
+use crate::attrs::{AttrMap, FromAttrValue, IntoAttrValue};
 use crate::{DataType, Result};
 
 /// `graph` rewritten, or `None` when no rewrite applies. `cpu_only`: every
@@ -24,46 +31,77 @@ pub(crate) fn optimize(graph: &Graph, cpu_only: bool) -> Result<Option<Graph>> {
     if !cpu_only {
         return Ok(None);
     }
-    let fusions = scaled_updates(graph);
+    let fusions = sgd_updates(graph);
     if fusions.is_empty() {
         return Ok(None);
     }
     let mut g = graph.clone_as_same();
     for f in fusions {
         let update = g.at(f.update);
-        let mul = g.at(f.mul);
+        // The update waits for what the nodes it absorbs waited for.
         let mut control = update.control_inputs.clone();
-        for &c in &mul.control_inputs {
-            if !control.contains(&c) {
-                control.push(c);
+        for &n in &f.absorbed {
+            for &c in &g.at(n).control_inputs {
+                if !control.contains(&c) {
+                    control.push(c);
+                }
             }
         }
-        let spec = NodeSpec {
-            op: "ResourceApplyGradientDescent".into(),
+        let var = Input::One(update.inputs[0]);
+        let (op, inputs, attrs) = match f.delta {
+            Delta::Tensor(d) => (
+                APPLY,
+                vec![var, Input::One(f.alpha), Input::One(d)],
+                Vec::new(),
+            ),
+            Delta::Product { a, b, ta, tb } => (
+                APPLY_MATMUL,
+                vec![var, Input::One(f.alpha), Input::One(a), Input::One(b)],
+                vec![("transpose_a", ta), ("transpose_b", tb)],
+            ),
+        };
+        let mut spec = NodeSpec {
+            op: op.into(),
             name: update.name.clone(),
-            inputs: vec![
-                Input::One(update.inputs[0]),
-                Input::One(f.alpha),
-                Input::One(f.delta),
-            ],
+            inputs,
             attrs: Default::default(),
             control_inputs: control,
             device: update.device.clone(),
         }
-        .attr("use_locking", false);
+        .attr("use_locking", f.use_locking);
+        for (name, value) in attrs {
+            spec = spec.attr(name, value);
+        }
         let id = g.id_at(f.update);
         g.replace_node(id, spec)?;
     }
     Ok(Some(g))
 }
 
-/// One `AssignSubVariableOp(v, Mul(alpha, delta))` to fuse.
-struct ScaledUpdate {
-    /// The indices of the update and of the `Mul`.
+const APPLY: &str = "ResourceApplyGradientDescent";
+const APPLY_MATMUL: &str = "_ResourceApplyGradientDescentMatMul";
+
+/// One SGD update to rewrite.
+struct SgdUpdate {
+    /// The index of the update node.
     update: usize,
-    mul: usize,
+    /// The indices of the nodes whose work the new node takes over (the
+    /// `Mul`, the `MatMul`): their control inputs become its own.
+    absorbed: Vec<usize>,
     alpha: Output,
-    delta: Output,
+    delta: Delta,
+    use_locking: bool,
+}
+
+/// The gradient of an update: a tensor, or a matrix product to fuse.
+enum Delta {
+    Tensor(Output),
+    Product {
+        a: Output,
+        b: Output,
+        ta: bool,
+        tb: bool,
+    },
 }
 
 /// The float dtypes the fused update covers (its kernel computes
@@ -75,9 +113,9 @@ const FLOATS: [DataType; 4] = [
     DataType::BFloat16,
 ];
 
-fn scaled_updates(graph: &Graph) -> Vec<ScaledUpdate> {
+fn sgd_updates(graph: &Graph) -> Vec<SgdUpdate> {
     let registry = graph.registry();
-    if registry.lookup("ResourceApplyGradientDescent").is_err() {
+    if registry.lookup(APPLY).is_err() {
         return Vec::new();
     }
     let nodes = graph.nodes();
@@ -94,46 +132,101 @@ fn scaled_updates(graph: &Graph) -> Vec<ScaledUpdate> {
         let n = &nodes[o.node.index()];
         n.op == "Const" && n.output_shapes.first() == Some(&Some(Vec::new()))
     };
+    // The node behind output `o` when `o` is its first output, read by
+    // nothing else, on the reader's device.
+    let sole = |o: Output, device: &str| {
+        let n = &nodes[o.node.index()];
+        (o.index == 0 && readers[o.node.index()] == 1 && n.device == device).then_some(n)
+    };
     let mut found = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
-        if n.op != "AssignSubVariableOp" || n.inputs.len() != 2 {
-            continue;
-        }
-        let d = n.inputs[1];
-        let m = &nodes[d.node.index()];
-        if d.index != 0
-            || m.op != "Mul"
-            || readers[d.node.index()] != 1
-            || m.device != n.device
-            || m.inputs.len() != 2
-            || !m.output_types.first().is_some_and(|t| FLOATS.contains(t))
-        {
-            continue;
-        }
-        let (alpha, delta) = if is_scalar_const(m.inputs[0]) {
-            (m.inputs[0], m.inputs[1])
-        } else if is_scalar_const(m.inputs[1]) {
-            (m.inputs[1], m.inputs[0])
-        } else {
-            continue;
+        let mut update = match (n.op.as_str(), n.inputs.as_slice()) {
+            // `AssignSubVariableOp(v, Mul(alpha, delta))`, alpha a scalar Const.
+            ("AssignSubVariableOp", &[_, d]) => {
+                let Some(m) = sole(d, &n.device) else {
+                    continue;
+                };
+                if m.op != "Mul"
+                    || m.inputs.len() != 2
+                    || !m.output_types.first().is_some_and(|t| FLOATS.contains(t))
+                {
+                    continue;
+                }
+                let (alpha, delta) = if is_scalar_const(m.inputs[0]) {
+                    (m.inputs[0], m.inputs[1])
+                } else if is_scalar_const(m.inputs[1]) {
+                    (m.inputs[1], m.inputs[0])
+                } else {
+                    continue;
+                };
+                // Both operands of the Mul have its dtype; `delta` must
+                // already have the update's shape (a scalar Mul does not
+                // broadcast it).
+                if !registry.has_kernel(APPLY, &resolved_attrs(m.output_types[0]), "CPU") {
+                    continue;
+                }
+                SgdUpdate {
+                    update: i,
+                    absorbed: vec![d.node.index()],
+                    alpha,
+                    delta: Delta::Tensor(delta),
+                    use_locking: false,
+                }
+            }
+            (APPLY, &[_, alpha, delta]) => SgdUpdate {
+                update: i,
+                absorbed: Vec::new(),
+                alpha,
+                delta: Delta::Tensor(delta),
+                use_locking: bool_attr(&n.attrs, "use_locking"),
+            },
+            _ => continue,
         };
-        // Both operands of the Mul have its dtype; `delta` must already
-        // have the update's shape (a scalar Mul does not broadcast it).
-        if !registry.has_kernel(
-            "ResourceApplyGradientDescent",
-            &resolved_attrs(m.output_types[0]),
-            "CPU",
-        ) {
+        // A float or double `MatMul` as the gradient, read by nothing else.
+        if let Delta::Tensor(d) = update.delta {
+            let product = sole(d, &n.device).filter(|m| {
+                m.op == "MatMul"
+                    && m.inputs.len() == 2
+                    && matches!(
+                        m.output_types.first(),
+                        Some(DataType::Float | DataType::Double)
+                    )
+            });
+            if let Some(m) = product {
+                let (ta, tb) = (
+                    bool_attr(&m.attrs, "transpose_a"),
+                    bool_attr(&m.attrs, "transpose_b"),
+                );
+                let mut attrs = resolved_attrs(m.output_types[0]);
+                attrs.insert("transpose_a".to_string(), ta.into_attr_value());
+                attrs.insert("transpose_b".to_string(), tb.into_attr_value());
+                if registry.has_kernel(APPLY_MATMUL, &attrs, "CPU") {
+                    update.absorbed.push(d.node.index());
+                    update.delta = Delta::Product {
+                        a: m.inputs[0],
+                        b: m.inputs[1],
+                        ta,
+                        tb,
+                    };
+                }
+            }
+        }
+        // An existing ResourceApplyGradientDescent is rewritten only to
+        // take its product in.
+        if update.absorbed.is_empty() {
             continue;
         }
-        found.push(ScaledUpdate {
-            update: i,
-            mul: d.node.index(),
-            alpha,
-            delta,
-        });
+        found.push(update);
     }
     found
+}
+
+/// A bool attr's value (false when missing).
+fn bool_attr(attrs: &AttrMap, name: &str) -> bool {
+    attrs
+        .get(name)
+        .and_then(<bool as FromAttrValue>::from_attr_value)
+        .unwrap_or(false)
 }
 
 /// The attrs a `ResourceApplyGradientDescent` of dtype `t` resolves to.

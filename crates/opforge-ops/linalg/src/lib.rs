@@ -1,4 +1,6 @@
-//! Matrix products (`MatMul`, `BatchMatMulV2`), the only family that needs `faer`.
+//! Matrix products (`MatMul`, `BatchMatMulV2`), the only family that needs `faer`,
+//! and the SGD update whose gradient is a matrix product
+//! (`_ResourceApplyGradientDescentMatMul`, made by graph rewrites).
 //!
 //! Part of opforge's standard op library: link it through the umbrella
 //! crate `opforge-ops` (`opforge_ops::link()`). Every op here registers
@@ -7,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod matmul;
+mod sgd;
 
 // The unit tests run ops of the other families too (gradient checks
 // build on `Sum`, `Reshape`, `Mul`, ...): link their registrations.

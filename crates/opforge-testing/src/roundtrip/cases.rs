@@ -565,6 +565,7 @@ pub const COVERED_ELSEWHERE: &[(&str, &str)] = &[
     ("ReadVariableOp", "variables"),
     ("DestroyResourceOp", "variables"),
     ("ResourceApplyGradientDescent", "variables"),
+    ("_ResourceApplyGradientDescentMatMul", "variables"),
 ];
 
 /// Cases known to differ between graph and eager mode or to fail to round

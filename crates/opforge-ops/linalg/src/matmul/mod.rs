@@ -90,10 +90,10 @@ register_op!(batch_mat_mul_v2());
 /// One matrix product to compute: which matrices of the (flattened) batch
 /// of `a` and `b` make output matrix `i`.
 #[derive(Clone, Copy, Debug)]
-struct Gemm {
-    m: usize,
-    k: usize,
-    n: usize,
+pub(crate) struct Gemm {
+    pub(crate) m: usize,
+    pub(crate) k: usize,
+    pub(crate) n: usize,
     /// `a` is stored as `[k, m]` (transposed).
     ta: bool,
     /// `b` is stored as `[n, k]` (transposed).
@@ -111,14 +111,29 @@ const PARALLEL_FLOPS: usize = 1 << 18;
 /// thread.
 const BLOCK_FLOPS: usize = 1 << 20;
 
+/// What runs on each block of a product right after the block is
+/// computed, on the thread that computed it, while the block is still in
+/// cache (a fused update, see `sgd.rs`).
+pub(crate) struct Epilogue<'a, T> {
+    /// A matrix of the product's shape, split into blocks as the product
+    /// is: `row` gets each block's rows of the product and of this matrix.
+    companion: MatMut<'a, T>,
+    row: &'a (dyn Fn(&[T], &mut [T]) + Sync),
+    /// The caller holds a lock another kernel may take: shard with
+    /// `ThreadPool::shard_isolated` (whose waiting thread runs nothing else).
+    isolated: bool,
+}
+
 /// `dst = op(a) * op(b)` with faer, for row-major `a`, `b`, `dst`; with
 /// `pool`, split into blocks over its threads (see [`split_product`]).
+/// With an [`Epilogue`], each block is handed to it once computed.
 fn faer_one<T: ComplexField + Copy + Send + Sync>(
     g: &Gemm,
     a: &[T],
     b: &[T],
     dst: &mut [T],
     pool: Option<&ThreadPool>,
+    epilogue: Option<Epilogue<'_, T>>,
 ) {
     let a = if g.ta {
         MatRef::from_row_major_slice(a, g.k, g.m).transpose()
@@ -131,26 +146,66 @@ fn faer_one<T: ComplexField + Copy + Send + Sync>(
         MatRef::from_row_major_slice(b, g.k, g.n)
     };
     let dst = MatMut::from_row_major_slice_mut(dst, g.m, g.n);
+    let (companion, row, isolated) = match epilogue {
+        Some(e) => (Some(e.companion), Some(e.row), e.isolated),
+        None => (None, None, false),
+    };
+    let run = |(mut dst, companion, a, b): Block<'_, T>| {
+        block_product(g, dst.as_mut(), a, b);
+        if let (Some(companion), Some(row)) = (companion, row) {
+            each_row(dst.as_ref(), companion, row);
+        }
+    };
     match pool {
         Some(pool) => {
             // Twice the threads: when another node holds a thread at first,
             // the blocks still even out once it is free.
             let blocks = 2 * pool.num_threads().next_power_of_two();
             let mut cells = Vec::new();
-            split_product(dst, a, b, blocks, &mut cells);
+            split_product(dst, companion, a, b, blocks, &mut cells);
             let cells: Vec<Mutex<Option<Block<'_, T>>>> =
                 cells.into_iter().map(|c| Mutex::new(Some(c))).collect();
-            for_each_index(pool, cells.len(), &|i| {
+            let one = |i: usize| {
                 let cell = cells[i]
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .take();
-                if let Some((dst, a, b)) = cell {
-                    block_product(g, dst, a, b);
+                if let Some(block) = cell {
+                    run(block);
                 }
-            });
+            };
+            if isolated {
+                pool.shard_isolated_dyn(cells.len(), usize::MAX, &|start, end| {
+                    (start..end).for_each(one)
+                });
+            } else {
+                for_each_index(pool, cells.len(), &one);
+            }
         }
-        None => block_product(g, dst, a, b),
+        None => run((dst, companion, a, b)),
+    }
+}
+
+/// `row(product row, companion row)` for each row of a block.
+fn each_row<T: Copy>(
+    product: MatRef<'_, T>,
+    mut companion: MatMut<'_, T>,
+    row: &(dyn Fn(&[T], &mut [T]) + Sync),
+) {
+    for i in 0..product.nrows() {
+        let c = companion.as_mut().row_mut(i);
+        if let (Some(p), Some(c)) = (product.row(i).try_as_row_major(), c.try_as_row_major_mut()) {
+            row(p.as_slice(), c.as_slice_mut());
+            continue;
+        }
+        // Row-major blocks always have contiguous rows; this is the
+        // general case only.
+        let p: Vec<T> = product.row(i).iter().copied().collect();
+        let mut buf: Vec<T> = companion.as_ref().row(i).iter().copied().collect();
+        row(&p, &mut buf);
+        for (j, v) in buf.into_iter().enumerate() {
+            companion[(i, j)] = v;
+        }
     }
 }
 
@@ -166,19 +221,26 @@ fn block_product<T: ComplexField + Copy>(g: &Gemm, dst: MatMut<T>, a: MatRef<T>,
     }
 }
 
-/// One block of a product: its part of the output and the operands' parts.
-type Block<'a, T> = (MatMut<'a, T>, MatRef<'a, T>, MatRef<'a, T>);
+/// One block of a product: its part of the output, of the epilogue's
+/// companion matrix, and the operands' parts.
+type Block<'a, T> = (
+    MatMut<'a, T>,
+    Option<MatMut<'a, T>>,
+    MatRef<'a, T>,
+    MatRef<'a, T>,
+);
 
-/// Splits `dst` in halves (the longer side, at a multiple of 16) until
-/// there are `blocks` blocks or a block would fall below [`BLOCK_FLOPS`],
-/// and pushes the blocks to `out`. The caller runs them on the pool with
-/// [`for_each_index`], so blocks go to threads as they come free and, when
-/// the other threads are busy with other nodes, simply run one after the
-/// other on the calling thread. (faer's own `Par::rayon` starts a second
-/// pool of spinning threads, which costs more than it gains on small
-/// matrices and fights the executor for the cores.)
+/// Splits `dst` (and `companion` alike) in halves (the longer side, at a
+/// multiple of 16) until there are `blocks` blocks or a block would fall
+/// below [`BLOCK_FLOPS`], and pushes the blocks to `out`. The caller runs
+/// them on the pool with [`for_each_index`], so blocks go to threads as
+/// they come free and, when the other threads are busy with other nodes,
+/// simply run one after the other on the calling thread. (faer's own
+/// `Par::rayon` starts a second pool of spinning threads, which costs more
+/// than it gains on small matrices and fights the executor for the cores.)
 fn split_product<'a, T: ComplexField + Copy>(
     dst: MatMut<'a, T>,
+    companion: Option<MatMut<'a, T>>,
     a: MatRef<'a, T>,
     b: MatRef<'a, T>,
     blocks: usize,
@@ -187,18 +249,32 @@ fn split_product<'a, T: ComplexField + Copy>(
     let (m, n, k) = (dst.nrows(), dst.ncols(), a.ncols());
     let half = |len: usize| (len / 2).next_multiple_of(16);
     if blocks < 2 || m * n * k < 2 * BLOCK_FLOPS || m.max(n) < 32 {
-        return out.push((dst, a, b));
+        return out.push((dst, companion, a, b));
     }
     if n >= m {
         let (d0, d1) = dst.split_at_col_mut(half(n));
+        let (c0, c1) = match companion {
+            Some(c) => {
+                let (c0, c1) = c.split_at_col_mut(half(n));
+                (Some(c0), Some(c1))
+            }
+            None => (None, None),
+        };
         let (b0, b1) = b.split_at_col(half(n));
-        split_product(d0, a, b0, blocks / 2, out);
-        split_product(d1, a, b1, blocks / 2, out);
+        split_product(d0, c0, a, b0, blocks / 2, out);
+        split_product(d1, c1, a, b1, blocks / 2, out);
     } else {
         let (d0, d1) = dst.split_at_row_mut(half(m));
+        let (c0, c1) = match companion {
+            Some(c) => {
+                let (c0, c1) = c.split_at_row_mut(half(m));
+                (Some(c0), Some(c1))
+            }
+            None => (None, None),
+        };
         let (a0, a1) = a.split_at_row(half(m));
-        split_product(d0, a0, b, blocks / 2, out);
-        split_product(d1, a1, b, blocks / 2, out);
+        split_product(d0, c0, a0, b, blocks / 2, out);
+        split_product(d1, c1, a1, b, blocks / 2, out);
     }
 }
 
@@ -253,7 +329,49 @@ fn faer_products<T: ComplexField + Copy + Send + Sync>(
         return;
     }
     for_each_product(pool, g, a, b, pairs, out, |x, y, o, pool| {
-        faer_one(g, x, y, o, pool)
+        faer_one(g, x, y, o, pool, None)
+    });
+}
+
+/// `out = op(a) * op(b)` for one pair of matrices with `MatMul`'s exact
+/// arithmetic (the same blocks and kernel calls), handing each block and
+/// the matching rows of `companion` (a matrix of the product's shape) to
+/// `row` right after the block is computed, on the thread that computed
+/// it. `isolated`: the caller holds a lock another kernel may take (see
+/// [`Epilogue`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn product_then<T: ComplexField + Copy + Send + Sync>(
+    pool: &ThreadPool,
+    g: &Gemm,
+    a: &[T],
+    b: &[T],
+    out: &mut [T],
+    companion: &mut [T],
+    row: &(dyn Fn(&[T], &mut [T]) + Sync),
+    isolated: bool,
+) {
+    if g.m * g.n == 0 {
+        return;
+    }
+    if g.k == 0 {
+        out.fill(T::zero_impl());
+        for (p, c) in out.chunks(g.n).zip(companion.chunks_mut(g.n)) {
+            row(p, c);
+        }
+        return;
+    }
+    let companion = Mutex::new(Some(MatMut::from_row_major_slice_mut(companion, g.m, g.n)));
+    for_each_product(pool, g, a, b, &[(0, 0)], out, |x, y, o, pool| {
+        let companion = companion
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let epilogue = companion.map(|companion| Epilogue {
+            companion,
+            row,
+            isolated,
+        });
+        faer_one(g, x, y, o, pool, epilogue)
     });
 }
 
@@ -440,6 +558,50 @@ fn products(
     Ok(())
 }
 
+/// The product `MatMul` computes of `a` and `b` (with `transpose_a`
+/// `ta`, `transpose_b` `tb`), or TensorFlow's error for operands that are
+/// not matrices or whose inner dimensions differ.
+pub(crate) fn matrix_product(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Gemm> {
+    ensure!(
+        a.rank() == b.rank(),
+        InvalidArgument,
+        "In[0] and In[1] has different ndims: {} vs. {}",
+        fmt_shape(a.dims()),
+        fmt_shape(b.dims())
+    );
+    ensure!(
+        a.rank() == 2,
+        InvalidArgument,
+        "In[0] is not a matrix. Instead it has shape {}",
+        fmt_shape(a.dims())
+    );
+    ensure!(
+        b.rank() == 2,
+        InvalidArgument,
+        "In[1] is not a matrix. Instead it has shape {}",
+        fmt_shape(b.dims())
+    );
+    let (ad, bd) = (a.dims(), b.dims());
+    let (m, k) = if ta { (ad[1], ad[0]) } else { (ad[0], ad[1]) };
+    let (k2, n) = if tb { (bd[1], bd[0]) } else { (bd[0], bd[1]) };
+    ensure!(
+        k == k2,
+        InvalidArgument,
+        "Matrix size-incompatible: In[0]: {}, In[1]: {}",
+        fmt_shape(ad),
+        fmt_shape(bd)
+    );
+    Ok(Gemm {
+        m: m as usize,
+        k: k as usize,
+        n: n as usize,
+        ta,
+        tb,
+        ca: false,
+        cb: false,
+    })
+}
+
 struct MatMulKernel {
     transpose_a: bool,
     transpose_b: bool,
@@ -457,52 +619,8 @@ impl CreateKernel for MatMulKernel {
 impl OpKernel for MatMulKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (a, b) = (ctx.input(0).clone(), ctx.input(1).clone());
-        ensure!(
-            a.rank() == b.rank(),
-            InvalidArgument,
-            "In[0] and In[1] has different ndims: {} vs. {}",
-            fmt_shape(a.dims()),
-            fmt_shape(b.dims())
-        );
-        ensure!(
-            a.rank() == 2,
-            InvalidArgument,
-            "In[0] is not a matrix. Instead it has shape {}",
-            fmt_shape(a.dims())
-        );
-        ensure!(
-            b.rank() == 2,
-            InvalidArgument,
-            "In[1] is not a matrix. Instead it has shape {}",
-            fmt_shape(b.dims())
-        );
-        let (ad, bd) = (a.dims(), b.dims());
-        let (m, k) = if self.transpose_a {
-            (ad[1], ad[0])
-        } else {
-            (ad[0], ad[1])
-        };
-        let (k2, n) = if self.transpose_b {
-            (bd[1], bd[0])
-        } else {
-            (bd[0], bd[1])
-        };
-        ensure!(
-            k == k2,
-            InvalidArgument,
-            "Matrix size-incompatible: In[0]: {}, In[1]: {}",
-            fmt_shape(ad),
-            fmt_shape(bd)
-        );
-        let g = Gemm {
-            m: m as usize,
-            k: k as usize,
-            n: n as usize,
-            ta: self.transpose_a,
-            tb: self.transpose_b,
-            ca: false,
-            cb: false,
-        };
+        let g = matrix_product(&a, &b, self.transpose_a, self.transpose_b)?;
+        let (m, n) = (g.m as i64, g.n as i64);
         let pool = ctx.thread_pool();
         let dt = a.dtype();
         let out = ctx.allocate_output(0, TensorShape::new(&[m, n])?)?;

@@ -493,13 +493,20 @@ fn update<T: Num>(
     let v = value.flat::<T>()?;
     var::update(ctx, var, h, check, |target| {
         match target {
-            Target::InPlace(x) => pool.chunks_isolated(x.flat_mut::<T>()?, CHEAP_COST * 8, |offset, x| {
-                let v = &v[offset..offset + x.len()];
-                x.iter_mut().zip(v).for_each(|(a, &b)| *a = f(*a, b));
-            }),
-            Target::Fresh { old, new } => {
-                par_zip(pool, old.flat::<T>()?, v, new.flat_mut::<T>()?, CHEAP_COST, &f)
+            Target::InPlace(x) => {
+                pool.chunks_isolated(x.flat_mut::<T>()?, CHEAP_COST * 8, |offset, x| {
+                    let v = &v[offset..offset + x.len()];
+                    x.iter_mut().zip(v).for_each(|(a, &b)| *a = f(*a, b));
+                })
             }
+            Target::Fresh { old, new } => par_zip(
+                pool,
+                old.flat::<T>()?,
+                v,
+                new.flat_mut::<T>()?,
+                CHEAP_COST,
+                &f,
+            ),
         }
         Ok(())
     })

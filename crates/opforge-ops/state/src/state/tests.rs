@@ -1,9 +1,9 @@
 //! Tests of the resource-variable ops.
 
 use super::*;
-use opforge_core::resource::Resource;
 use opforge_core::eager::EagerContext;
 use opforge_core::proto::{self, OpDef, OpList};
+use opforge_core::resource::Resource;
 use opforge_ops_base::cpu::par::PARALLEL_THRESHOLD;
 use opforge_testing::util::{ctx, t};
 use std::sync::Arc;

@@ -1,0 +1,177 @@
+//! `_ResourceApplyGradientDescentMatMul`: the SGD update of a variable
+//! whose gradient is a matrix product, `var -= alpha * op(a) · op(b)`, as
+//! one kernel. The session's graph rewrites (`graph/optimize.rs` in
+//! `opforge-core`) put it in place of `ResourceApplyGradientDescent(var,
+//! alpha, MatMul(a, b))` (or `AssignSubVariableOp(var, Mul(alpha,
+//! MatMul(a, b)))`) when nothing else reads the product: a dense layer's
+//! weight update as a training step writes it. Like TensorFlow's
+//! grappler-made ops (`_FusedMatMul`), its name starts with `_`: graphs get
+//! it from the rewrite, not from users.
+//!
+//! The product is computed in `MatMul`'s blocks, and each block's rows of
+//! the variable are updated on the thread that computed the block, right
+//! after it, while the block is still in cache: the gradient never makes
+//! the round trip through memory that the unfused graph gives it (written
+//! by `MatMul`, read back by the update), and the update of the last layer
+//! overlaps the product instead of following it. The arithmetic is the
+//! unfused graph's exactly: the same blocks and kernel calls for the
+//! product, then `v - alpha * p` for each element, so the variable ends up
+//! bit-identical (tested).
+
+use crate::matmul::{matrix_product, product_then, Gemm};
+use faer::traits::ComplexField;
+use opforge_core::device::ThreadPool;
+use opforge_core::kernel::{
+    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+};
+use opforge_core::shape_inference::InferenceContext;
+use opforge_core::{
+    ensure, register_kernel, register_not_differentiable, register_op, DataType, Element,
+    OpDefBuilder, Result, Status, Tensor, TensorShape,
+};
+use opforge_ops_base::args::fmt_shape;
+use opforge_ops_base::cpu::elem::Num;
+use opforge_ops_base::var::{self, Target};
+
+/// The op's name.
+pub(crate) const NAME: &str = "_ResourceApplyGradientDescentMatMul";
+
+/// `_ResourceApplyGradientDescentMatMul`.
+pub fn resource_apply_gradient_descent_mat_mul() -> OpDefBuilder {
+    OpDefBuilder::new(NAME)
+        .input("var: resource")
+        .input("alpha: T")
+        .input("a: T")
+        .input("b: T")
+        .attr("T: {float, double}")
+        .attr("transpose_a: bool = false")
+        .attr("transpose_b: bool = false")
+        .attr("use_locking: bool = false")
+        .stateful()
+        .set_shape_fn(shape)
+        .doc(
+            "Update '*var' by subtracting 'alpha' * MatMul(a, b) from it.\n\
+             \n\
+             `ResourceApplyGradientDescent` whose `delta` is `MatMul(a, b, transpose_a,\n\
+             transpose_b)`, in one kernel: each block of the product updates its part\n\
+             of the variable as soon as it is computed. Bit-identical to the two ops.\n\
+             Graph rewrites make it; `alpha` must be a scalar and the product must\n\
+             have the variable's shape.",
+        )
+}
+
+register_op!(resource_apply_gradient_descent_mat_mul());
+register_not_differentiable!(NAME);
+
+/// `ApplyGradientDescentShapeFn` with `MatMul`'s shape function for the
+/// delta: `alpha` is a scalar, `a` and `b` are matrices whose inner
+/// dimensions agree, and their product has the variable's shape (the
+/// shape its handle holds, unknown without handle data).
+fn shape(c: &mut InferenceContext) -> Result<()> {
+    let var = match c.input_handle_shapes_and_types(0) {
+        Some([first, ..]) if first.dtype != DataType::Invalid => first.shape,
+        _ => c.unknown_shape(),
+    };
+    let alpha = c.input(1);
+    c.with_rank(alpha, 0)?;
+    let (a0, b0) = (c.input(2), c.input(3));
+    let a = c.with_rank(a0, 2)?;
+    let b = c.with_rank(b0, 2)?;
+    let ta: bool = c.get_attr("transpose_a")?;
+    let tb: bool = c.get_attr("transpose_b")?;
+    let rows = c.dim(a, if ta { 1 } else { 0 });
+    let cols = c.dim(b, if tb { 0 } else { 1 });
+    let inner_a = c.dim(a, if ta { 0 } else { 1 });
+    let inner_b = c.dim(b, if tb { 1 } else { 0 });
+    c.merge_dim(inner_a, inner_b)?;
+    let delta = c.matrix(rows, cols);
+    c.merge(var, delta)?;
+    Ok(())
+}
+
+struct Kernel {
+    transpose_a: bool,
+    transpose_b: bool,
+}
+
+impl CreateKernel for Kernel {
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
+        Ok(Kernel {
+            transpose_a: ctx.get_attr("transpose_a")?,
+            transpose_b: ctx.get_attr("transpose_b")?,
+        })
+    }
+}
+
+impl OpKernel for Kernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let (h, var) = var::to_update(ctx, 2)?;
+        let (alpha, a, b) = (ctx.input(1), ctx.input(2), ctx.input(3));
+        ensure!(
+            alpha.rank() == 0,
+            InvalidArgument,
+            "alpha is not a scalar: {}",
+            fmt_shape(alpha.dims())
+        );
+        let g = matrix_product(a, b, self.transpose_a, self.transpose_b)?;
+        let dims = [g.m as i64, g.n as i64];
+        let check = |current: &Tensor| {
+            ensure!(
+                current.dims() == dims,
+                InvalidArgument,
+                "var and delta do not have the same shape{} {}",
+                fmt_shape(current.dims()),
+                fmt_shape(&dims)
+            );
+            Ok(())
+        };
+        let apply = |target: Target<'_>| match a.dtype() {
+            DataType::Float => fused::<f32>(ctx, &g, alpha, a, b, target),
+            DataType::Double => fused::<f64>(ctx, &g, alpha, a, b, target),
+            dt => Err(Status::unimplemented(format!(
+                "{NAME} does not support {dt} variables"
+            ))),
+        };
+        var::update(ctx, &var, &h, check, apply)
+    }
+}
+
+/// The update into `target`: in place (under the variable's lock, so the
+/// blocks shard with `shard_isolated`), or into a fresh buffer holding a
+/// copy of the old value.
+fn fused<T: ComplexField + Num + Element + Copy + Send + Sync>(
+    ctx: &OpKernelContext<'_>,
+    g: &Gemm,
+    alpha: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    target: Target<'_>,
+) -> Result<()> {
+    let alpha = alpha.flat::<T>()?[0];
+    let pool: &ThreadPool = ctx.thread_pool();
+    let mut product = ctx.allocate_temp(T::DTYPE, TensorShape::new(&[g.m as i64, g.n as i64])?)?;
+    let row = |p: &[T], v: &mut [T]| {
+        for (v, &p) in v.iter_mut().zip(p) {
+            *v = Num::sub(*v, Num::mul(alpha, p));
+        }
+    };
+    let (v, isolated) = match target {
+        Target::InPlace(v) => (v.flat_mut::<T>()?, true),
+        Target::Fresh { old, new } => {
+            let v = new.flat_mut::<T>()?;
+            v.copy_from_slice(old.flat::<T>()?);
+            (v, false)
+        }
+    };
+    let (a, b) = (a.flat::<T>()?, b.flat::<T>()?);
+    product_then(pool, g, a, b, product.flat_mut()?, v, &row, isolated);
+    Ok(())
+}
+
+register_kernel!(
+    KernelDefBuilder::new(NAME).type_constraint_list("T", &[DataType::Float, DataType::Double]),
+    Kernel
+);
+
+#[cfg(test)]
+mod tests;
