@@ -59,26 +59,32 @@ class Advanced(Exception):
         self.part = part
 
 
+def _a(noun: str) -> str:
+    return ("an " if noun[0] in "aeiou" else "a ") + noun
+
+
 def _describe(v: Any) -> str:
     if isinstance(v, (Tensor, SymbolicTensor)):
-        return f"a {v.dtype.name} tensor of shape {v.shape}"
+        return _a(f"{v.dtype.name} tensor of shape {v.shape}")
     if isinstance(v, np.ndarray):
-        return f"a {v.dtype} array of shape {v.shape}"
+        return _a(f"{v.dtype} array of shape {v.shape}")
     return repr(v)
 
 
-def _index(v: Any, in_slice: bool) -> Any:
-    """A single index (or slice bound) `v` as a Python int, or as an
-    integer scalar SymbolicTensor (with what of its dtype matters kept by
-    the caller). Raises `Advanced` for an advanced index, TypeError for
-    what is not an index (TensorFlow's `_check_index`)."""
+def _index(v: Any, in_slice: bool) -> tuple[Any, bool]:
+    """A single index (or slice bound) `v` as a Python int or an integer
+    scalar SymbolicTensor, and whether it asks for int64 begin/end/strides
+    (an int64 tensor or numpy int64: TensorFlow then casts all three to
+    int64).
+    Raises `Advanced` for an advanced index, TypeError for what is not an
+    index (TensorFlow's `_check_index`)."""
     if isinstance(v, (bool, np.bool_)):
         # A bool is an int to TensorFlow inside a tuple, a mask to numpy.
         if in_slice:
-            return int(v)
+            return int(v), False
         raise Advanced(v)
     if isinstance(v, numbers.Integral):
-        return int(v)
+        return int(v), isinstance(v, np.int64)
     if type(v).__name__ == "Variable" and hasattr(v, "read_value"):
         v = v.read_value()
     if isinstance(v, (Tensor, SymbolicTensor)):
@@ -89,33 +95,29 @@ def _index(v: Any, in_slice: bool) -> Any:
             raise Advanced(v)
         if v.dtype not in _SUPPORTED:
             raise TypeError(f"{SLICE_TYPE_ERROR}, got {_describe(v)}")
-        if isinstance(v, SymbolicTensor):
-            return v
-        return int(v)
+        wide = v.dtype is dtypes.int64
+        return (v if isinstance(v, SymbolicTensor) else int(v)), wide
     if isinstance(v, np.ndarray):
         if v.dtype == np.bool_ or v.ndim > 0:
             if in_slice:
                 raise TypeError(f"{SLICE_TYPE_ERROR}, got {_describe(v)} as a slice bound")
             raise Advanced(v)
         if v.dtype.kind in "iu":
-            return int(v)
+            return int(v), v.dtype == np.int64
         raise TypeError(f"{SLICE_TYPE_ERROR}, got {_describe(v)}")
     if isinstance(v, list) and not in_slice:
         raise Advanced(v)
     raise TypeError(f"{SLICE_TYPE_ERROR}, got {v!r}")
 
 
-def _wide(v: Any) -> bool:
-    """`v` (an index as given) asks for int64 begin/end/strides."""
-    d = getattr(v, "dtype", None)
-    if isinstance(v, (Tensor, SymbolicTensor)):
-        return v.dtype is dtypes.int64
-    if d is not None:
-        try:
-            return np.dtype(d) == np.int64
-        except TypeError:
-            return False
-    return False
+class _PlusOne:
+    """The end of a symbolic single index `i`: `i + 1`, built (as an op)
+    only once the whole key has been checked."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: SymbolicTensor) -> None:
+        self.index = index
 
 
 class _Spec:
@@ -133,21 +135,17 @@ class _Spec:
         for index, s in enumerate(items):
             bit = 1 << index
             if isinstance(s, slice):
-                for v, masked in ((s.start, "begin"), (s.stop, "end")):
-                    if v is None:
-                        (self.begin if masked == "begin" else self.end).append(0)
-                        if masked == "begin":
-                            self.begin_mask |= bit
-                        else:
-                            self.end_mask |= bit
-                    else:
-                        self.wide |= _wide(v)
-                        (self.begin if masked == "begin" else self.end).append(_index(v, True))
-                if s.step is None:
-                    self.strides.append(1)
+                if s.start is None:
+                    self.begin.append(0)
+                    self.begin_mask |= bit
                 else:
-                    self.wide |= _wide(s.step)
-                    self.strides.append(_index(s.step, True))
+                    self.begin.append(self._bound(s.start))
+                if s.stop is None:
+                    self.end.append(0)
+                    self.end_mask |= bit
+                else:
+                    self.end.append(self._bound(s.stop))
+                self.strides.append(1 if s.step is None else self._bound(s.step))
             elif s is Ellipsis:
                 self.begin.append(0)
                 self.end.append(0)
@@ -159,12 +157,17 @@ class _Spec:
                 self.strides.append(1)
                 self.new_axis_mask |= bit
             else:
-                i = _index(s, False)
-                self.wide |= _wide(s)
+                i, wide = _index(s, False)
+                self.wide |= wide
                 self.begin.append(i)
-                self.end.append(i + 1)
+                self.end.append(i + 1 if isinstance(i, int) else _PlusOne(i))
                 self.strides.append(1)
                 self.shrink_axis_mask |= bit
+
+    def _bound(self, v: Any) -> Any:
+        i, wide = _index(v, True)
+        self.wide |= wide
+        return i
 
     def attrs(self) -> dict[str, int]:
         return {
@@ -197,6 +200,8 @@ class _Spec:
 
         parts: list[Any] = []
         for v in entries:
+            if isinstance(v, _PlusOne):
+                v = v.index + 1
             if isinstance(v, int):
                 parts.append(constant(v, dtype=dtype))
             elif v.dtype is not dtype:
@@ -208,9 +213,10 @@ class _Spec:
 
 def slice_helper(tensor: Any, key: Any) -> Any:
     """`tensor[key]` as one `StridedSlice` op (TensorFlow's `_slice_helper`
-    for basic keys). Raises `Advanced` for an advanced key; TypeError for a key that is not an index;
+    for basic keys). Raises `Advanced` for an advanced key, TypeError for
+    a key that is not an index (both before any op is added), and
     `InvalidIndexError` (an `InvalidArgumentError`) for an index the op
-    rejects. Every key part is checked before any op runs."""
+    rejects."""
     from . import _ops
 
     spec = _Spec(key)
