@@ -121,6 +121,18 @@ class SymbolicTensor:
     def __iter__(self):
         raise TypeError("Iterating over a symbolic tensor is not allowed")
 
+    def __getitem__(self, key: Any) -> SymbolicTensor:
+        """`self[key]` with TensorFlow's basic indexing (ints, slices,
+        `...`, None, integer scalar tensors): one `StridedSlice` node added
+        to the graph. Advanced keys (lists, index arrays, boolean masks) are
+        a TypeError, as in TensorFlow: use `of.ops.gather_v2`."""
+        from . import _indexing
+
+        try:
+            return _indexing.slice_helper(self, key)
+        except _indexing.Advanced as a:
+            raise _indexing.unsupported_key_error(key, a.part) from None
+
     def __len__(self):
         if self._shape is None or not self._shape or self._shape[0] is None:
             raise TypeError(f"len() of a symbolic tensor of shape {self._shape}")

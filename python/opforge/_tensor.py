@@ -71,7 +71,18 @@ def scalar(t: Tensor):
 
 
 def getitem(t: Tensor, key):
-    """`t[key]` with numpy's basic and advanced indexing (a copy)."""
+    """`t[key]`: TensorFlow's basic indexing as one `StridedSlice` op
+    (recorded by active tapes, so gradients flow through it; see
+    `_indexing`). Keys TensorFlow's `__getitem__` does not take -- lists,
+    non-scalar integer arrays or tensors, bools and boolean masks -- fall
+    back to numpy's advanced indexing of a copy: a new constant, which no
+    tape records (no gradient flows through it)."""
+    from . import _indexing
+
+    try:
+        return _indexing.slice_helper(t, key)
+    except _indexing.Advanced:
+        pass
     from ._convert import constant
 
     if isinstance(key, Tensor):
