@@ -464,6 +464,7 @@ class Variable:
     def __matmul__(self, o): return self._v() @ o
     def __rmatmul__(self, o): return o @ self._v()
     def __neg__(self): return -self._v()
+    def __getitem__(self, key): return self._v()[key]
     def __pow__(self, o): return self._v() ** o
 
 

@@ -234,6 +234,11 @@ def test_gradient_through_a_variable_read():
     with of.GradientTape() as tape:
         y = of.reduce_sum(v.read_value()[:, 1:] * 2.0)
     np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [[0, 2, 2], [0, 2, 2]])
+    # Indexing the Variable itself reads it (tf.Variable.__getitem__).
+    with of.GradientTape() as tape:
+        y = of.reduce_sum(v[1, ::2] * 3.0)
+    np.testing.assert_array_equal(v[1, ::2].numpy(), [3, 5])
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [[0, 0, 0], [3, 0, 3]])
 
 
 def test_compute_gradient_agrees():
