@@ -5,14 +5,19 @@
 
 use crate::errors;
 use crate::tensor::PyTensor;
-use numpy::npyffi::_PyArray_GET_ITEM_DATA;
+use numpy::npyffi::flags::{NPY_ARRAY_ALIGNED, NPY_ARRAY_C_CONTIGUOUS};
+use numpy::npyffi::{_PyArray_GET_ITEM_DATA, NpyTypes, PyArrayObject, NPY_TYPES};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use opforge::tensor::{Buffer, Location};
 use opforge::{DataType, Tensor};
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
+use smallvec::SmallVec;
+use std::os::raw::{c_int, c_long};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// The opforge dtype of a numpy dtype (kind, item size), for the dtypes a
 /// tensor can view directly.
@@ -41,6 +46,125 @@ fn dims_of(shape: &[usize]) -> PyResult<smallvec::SmallVec<[i64; 6]>> {
         .iter()
         .map(|&d| i64::try_from(d).map_err(|_| PyValueError::new_err("a dimension is too large")))
         .collect()
+}
+
+/// numpy's array type, read from numpy's C API table once (a lookup in
+/// the table on every check costs more than the rest of the check).
+static ARRAY_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Whether `v` is exactly a `numpy.ndarray` (not a subclass).
+pub fn is_exact_ndarray(py: Python<'_>, v: &Bound<'_, PyAny>) -> bool {
+    let mut array_type = ARRAY_TYPE.load(Ordering::Relaxed);
+    if array_type.is_null() {
+        // SAFETY: reads numpy's array type from its C API table (importing
+        // numpy's C API on first use); numpy's types are static objects
+        // that live as long as the process, so the pointer stays valid.
+        array_type = unsafe { numpy::npyffi::get_type_object(py, NpyTypes::PyArray_Type) };
+        ARRAY_TYPE.store(array_type, Ordering::Relaxed);
+    }
+    // SAFETY: `v` is a live object; its type is a field of its header.
+    unsafe { ffi::Py_TYPE(v.as_ptr()) == array_type }
+}
+
+/// The opforge dtype of a builtin numpy type number, for the numeric
+/// types a tensor can view directly.
+fn builtin_dtype(num: c_int) -> Option<DataType> {
+    const fn n(t: NPY_TYPES) -> c_int {
+        t as c_int
+    }
+    let long = if std::mem::size_of::<c_long>() == 8 {
+        DataType::Int64
+    } else {
+        DataType::Int32
+    };
+    let ulong = if std::mem::size_of::<c_long>() == 8 {
+        DataType::UInt64
+    } else {
+        DataType::UInt32
+    };
+    Some(match num {
+        x if x == n(NPY_TYPES::NPY_FLOAT) => DataType::Float,
+        x if x == n(NPY_TYPES::NPY_DOUBLE) => DataType::Double,
+        x if x == n(NPY_TYPES::NPY_INT) => DataType::Int32,
+        x if x == n(NPY_TYPES::NPY_LONG) => long,
+        x if x == n(NPY_TYPES::NPY_LONGLONG) => DataType::Int64,
+        x if x == n(NPY_TYPES::NPY_BOOL) => DataType::Bool,
+        x if x == n(NPY_TYPES::NPY_BYTE) => DataType::Int8,
+        x if x == n(NPY_TYPES::NPY_UBYTE) => DataType::UInt8,
+        x if x == n(NPY_TYPES::NPY_SHORT) => DataType::Int16,
+        x if x == n(NPY_TYPES::NPY_USHORT) => DataType::UInt16,
+        x if x == n(NPY_TYPES::NPY_UINT) => DataType::UInt32,
+        x if x == n(NPY_TYPES::NPY_ULONG) => ulong,
+        x if x == n(NPY_TYPES::NPY_ULONGLONG) => DataType::UInt64,
+        x if x == n(NPY_TYPES::NPY_HALF) => DataType::Half,
+        x if x == n(NPY_TYPES::NPY_CFLOAT) => DataType::Complex64,
+        x if x == n(NPY_TYPES::NPY_CDOUBLE) => DataType::Complex128,
+        _ => return None,
+    })
+}
+
+/// A tensor over the memory of `v`, a `numpy.ndarray` (or subclass), when
+/// the common case applies: a builtin numeric dtype in native byte order,
+/// C-contiguous, aligned, at least one element. `None` otherwise: the
+/// general [`ndarray_tensor`] takes every other array.
+///
+/// The hot path of calls on numpy arrays: it reads numpy's array and
+/// descriptor structs directly instead of through numpy's API. The fields
+/// it reads (`data`, `nd`, `dimensions`, `flags`, `descr`; the descr's
+/// `byteorder` and `type_num`) sit at the same offsets in numpy 1.x and
+/// 2.x (numpy 2 moved only fields after `type_num`).
+pub fn ndarray_view(v: &Bound<'_, PyAny>) -> Option<Tensor> {
+    let arr = v.as_ptr().cast::<PyArrayObject>();
+    // SAFETY: the caller passes an ndarray (or a subclass, whose objects
+    // start with the same struct), alive for this call (`v`).
+    let (data, nd, dims_ptr, flags, descr) = unsafe {
+        let f = &(*arr).fields;
+        (f.data, f.nd, f.dimensions, f.flags, f.descr)
+    };
+    const VIEWABLE: c_int = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED;
+    if flags & VIEWABLE != VIEWABLE || descr.is_null() {
+        return None;
+    }
+    // SAFETY: `descr` is the live array's descriptor (it holds a
+    // reference); `fields` is the prefix every numpy version shares.
+    let (byteorder, type_num) =
+        unsafe { ((*descr).fields.byteorder as u8, (*descr).fields.type_num) };
+    let dtype = builtin_dtype(type_num)?;
+    let native = match byteorder {
+        b'=' | b'|' => true,
+        b'<' => cfg!(target_endian = "little"),
+        b'>' => cfg!(target_endian = "big"),
+        _ => false,
+    };
+    if !native {
+        return None;
+    }
+    let nd = usize::try_from(nd).ok()?;
+    let mut dims = SmallVec::<[i64; 6]>::with_capacity(nd);
+    let mut n: usize = 1;
+    for i in 0..nd {
+        // SAFETY: `dimensions` holds `nd` entries.
+        let d = unsafe { *dims_ptr.add(i) };
+        n = n.checked_mul(usize::try_from(d).ok()?)?;
+        dims.push(d as i64);
+    }
+    let len = n.checked_mul(dtype.size())?;
+    let ptr = NonNull::new(data.cast::<u8>())?;
+    if len == 0 || (ptr.as_ptr() as usize) % dtype.size() != 0 {
+        return None;
+    }
+    // A reference of the buffer's own, given back by `release_array`.
+    let owner = NonNull::new(v.clone().into_ptr().cast::<()>())?;
+    // SAFETY: as in `ndarray_tensor`: `ptr` points to the array's `len`
+    // initialized bytes (C-contiguous: exactly n * itemsize from `data`),
+    // valid values of `dtype` (the builtin type of that number, in native
+    // byte order), alive until the release drops `owner` (an ndarray
+    // with a live reference cannot be resized); the buffer is read-only.
+    let buf = unsafe {
+        Buffer::from_foreign_read_only_raw(ptr, len, Location::Host, release_array, owner)
+    };
+    // (On an error the buffer is dropped, which releases the array.)
+    Tensor::from_buffer(dtype, &dims, buf).ok()
 }
 
 /// `_C.from_numpy(array, as_dtype=None)`: a tensor over a numpy array's
@@ -72,6 +196,11 @@ pub fn ndarray_dtype(arr: &Bound<'_, PyUntypedArray>) -> Option<DataType> {
 /// The tensor `_C.from_numpy(arr, as_dtype)` makes (see there): a
 /// zero-copy view when the array's memory allows it, else a copy.
 pub fn ndarray_tensor(arr: &Bound<'_, PyUntypedArray>, as_dtype: Option<i32>) -> PyResult<Tensor> {
+    if as_dtype.is_none() {
+        if let Some(t) = ndarray_view(arr.as_any()) {
+            return Ok(t);
+        }
+    }
     let py = arr.py();
     {
         let descr = arr.dtype();

@@ -41,7 +41,7 @@
 //! Python layer for it again (the `sync_tapes` hook), since what is active
 //! may depend on what changed while the fast path was off.
 
-use crate::convert::{ndarray_dtype, ndarray_tensor};
+use crate::convert::{is_exact_ndarray, ndarray_dtype, ndarray_tensor, ndarray_view};
 use crate::errors;
 use crate::exec::{context, DETACH_ELEMENTS};
 use crate::hooks::hook;
@@ -392,13 +392,6 @@ fn attr_key(py: Python<'_>, kind: AttrKind, v: &Bound<'_, PyAny>) -> Option<Attr
     }
 }
 
-/// Whether `v` is exactly a `numpy.ndarray`.
-fn is_exact_ndarray(py: Python<'_>, v: &Bound<'_, PyAny>) -> bool {
-    // SAFETY: `v` is a live object; the check only compares its type with
-    // numpy's array type (importing numpy's C API on first use).
-    unsafe { numpy::npyffi::array::PyArray_CheckExact(py, v.as_ptr()) != 0 }
-}
-
 /// One parameter of an op function.
 struct Param {
     /// The Python name (interned).
@@ -644,6 +637,10 @@ impl OpFunction {
                 tensors.push(t.get().t.clone());
             } else if is_exact_ndarray(py, v) {
                 arrays = true;
+                if let Some(t) = ndarray_view(v) {
+                    tensors.push(t);
+                    continue;
+                }
                 let arr = v.cast::<PyUntypedArray>().map_err(PyErr::from)?;
                 if ndarray_dtype(arr).is_none() {
                     return Ok(None);

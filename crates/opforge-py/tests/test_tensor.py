@@ -111,6 +111,32 @@ def test_every_numeric_dtype_round_trips_through_numpy():
         np.testing.assert_array_equal(back, a.reshape(2, 3))
 
 
+def test_every_numeric_numpy_type_is_viewed_and_mapped_by_its_type_number():
+    # numpy's C type numbers (int, long, longlong: one opforge dtype by
+    # size), native and byte-swapped, as zero-copy views or copies, through
+    # convert_to_tensor and as direct op inputs (the fast path).
+    for npt in (np.float16, np.float32, np.float64, np.byte, np.ubyte, np.short, np.ushort,
+                np.intc, np.uintc, np.int_, np.uint, np.longlong, np.ulonglong, np.bool_,
+                np.complex64, np.complex128):
+        want = of.as_dtype(np.dtype(npt).name)
+        base = (np.arange(6) % 2 == 0) if npt is np.bool_ else np.arange(6).astype(npt)
+        for a in (base.reshape(2, 3), base[:1].reshape(()), base.reshape(2, 3).astype(
+                np.dtype(npt).newbyteorder(">"))):
+            t = of.convert_to_tensor(a)
+            assert t.dtype == want, (npt, a.dtype)
+            assert t.shape == a.shape
+            np.testing.assert_array_equal(t.numpy(), a)
+            viewed = a.dtype.isnative and a.size > 0
+            assert (t._data_ptr == a.ctypes.data) == viewed, (npt, a.dtype)
+            out = of.ops.identity(a)
+            assert out.dtype == want
+            np.testing.assert_array_equal(out.numpy(), a)
+    # Empty arrays are copied (no memory to view), and read right.
+    e = np.zeros((0, 3), np.float32)
+    assert of.convert_to_tensor(e).shape == (0, 3)
+    np.testing.assert_array_equal(of.add(e, e).numpy(), e)
+
+
 def test_string_tensors():
     t = of.constant([["a", "bc"], ["", "d\u00e9"]])
     assert t.dtype == of.string and t.shape == (2, 2)
