@@ -17,6 +17,8 @@
 //! one variable are serialized; reads run in parallel.
 
 use crate::args::fmt_shape;
+use crate::cpu::elem::Num;
+use crate::cpu::par::{par_zip, CHEAP_COST};
 use opforge_core::kernel::OpKernelContext;
 use opforge_core::resource::{Resource, ResourceHandle};
 use opforge_core::{DataType, Result, Status, Tensor};
@@ -214,4 +216,40 @@ pub fn update(
         check(current)?;
         snapshot = current.clone();
     }
+}
+
+/// `var = f(var, value)` elementwise, for the update kernels
+/// (`AssignAddVariableOp`, `ResourceApplyGradientDescent`, ...): in place
+/// and sharded with `ThreadPool::chunks_isolated` under the write lock, or
+/// into a fresh buffer when a read still shares the variable's (see
+/// [`update`]). `check` validates the variable's current value first.
+pub fn update_elementwise<T: Num>(
+    ctx: &OpKernelContext<'_>,
+    var: &Var,
+    h: &ResourceHandle,
+    value: &Tensor,
+    check: impl Fn(&Tensor) -> Result<()>,
+    f: impl Fn(T, T) -> T + Sync,
+) -> Result<()> {
+    let pool = ctx.thread_pool();
+    let v = value.flat::<T>()?;
+    update(ctx, var, h, check, |target| {
+        match target {
+            Target::InPlace(x) => {
+                pool.chunks_isolated(x.flat_mut::<T>()?, CHEAP_COST * 8, |offset, x| {
+                    let v = &v[offset..offset + x.len()];
+                    x.iter_mut().zip(v).for_each(|(a, &b)| *a = f(*a, b));
+                })
+            }
+            Target::Fresh { old, new } => par_zip(
+                pool,
+                old.flat::<T>()?,
+                v,
+                new.flat_mut::<T>()?,
+                CHEAP_COST,
+                &f,
+            ),
+        }
+        Ok(())
+    })
 }

@@ -316,7 +316,8 @@ fn for_each_product<T: Send + Sync>(
     }
 }
 
-fn faer_products<T: ComplexField + Copy + Send + Sync>(
+/// `MatMul`'s products for the faer types (see [`for_each_product`]).
+pub(crate) fn faer_products<T: ComplexField + Copy + Send + Sync>(
     pool: &ThreadPool,
     g: &Gemm,
     a: &[T],

@@ -18,12 +18,13 @@
 //! product, then `v - alpha * p` for each element, so the variable ends up
 //! bit-identical (tested).
 
-use crate::matmul::{matrix_product, product_then, Gemm};
+use crate::matmul::{faer_products, matrix_product, product_then, Gemm};
 use faer::traits::ComplexField;
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::resource::ResourceHandle;
 use opforge_core::shape_inference::InferenceContext;
 use opforge_core::{
     ensure, register_kernel, register_not_differentiable, register_op, DataType, Element,
@@ -31,7 +32,7 @@ use opforge_core::{
 };
 use opforge_ops_base::args::fmt_shape;
 use opforge_ops_base::cpu::elem::Num;
-use opforge_ops_base::var::{self, Target};
+use opforge_ops_base::var::{self, Var};
 
 /// The op's name.
 pub(crate) const NAME: &str = "_ResourceApplyGradientDescentMatMul";
@@ -125,47 +126,57 @@ impl OpKernel for Kernel {
             );
             Ok(())
         };
-        let apply = |target: Target<'_>| match a.dtype() {
-            DataType::Float => fused::<f32>(ctx, &g, alpha, a, b, target),
-            DataType::Double => fused::<f64>(ctx, &g, alpha, a, b, target),
+        match a.dtype() {
+            DataType::Float => fused::<f32>(ctx, &var, &h, &g, alpha, a, b, check),
+            DataType::Double => fused::<f64>(ctx, &var, &h, &g, alpha, a, b, check),
             dt => Err(Status::unimplemented(format!(
                 "{NAME} does not support {dt} variables"
             ))),
-        };
-        var::update(ctx, &var, &h, check, apply)
+        }
     }
 }
 
-/// The update into `target`: in place (under the variable's lock, so the
-/// blocks shard with `shard_isolated`), or into a fresh buffer holding a
-/// copy of the old value.
+/// The update. When no read shares the variable's buffer, under its write
+/// lock: each block of the product updates its part of the variable on
+/// the thread that computed it (the blocks shard with `shard_isolated`, as
+/// the lock requires). When a read does share it (a node running at the
+/// same time still reads the variable, such as the product for the layer
+/// below), the product is computed first, without the lock, and applied as
+/// `ResourceApplyGradientDescent` applies its delta (in place if the read
+/// is gone by then, else into a fresh buffer): no copy of the variable
+/// just to update it, and no wait on the lock meanwhile.
+#[allow(clippy::too_many_arguments)]
 fn fused<T: ComplexField + Num + Element + Copy + Send + Sync>(
     ctx: &OpKernelContext<'_>,
+    var: &Var,
+    h: &ResourceHandle,
     g: &Gemm,
     alpha: &Tensor,
     a: &Tensor,
     b: &Tensor,
-    target: Target<'_>,
+    check: impl Fn(&Tensor) -> Result<()>,
 ) -> Result<()> {
     let alpha = alpha.flat::<T>()?[0];
     let pool: &ThreadPool = ctx.thread_pool();
-    let mut product = ctx.allocate_temp(T::DTYPE, TensorShape::new(&[g.m as i64, g.n as i64])?)?;
-    let row = |p: &[T], v: &mut [T]| {
-        for (v, &p) in v.iter_mut().zip(p) {
-            *v = Num::sub(*v, Num::mul(alpha, p));
-        }
-    };
-    let (v, isolated) = match target {
-        Target::InPlace(v) => (v.flat_mut::<T>()?, true),
-        Target::Fresh { old, new } => {
-            let v = new.flat_mut::<T>()?;
-            v.copy_from_slice(old.flat::<T>()?);
-            (v, false)
-        }
-    };
     let (a, b) = (a.flat::<T>()?, b.flat::<T>()?);
-    product_then(pool, g, a, b, product.flat_mut()?, v, &row, isolated);
-    Ok(())
+    let mut product = ctx.allocate_temp(T::DTYPE, TensorShape::new(&[g.m as i64, g.n as i64])?)?;
+    let sgd = |v: T, p: T| Num::sub(v, Num::mul(alpha, p));
+    {
+        let mut slot = var.write();
+        let current = slot.as_mut().ok_or_else(|| var::uninitialized(h))?;
+        check(current)?;
+        if let Ok(v) = current.flat_mut::<T>() {
+            let row = |p: &[T], v: &mut [T]| {
+                for (v, &p) in v.iter_mut().zip(p) {
+                    *v = sgd(*v, p);
+                }
+            };
+            product_then(pool, g, a, b, product.flat_mut()?, v, &row, true);
+            return Ok(());
+        }
+    }
+    faer_products(pool, g, a, b, &[(0, 0)], product.flat_mut()?);
+    var::update_elementwise::<T>(ctx, var, h, &product, check, sgd)
 }
 
 register_kernel!(

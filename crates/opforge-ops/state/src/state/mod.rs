@@ -38,10 +38,9 @@ use opforge_core::{
 };
 use opforge_ops_base::args::fmt_shape;
 use opforge_ops_base::cpu::elem::Num;
-use opforge_ops_base::cpu::par::{par_zip, CHEAP_COST};
 use opforge_ops_base::types::NUMERIC_KERNEL_TYPES;
 use opforge_ops_base::var::{
-    self, handle_input, to_update, uninitialized, var_type_name, wrong_assign_dtype, Target, Var,
+    self, handle_input, to_update, uninitialized, var_type_name, wrong_assign_dtype, Var,
     DEFAULT_CONTAINER,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -475,43 +474,6 @@ macro_rules! dispatch_update {
     };
 }
 
-/// `var = f(var, value)` elementwise, for the update kernels: in place
-/// and sharded with [`ThreadPool::chunks_isolated`] under the write lock,
-/// or into a fresh buffer when a read still shares the variable's (see
-/// [`var::update`]). `check` validates the variable's current value first.
-///
-/// [`ThreadPool::chunks_isolated`]: opforge_core::device::ThreadPool::chunks_isolated
-fn update<T: Num>(
-    ctx: &OpKernelContext<'_>,
-    var: &Var,
-    h: &ResourceHandle,
-    value: &Tensor,
-    check: impl Fn(&Tensor) -> Result<()>,
-    f: impl Fn(T, T) -> T + Sync,
-) -> Result<()> {
-    let pool = ctx.thread_pool();
-    let v = value.flat::<T>()?;
-    var::update(ctx, var, h, check, |target| {
-        match target {
-            Target::InPlace(x) => {
-                pool.chunks_isolated(x.flat_mut::<T>()?, CHEAP_COST * 8, |offset, x| {
-                    let v = &v[offset..offset + x.len()];
-                    x.iter_mut().zip(v).for_each(|(a, &b)| *a = f(*a, b));
-                })
-            }
-            Target::Fresh { old, new } => par_zip(
-                pool,
-                old.flat::<T>()?,
-                v,
-                new.flat_mut::<T>()?,
-                CHEAP_COST,
-                &f,
-            ),
-        }
-        Ok(())
-    })
-}
-
 struct AssignUpdateKernel {
     sub: bool,
 }
@@ -531,7 +493,7 @@ impl OpKernel for AssignUpdateKernel {
             Ok(())
         };
         let sub = self.sub;
-        dispatch_update!(ctx, value.dtype(), T => update::<T>(ctx, &var, &h, value, check, |a, b| {
+        dispatch_update!(ctx, value.dtype(), T => var::update_elementwise::<T>(ctx, &var, &h, value, check, |a, b| {
             if sub { a.sub(b) } else { a.add(b) }
         }))
     }
@@ -563,7 +525,7 @@ impl OpKernel for ApplyGradientDescentKernel {
         };
         dispatch_update!(ctx, delta.dtype(), T => {
             let a = alpha.flat::<T>()?[0];
-            update::<T>(ctx, &var, &h, delta, check, |v, d| v.sub(a.mul(d)))
+            var::update_elementwise::<T>(ctx, &var, &h, delta, check, |v, d| v.sub(a.mul(d)))
         })
     }
 }
