@@ -54,10 +54,10 @@ struct Model {
     mul: Output,
 }
 
-fn model(dtype: DataType, delta: Delta) -> Model {
-    let n = 257usize;
-    let mut g = Graph::new();
-    let shape = opforge::TensorShape::new(&[n as i64]).unwrap().to_proto();
+/// A variable `v` of `dtype` and shape `dims`, and the node that assigns
+/// it its first values.
+fn variable(g: &mut Graph, dtype: DataType, dims: &[i64]) -> (NodeId, NodeId) {
+    let shape = opforge::TensorShape::new(dims).unwrap().to_proto();
     let h = g
         .add(
             NodeSpec::new("VarHandleOp", "v")
@@ -66,11 +66,8 @@ fn model(dtype: DataType, delta: Delta) -> Model {
                 .attr("shared_name", "v"),
         )
         .unwrap();
-    let init_value = const_node(
-        &mut g,
-        "init_value",
-        &of_dtype(values(n, 1), &[n as i64], dtype),
-    );
+    let n = dims.iter().product::<i64>() as usize;
+    let init_value = const_node(g, "init_value", &of_dtype(values(n, 1), dims, dtype));
     let init = g
         .add(
             NodeSpec::new("AssignVariableOp", "init")
@@ -79,6 +76,47 @@ fn model(dtype: DataType, delta: Delta) -> Model {
                 .attr("dtype", dtype),
         )
         .unwrap();
+    (h, init)
+}
+
+/// The model around `update`: `mul` (the update's scaled or product
+/// gradient) also read by another node when `shared`, and a read of the
+/// variable.
+fn finish(
+    mut g: Graph,
+    h: NodeId,
+    init: NodeId,
+    update: NodeId,
+    mul: Output,
+    shared: bool,
+) -> Model {
+    let dtype = g.node(h).unwrap().attrs.get("dtype").cloned().unwrap();
+    if shared {
+        g.add(NodeSpec::new("Neg", "other_reader").input(mul))
+            .unwrap();
+    }
+    let read = Output::new(
+        g.add(
+            NodeSpec::new("ReadVariableOp", "read")
+                .input(h)
+                .attr("dtype", dtype),
+        )
+        .unwrap(),
+        0,
+    );
+    Model {
+        graph: g,
+        init,
+        update,
+        read,
+        mul,
+    }
+}
+
+fn model(dtype: DataType, delta: Delta) -> Model {
+    let n = 257usize;
+    let mut g = Graph::new();
+    let (h, init) = variable(&mut g, dtype, &[n as i64]);
     let grad = const_node(&mut g, "grad", &of_dtype(values(n, 2), &[n as i64], dtype));
     let lr = match delta {
         Delta::VectorScale => of_dtype(values(n, 3), &[n as i64], dtype),
@@ -103,26 +141,7 @@ fn model(dtype: DataType, delta: Delta) -> Model {
                 .control_input(init),
         )
         .unwrap();
-    if delta == Delta::SharedMul {
-        g.add(NodeSpec::new("Neg", "other_reader").input(mul))
-            .unwrap();
-    }
-    let read = Output::new(
-        g.add(
-            NodeSpec::new("ReadVariableOp", "read")
-                .input(h)
-                .attr("dtype", dtype),
-        )
-        .unwrap(),
-        0,
-    );
-    Model {
-        graph: g,
-        init,
-        update,
-        read,
-        mul,
-    }
+    finish(g, h, init, update, mul, delta == Delta::SharedMul)
 }
 
 /// The variable after init and three updates, and the update node's op.
@@ -235,29 +254,7 @@ fn product_model(
     form: ProductUpdate,
 ) -> Model {
     let mut g = Graph::new();
-    let dims = [m as i64, n as i64];
-    let shape = opforge::TensorShape::new(&dims).unwrap().to_proto();
-    let h = g
-        .add(
-            NodeSpec::new("VarHandleOp", "w")
-                .attr("dtype", dtype)
-                .attr("shape", shape)
-                .attr("shared_name", "w"),
-        )
-        .unwrap();
-    let init_value = const_node(
-        &mut g,
-        "init_value",
-        &of_dtype(values(m * n, 1), &dims, dtype),
-    );
-    let init = g
-        .add(
-            NodeSpec::new("AssignVariableOp", "init")
-                .input(h)
-                .input(init_value)
-                .attr("dtype", dtype),
-        )
-        .unwrap();
+    let (h, init) = variable(&mut g, dtype, &[m as i64, n as i64]);
     let a_dims = if ta { [k, m] } else { [m, k] }.map(|d| d as i64);
     let b_dims = if tb { [n, k] } else { [k, n] }.map(|d| d as i64);
     let a = const_node(&mut g, "a", &of_dtype(values(m * k, 2), &a_dims, dtype));
@@ -296,26 +293,14 @@ fn product_model(
         }
     }
     .unwrap();
-    if form == ProductUpdate::SharedProduct {
-        g.add(NodeSpec::new("Neg", "other_reader").input(product))
-            .unwrap();
-    }
-    let read = Output::new(
-        g.add(
-            NodeSpec::new("ReadVariableOp", "read")
-                .input(h)
-                .attr("dtype", dtype),
-        )
-        .unwrap(),
-        0,
-    );
-    Model {
-        graph: g,
+    finish(
+        g,
+        h,
         init,
         update,
-        read,
-        mul: product,
-    }
+        product,
+        form == ProductUpdate::SharedProduct,
+    )
 }
 
 #[test]

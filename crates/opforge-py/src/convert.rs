@@ -72,15 +72,10 @@ fn builtin_dtype(num: c_int) -> Option<DataType> {
     const fn n(t: NPY_TYPES) -> c_int {
         t as c_int
     }
-    let long = if std::mem::size_of::<c_long>() == 8 {
-        DataType::Int64
+    let (long, ulong) = if std::mem::size_of::<c_long>() == 8 {
+        (DataType::Int64, DataType::UInt64)
     } else {
-        DataType::Int32
-    };
-    let ulong = if std::mem::size_of::<c_long>() == 8 {
-        DataType::UInt64
-    } else {
-        DataType::UInt32
+        (DataType::Int32, DataType::UInt32)
     };
     Some(match num {
         x if x == n(NPY_TYPES::NPY_FLOAT) => DataType::Float,

@@ -114,7 +114,17 @@ pub fn broadcast_binary_op_shape(c: &mut InferenceContext) -> Result<()> {
 
 /// `MatMul`: `[m, k] x [k, n] -> [m, n]`, with `transpose_a`/`transpose_b`.
 pub fn matmul_shape(c: &mut InferenceContext) -> Result<()> {
-    let (a0, b0) = (c.input(0), c.input(1));
+    let out = matrix_product_shape(c, 0, 1)?;
+    c.set_output(0, out);
+    Ok(())
+}
+
+/// The shape of `MatMul(a, b)` for inputs `a` and `b` of this node, with
+/// its `transpose_a`/`transpose_b` attrs: both matrices, inner dimensions
+/// equal (for ops that take a matrix product's operands, such as a fused
+/// update).
+pub fn matrix_product_shape(c: &mut InferenceContext, a: usize, b: usize) -> Result<ShapeHandle> {
+    let (a0, b0) = (c.input(a), c.input(b));
     let a = c.with_rank(a0, 2)?;
     let b = c.with_rank(b0, 2)?;
     let ta: bool = c.get_attr("transpose_a")?;
@@ -124,9 +134,7 @@ pub fn matmul_shape(c: &mut InferenceContext) -> Result<()> {
     let inner_a = c.dim(a, if ta { 0 } else { 1 });
     let inner_b = c.dim(b, if tb { 1 } else { 0 });
     c.merge_dim(inner_a, inner_b)?;
-    let out = c.matrix(rows, cols);
-    c.set_output(0, out);
-    Ok(())
+    Ok(c.matrix(rows, cols))
 }
 
 /// `BatchMatMulV2`: broadcast batch dims, then a matmul of the last two dims

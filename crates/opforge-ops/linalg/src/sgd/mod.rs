@@ -25,7 +25,7 @@ use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
 use opforge_core::resource::ResourceHandle;
-use opforge_core::shape_inference::InferenceContext;
+use opforge_core::shape_inference::{common, InferenceContext};
 use opforge_core::{
     ensure, register_kernel, register_not_differentiable, register_op, DataType, Element,
     OpDefBuilder, Result, Status, Tensor, TensorShape,
@@ -75,17 +75,7 @@ fn shape(c: &mut InferenceContext) -> Result<()> {
     };
     let alpha = c.input(1);
     c.with_rank(alpha, 0)?;
-    let (a0, b0) = (c.input(2), c.input(3));
-    let a = c.with_rank(a0, 2)?;
-    let b = c.with_rank(b0, 2)?;
-    let ta: bool = c.get_attr("transpose_a")?;
-    let tb: bool = c.get_attr("transpose_b")?;
-    let rows = c.dim(a, if ta { 1 } else { 0 });
-    let cols = c.dim(b, if tb { 0 } else { 1 });
-    let inner_a = c.dim(a, if ta { 0 } else { 1 });
-    let inner_b = c.dim(b, if tb { 1 } else { 0 });
-    c.merge_dim(inner_a, inner_b)?;
-    let delta = c.matrix(rows, cols);
+    let delta = common::matrix_product_shape(c, 2, 3)?;
     c.merge(var, delta)?;
     Ok(())
 }
