@@ -10,7 +10,7 @@ import itertools
 import threading
 from typing import Any
 
-from . import _C, dtypes
+from . import _C, _graph, dtypes
 from ._C import Tensor
 
 _state = threading.local()
@@ -27,8 +27,6 @@ def active_tapes():
     """The tapes recording on this thread (innermost last) in the current
     context: eagerly, the tapes entered eagerly; while a graph is the
     default, the tapes entered with that graph the default."""
-    from . import _graph
-
     g = _graph.current()
     return [t for t in _stack() if t._recording and t._graph is g]
 
@@ -113,8 +111,6 @@ class GradientTape:
         self._spans: list[list] = []
 
     def __enter__(self):
-        from . import _graph
-
         self._graph = _graph.current()
         if self._tape is None:
             self._tape = _C.Tape(self._persistent)
@@ -338,8 +334,6 @@ class Variable:
     read (and, on a recording tape, watched when trainable)."""
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None):
-        from . import _graph
-
         # Created eagerly, also while a graph is the default (an
         # of.function's first trace), as TensorFlow lifts them.
         with _graph.init_scope():
@@ -429,8 +423,6 @@ class Variable:
         return self
 
     def numpy(self):
-        from . import _graph
-
         with _graph.init_scope():
             return self.read_value().numpy()
 
