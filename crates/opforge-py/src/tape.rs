@@ -81,10 +81,19 @@ impl Tape {
             self.ids.insert(Self::key(t), s);
         }
         let i = s.index() as usize;
-        if self.objs.len() <= i {
-            self.objs.resize_with(i + 1, || None);
+        let obj = Some(t.clone().unbind());
+        if i == self.objs.len() {
+            // The common case: the handle the tape just made.
+            self.objs.push(obj);
+            return;
         }
-        self.objs[i] = Some(t.clone().unbind());
+        if self.objs.len() < i {
+            self.objs.resize_with(i, || None);
+        }
+        match self.objs.get_mut(i) {
+            Some(slot) => *slot = obj,
+            None => self.objs.push(obj),
+        }
     }
 
     /// The Python tensor of handle `s` (made, and remembered, if the

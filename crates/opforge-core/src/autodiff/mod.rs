@@ -57,19 +57,27 @@ impl Sym {
 
     /// The index if the handle belongs to `scope` and is below `len`;
     /// otherwise `InvalidArgument` naming `what` (a tape, a graph).
+    #[inline]
     pub fn check(self, scope: u32, len: usize, what: &str) -> Result<usize> {
-        if self.scope != scope {
-            return Err(Status::invalid_argument(format!(
-                "value handle {self:?} belongs to another {what}: use handles only with the {what} that made them"
-            )));
-        }
         let i = self.index as usize;
-        if i >= len {
-            return Err(Status::invalid_argument(format!(
-                "value handle {self:?} is not a value of this {what} (it has {len} values)"
-            )));
+        if self.scope != scope || i >= len {
+            return Err(self.check_error(scope, len, what));
         }
         Ok(i)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_error(self, scope: u32, len: usize, what: &str) -> Status {
+        if self.scope != scope {
+            Status::invalid_argument(format!(
+                "value handle {self:?} belongs to another {what}: use handles only with the {what} that made them"
+            ))
+        } else {
+            Status::invalid_argument(format!(
+                "value handle {self:?} is not a value of this {what} (it has {len} values)"
+            ))
+        }
     }
 }
 

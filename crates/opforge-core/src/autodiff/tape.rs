@@ -60,6 +60,7 @@ impl<'c> GradientTape<'c> {
 
     /// The tensor of a handle (`InvalidArgument` for a handle this tape
     /// did not hand out).
+    #[inline]
     pub fn value(&self, s: Sym) -> Result<&Tensor> {
         let i = s.check(self.scope, self.values.len(), "tape")?;
         Ok(&self.values[i])
@@ -173,7 +174,7 @@ impl<'c> GradientTape<'c> {
         outputs: impl IntoIterator<Item = Tensor>,
     ) -> Result<Syms> {
         for &s in inputs {
-            self.value(s)?;
+            s.check(self.scope, self.values.len(), "tape")?;
         }
         let mut syms = Syms::new();
         for t in outputs {
@@ -243,5 +244,34 @@ impl Ops for GradientTape<'_> {
 
     fn value_of(&self, s: Sym) -> Option<&Tensor> {
         self.value(s).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_of_another_tape_or_past_the_end_are_refused() {
+        let ctx = EagerContext::new(1).unwrap();
+        let mut a = GradientTape::new(&ctx, false);
+        let mut b = GradientTape::new(&ctx, false);
+        let x = a.watch(Tensor::scalar(1.5f32));
+        let e = b.value(x).unwrap_err();
+        assert!(e.message().contains("belongs to another tape"), "{e}");
+        let past = Sym::new(a.scope(), 5);
+        let e = a.value(past).unwrap_err();
+        assert!(
+            e.message()
+                .contains("is not a value of this tape (it has 1 values)"),
+            "{e}"
+        );
+        // Recording with a foreign input fails and records nothing.
+        let out = Tensor::scalar(1.5f32);
+        assert!(b
+            .record_flat("Identity".into(), &[x], &AttrMap::new(), [out])
+            .is_err());
+        assert!(b.records_snapshot().is_empty());
+        assert_eq!(a.value(x).unwrap().flat::<f32>().unwrap(), &[1.5]);
     }
 }
