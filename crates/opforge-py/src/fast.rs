@@ -313,9 +313,10 @@ impl Plan {
             for o in objects {
                 inputs.push(o.cast::<PyTensor>().map_err(PyErr::from)?.to_owned());
             }
+            let sole = tapes.len() == 1;
             for tape in tapes {
                 tape.try_borrow_mut()?
-                    .record_resolved(&self.op, &inputs, attrs, &outs)?;
+                    .record_resolved(&self.op, &inputs, attrs, &outs, sole)?;
             }
         }
         Ok(outs)

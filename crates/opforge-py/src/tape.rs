@@ -14,7 +14,27 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The scopes of the live tapes, on every thread. A tensor's slot that
+/// names a scope not in here belongs to a dropped tape and may be claimed
+/// again (a tape does not hold every tensor it records, so it cannot free
+/// their slots when it goes).
+static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Tensors that another tape found in a live tape's slot, by that slot's
+/// handle: the tape of the handle may not hold them (see [`Tape`]), and an
+/// outer tape that knows a tensor by its object needs the tape's
+/// `object` for that handle to be that object (`forward_records`). Entries
+/// go when the tape of their handle is dropped.
+static LENT: Mutex<Vec<(Sym, Py<PyTensor>)>> = Mutex::new(Vec::new());
+
+/// Whether the tape of `scope` is alive.
+pub(crate) fn scope_is_live(scope: u32) -> bool {
+    LIVE.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains(&scope)
+}
 
 /// A recording tape (`opforge.GradientTape` holds one).
 ///
@@ -23,6 +43,15 @@ use std::sync::Arc;
 /// the common case of one tape recording costs no table lookup or insert
 /// per op. A tensor whose slot another tape holds (nested tapes) is found
 /// in `ids`, by address.
+///
+/// The tape keeps the Python tensors it will need again: those found by
+/// address (their addresses must stay theirs), watched ones, the ones it
+/// made itself, and every tensor while other tapes record too (an outer
+/// tape differentiating this tape's gradient needs the same objects, see
+/// `forward_records`). The results of the fast path with this tape the
+/// only one recording are found by their slot alone and not kept: a long
+/// tape then holds no Python object per op (keeping them made Python's
+/// allocator take fresh memory for every result).
 #[pyclass(unsendable, module = "opforge._C")]
 pub struct Tape {
     tape: GradientTape<'static>,
@@ -31,8 +60,9 @@ pub struct Tape {
     /// Python tensor (by object address) -> its handle on this tape, for
     /// the tensors whose slot holds another tape's handle.
     ids: HashMap<usize, Sym, Hasher>,
-    /// Handle index -> the Python tensor it was last given to; holding the
-    /// objects keeps their addresses (the keys of `ids`) theirs.
+    /// Handle index -> the Python tensor it was last given to, when kept
+    /// (see above); holding the objects keeps their addresses (the keys of
+    /// `ids`) theirs.
     objs: Vec<Option<Py<PyTensor>>>,
 }
 
@@ -42,7 +72,16 @@ type Hasher = foldhash::fast::RandomState;
 
 impl Drop for Tape {
     fn drop(&mut self) {
-        // Free the slots this tape holds, for the next tape.
+        let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+        live.retain(|&s| s != self.scope);
+        drop(live);
+        let mut lent = LENT.lock().unwrap_or_else(PoisonError::into_inner);
+        if !lent.is_empty() {
+            lent.retain(|(s, _)| s.scope() != self.scope);
+        }
+        drop(lent);
+        // Free the slots of the tensors this tape holds at once (the others
+        // are free to claim now that the scope is gone).
         for (i, o) in self.objs.iter().enumerate() {
             if let Some(o) = o {
                 o.get().release_tape_sym(Sym::new(self.scope, i as u32));
@@ -68,20 +107,41 @@ impl Tape {
     /// The handle of `t`, recording it as a constant if the tape has not
     /// seen it (a value from outside the recorded computation).
     fn sym(&mut self, t: &Bound<'_, PyTensor>) -> PyResult<Sym> {
+        self.sym_kept(t, true)
+    }
+
+    /// [`sym`](Self::sym); `keep`: keep `t` even when its slot finds it.
+    fn sym_kept(&mut self, t: &Bound<'_, PyTensor>, keep: bool) -> PyResult<Sym> {
         if let Some(s) = self.lookup(t) {
             return Ok(s);
         }
         let s = errors::check(t.py(), self.tape.constant(t.get().t.clone()), None)?;
-        self.remember(t, s);
+        self.remember_kept(t, s, keep);
         Ok(s)
     }
 
     fn remember(&mut self, t: &Bound<'_, PyTensor>, s: Sym) {
-        if !t.get().claim_tape_sym(s) {
+        self.remember_kept(t, s, true)
+    }
+
+    /// Gives `t` the handle `s`: in its slot when the slot is free (or
+    /// this tape's, or a dropped tape's), else in `ids`. `keep`: hold `t`
+    /// even when its slot has the handle (a tensor found by address is
+    /// always held).
+    fn remember_kept(&mut self, t: &Bound<'_, PyTensor>, s: Sym, keep: bool) {
+        let claimed = t.get().claim_tape_sym(s);
+        if !claimed {
             self.ids.insert(Self::key(t), s);
+            // The slot is a live tape's, which may not hold `t`: lend it.
+            if let Some(other) = t.get().tape_sym() {
+                let mut lent = LENT.lock().unwrap_or_else(PoisonError::into_inner);
+                if !lent.iter().any(|(s, _)| *s == other) {
+                    lent.push((other, t.clone().unbind()));
+                }
+            }
         }
         let i = s.index() as usize;
-        let obj = Some(t.clone().unbind());
+        let obj = (keep || !claimed).then(|| t.clone().unbind());
         if i == self.objs.len() {
             // The common case: the handle the tape just made.
             self.objs.push(obj);
@@ -101,6 +161,17 @@ impl Tape {
     fn object<'py>(&mut self, py: Python<'py>, s: Sym) -> PyResult<Bound<'py, PyTensor>> {
         if let Some(Some(o)) = self.objs.get(s.index() as usize) {
             return Ok(o.bind(py).clone());
+        }
+        let lent = LENT
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(l, _)| *l == s)
+            .map(|(_, o)| o.clone_ref(py));
+        if let Some(o) = lent {
+            let o = o.into_bound(py);
+            self.remember(&o, s);
+            return Ok(o);
         }
         let t = Bound::new(py, self.tensor_of(py, s)?)?;
         self.remember(&t, s);
@@ -130,12 +201,14 @@ impl Tape {
     /// Records a call the native fast path ran (`crate::fast`): one
     /// Tensor per input argument and output, `attrs` every attr of the
     /// call, resolved (as [`record`](Self::record) would resolve them).
+    /// `sole`: this tape is the only one recording the call.
     pub(crate) fn record_resolved(
         &mut self,
         op: &Arc<str>,
         inputs: &[Bound<'_, PyTensor>],
         attrs: &AttrMap,
         outputs: &[Bound<'_, PyTensor>],
+        sole: bool,
     ) -> PyResult<()> {
         let Some(first) = inputs.first().or(outputs.first()) else {
             return Ok(());
@@ -143,7 +216,7 @@ impl Tape {
         let py = first.py();
         let mut args: smallvec::SmallVec<[Sym; 4]> = smallvec::SmallVec::new();
         for t in inputs {
-            args.push(self.sym(t)?);
+            args.push(self.sym_kept(t, !sole)?);
         }
         let outs = outputs.iter().map(|t| t.get().t.clone());
         let syms = errors::check(
@@ -152,7 +225,7 @@ impl Tape {
             Some(op),
         )?;
         for (t, s) in outputs.iter().zip(syms) {
-            self.remember(t, s);
+            self.remember_kept(t, s, !sole);
         }
         Ok(())
     }
@@ -170,6 +243,9 @@ impl Tape {
     #[pyo3(signature = (persistent=false))]
     fn new(persistent: bool) -> Tape {
         let tape = GradientTape::new(context(), persistent);
+        LIVE.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(tape.scope());
         Tape {
             scope: tape.scope(),
             tape,

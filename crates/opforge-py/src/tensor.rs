@@ -53,13 +53,14 @@ impl PyTensor {
         (v != 0).then(|| Sym::new((v >> 32) as u32, v as u32))
     }
 
-    /// Puts `s` in the slot if the slot is free or holds a handle of the
-    /// same tape (scope); whether it did.
+    /// Puts `s` in the slot if the slot is free, holds a handle of the
+    /// same tape (scope), or one of a tape that was dropped; whether it did.
     pub(crate) fn claim_tape_sym(&self, s: Sym) -> bool {
         let new = pack_sym(s);
         let mut cur = self.tape_sym.load(Ordering::Relaxed);
         loop {
-            if cur != 0 && (cur >> 32) as u32 != s.scope() {
+            let scope = (cur >> 32) as u32;
+            if cur != 0 && scope != s.scope() && crate::tape::scope_is_live(scope) {
                 return false;
             }
             match self.tape_sym.compare_exchange_weak(

@@ -102,6 +102,61 @@ def test_tensors_shared_by_several_tapes():
     assert [float(t.gradient(u2, x)) for t in (a, b, c)] == [27.0, 27.0, 27.0]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known bug: an outer tape entered after the forward pass gets the inner "
+    "gradient's calls twice and misses its dependence on h (gives dx=24, dh=None; "
+    "TensorFlow gives 12 and 6)",
+)
+def test_an_outer_tape_entered_after_the_forward_pass_differentiates_the_gradient():
+    # The forward pass runs on `inner` alone; `outer`, entered afterwards,
+    # knows `x` (an input `inner` never watched) and `h` (a result `inner`
+    # computed) by their objects and records the gradient computation,
+    # which reads both: as in TensorFlow, d(dy/dz)/dx = 2h, d(dy/dz)/dh = 2x.
+    x = of.constant(3.0)
+    z = of.constant(2.0)
+    with of.GradientTape(persistent=True) as inner:
+        inner.watch(z)
+        h = x * z  # 6
+        y = h * h  # 36
+    with of.GradientTape(persistent=True) as outer:
+        outer.watch(x)
+        outer.watch(h)
+        g = inner.gradient(y, z)  # 2h * x = 36
+    assert float(g) == 36.0
+    dx, dh = outer.gradient(g, [x, h])
+    assert (float(dx), float(dh)) == (12.0, 6.0)
+
+
+def test_a_long_tape_recording_alone_and_its_tensors_after_it():
+    # A tape recording alone keeps no Python object per result (the
+    # tensors' slots find them); once it is dropped, a new tape claims the
+    # slots of the tensors it recorded.
+    x = of.constant(3.0)
+    with of.GradientTape() as t:
+        t.watch(x)
+        v = x
+        for _ in range(200):
+            v = v * 1.0
+        u = v * x
+    assert float(t.gradient(u, x)) == 6.0
+    del t
+    with of.GradientTape() as t2:
+        t2.watch(v)
+        w = v * v
+    assert float(t2.gradient(w, v)) == 6.0
+    # While the first tape lives, a second one finds the same tensors in
+    # its table, and both give their gradients.
+    with of.GradientTape(persistent=True) as a:
+        a.watch(x)
+        p = x * x
+    with of.GradientTape() as b:
+        b.watch(p)
+        q = p * x
+    assert float(b.gradient(q, p)) == 3.0
+    assert float(a.gradient(p, x)) == 6.0
+
+
 def test_stop_recording():
     x = of.constant(2.0)
     with of.GradientTape() as g:
