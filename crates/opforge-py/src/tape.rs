@@ -135,7 +135,9 @@ impl Tape {
             // The slot is a live tape's, which may not hold `t`: lend it.
             if let Some(other) = t.get().tape_sym() {
                 let mut lent = LENT.lock().unwrap_or_else(PoisonError::into_inner);
-                if !lent.iter().any(|(s, _)| *s == other) {
+                // Checked again under the lock: a tape dropped meanwhile (on
+                // another thread) has already cleared its entries.
+                if scope_is_live(other.scope()) && !lent.iter().any(|(s, _)| *s == other) {
                     lent.push((other, t.clone().unbind()));
                 }
             }

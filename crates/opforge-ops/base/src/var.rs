@@ -21,6 +21,7 @@ use crate::cpu::elem::Num;
 use crate::cpu::par::{par_zip, CHEAP_COST};
 use opforge_core::kernel::OpKernelContext;
 use opforge_core::resource::{Resource, ResourceHandle};
+use opforge_core::shape_inference::{InferenceContext, ShapeHandle};
 use opforge_core::{DataType, Result, Status, Tensor};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -128,6 +129,15 @@ pub fn handle_input(ctx: &OpKernelContext<'_>, i: usize) -> Result<ResourceHandl
         h.container = DEFAULT_CONTAINER.to_string();
     }
     Ok(h)
+}
+
+/// For shape functions: the variable's shape that the handle in input
+/// `input` holds (its first shape and dtype), unknown without handle data.
+pub fn handle_shape(c: &mut InferenceContext, input: usize) -> ShapeHandle {
+    match c.input_handle_shapes_and_types(input) {
+        Some([first, ..]) if first.dtype != DataType::Invalid => first.shape,
+        _ => c.unknown_shape(),
+    }
 }
 
 /// TensorFlow's error for reading or updating a variable with no value.

@@ -69,10 +69,7 @@ register_not_differentiable!(NAME);
 /// dimensions agree, and their product has the variable's shape (the
 /// shape its handle holds, unknown without handle data).
 fn shape(c: &mut InferenceContext) -> Result<()> {
-    let var = match c.input_handle_shapes_and_types(0) {
-        Some([first, ..]) if first.dtype != DataType::Invalid => first.shape,
-        _ => c.unknown_shape(),
-    };
+    let var = var::handle_shape(c, 0);
     let alpha = c.input(1);
     c.with_rank(alpha, 0)?;
     let delta = common::matrix_product_shape(c, 2, 3)?;

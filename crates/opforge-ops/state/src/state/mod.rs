@@ -206,10 +206,7 @@ pub fn resource_apply_gradient_descent() -> OpDefBuilder {
 /// `alpha` is a scalar and `delta` has the variable's shape (the shape its
 /// handle holds, unknown without handle data).
 fn apply_gradient_descent_shape(c: &mut InferenceContext) -> Result<()> {
-    let var = match c.input_handle_shapes_and_types(0) {
-        Some([first, ..]) if first.dtype != DataType::Invalid => first.shape,
-        _ => c.unknown_shape(),
-    };
+    let var = var::handle_shape(c, 0);
     let alpha = c.input(1);
     c.with_rank(alpha, 0)?;
     let delta = c.input(2);
