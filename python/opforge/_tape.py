@@ -242,8 +242,8 @@ class GradientTape:
         try:
             flat = self._tape.gradient(targets, src_tensors, og)
             grads = []
-            for start, n in spans:
-                parts = [g for g in flat[start:start + n] if g is not None]
+            for first, n in spans:
+                parts = [g for g in flat[first:first + n] if g is not None]
                 if not parts:
                     grads.append(None)
                 elif len(parts) == 1:

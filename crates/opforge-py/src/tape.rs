@@ -308,6 +308,19 @@ impl Tape {
         self.tape.records_snapshot().len()
     }
 
+    /// The recorded calls, for debugging: `(op, input handles, output
+    /// handles)`, handles as value indices on this tape.
+    fn records(&self) -> Vec<(String, Vec<u32>, Vec<u32>)> {
+        self.tape
+            .records_snapshot()
+            .iter()
+            .map(|r| {
+                let idx = |s: &[Sym]| s.iter().map(|s| s.index()).collect();
+                (r.op.to_string(), idx(&r.inputs), idx(&r.outputs))
+            })
+            .collect()
+    }
+
     /// Records on `other` the calls this tape recorded from record `since`
     /// on (a gradient computation), with the same Python tensors, so that
     /// an outer tape can differentiate an inner tape's gradient.
