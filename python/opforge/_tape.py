@@ -12,6 +12,7 @@ from typing import Any
 
 from . import _C, _graph, dtypes
 from ._C import Tensor
+from ._symbolic import SymbolicTensor
 
 _state = threading.local()
 
@@ -314,8 +315,6 @@ class GradientTape:
 
 
 def _is_symbolic(x) -> bool:
-    from ._symbolic import SymbolicTensor
-
     return isinstance(x, SymbolicTensor)
 
 
