@@ -101,14 +101,16 @@ fn builtin_dtype(num: c_int) -> Option<DataType> {
 /// A tensor over the memory of `v`, a `numpy.ndarray` (or subclass), when
 /// the common case applies: a builtin numeric dtype in native byte order,
 /// C-contiguous, aligned, at least one element. `None` otherwise: the
-/// general [`ndarray_tensor`] takes every other array.
+/// general [`ndarray_tensor`] copies every other array. `as_dtype`
+/// reinterprets the elements as another dtype of the same size (the
+/// caller checked the sizes).
 ///
 /// The hot path of calls on numpy arrays: it reads numpy's array and
 /// descriptor structs directly instead of through numpy's API. The fields
 /// it reads (`data`, `nd`, `dimensions`, `flags`, `descr`; the descr's
 /// `byteorder` and `type_num`) sit at the same offsets in numpy 1.x and
 /// 2.x (numpy 2 moved only fields after `type_num`).
-pub fn ndarray_view(v: &Bound<'_, PyAny>) -> Option<Tensor> {
+pub fn ndarray_view(v: &Bound<'_, PyAny>, as_dtype: Option<DataType>) -> Option<Tensor> {
     let arr = v.as_ptr().cast::<PyArrayObject>();
     // SAFETY: the caller passes an ndarray (or a subclass, whose objects
     // start with the same struct), alive for this call (`v`).
@@ -125,6 +127,11 @@ pub fn ndarray_view(v: &Bound<'_, PyAny>) -> Option<Tensor> {
     let (byteorder, type_num) =
         unsafe { ((*descr).fields.byteorder as u8, (*descr).fields.type_num) };
     let dtype = builtin_dtype(type_num)?;
+    let dtype = match as_dtype {
+        Some(d) if d.size() == dtype.size() => d,
+        Some(_) => return None,
+        None => dtype,
+    };
     let native = match byteorder {
         b'=' | b'|' => true,
         b'<' => cfg!(target_endian = "little"),
@@ -150,11 +157,15 @@ pub fn ndarray_view(v: &Bound<'_, PyAny>) -> Option<Tensor> {
     }
     // A reference of the buffer's own, given back by `release_array`.
     let owner = NonNull::new(v.clone().into_ptr().cast::<()>())?;
-    // SAFETY: as in `ndarray_tensor`: `ptr` points to the array's `len`
-    // initialized bytes (C-contiguous: exactly n * itemsize from `data`),
-    // valid values of `dtype` (the builtin type of that number, in native
-    // byte order), alive until the release drops `owner` (an ndarray
-    // with a live reference cannot be resized); the buffer is read-only.
+    // SAFETY: `ptr` points to the array's `len` initialized bytes
+    // (C-contiguous: exactly n * itemsize from `data`), valid values of
+    // `dtype` (the builtin type of that number in native byte order, or a
+    // same-size reinterpretation the caller asked for). The array stays
+    // alive, with this memory, until the release drops `owner`, a
+    // reference of its own (an ndarray with a live reference cannot be
+    // resized); `release_array` is sound once from any thread. The buffer
+    // is read-only, so opforge never writes it; Python code writing the
+    // array meanwhile is the caller's race, as with any numpy view.
     let buf = unsafe {
         Buffer::from_foreign_read_only_raw(ptr, len, Location::Host, release_array, owner)
     };
@@ -191,104 +202,56 @@ pub fn ndarray_dtype(arr: &Bound<'_, PyUntypedArray>) -> Option<DataType> {
 /// The tensor `_C.from_numpy(arr, as_dtype)` makes (see there): a
 /// zero-copy view when the array's memory allows it, else a copy.
 pub fn ndarray_tensor(arr: &Bound<'_, PyUntypedArray>, as_dtype: Option<i32>) -> PyResult<Tensor> {
-    if as_dtype.is_none() {
-        if let Some(t) = ndarray_view(arr.as_any()) {
-            return Ok(t);
-        }
-    }
     let py = arr.py();
-    {
-        let descr = arr.dtype();
-        let Some(mut dtype) = dtype_of(descr.kind(), descr.itemsize()) else {
-            return Err(PyTypeError::new_err(format!(
-                "numpy dtype {} has no opforge equivalent",
-                descr.str()?
+    let descr = arr.dtype();
+    let Some(mut dtype) = dtype_of(descr.kind(), descr.itemsize()) else {
+        return Err(PyTypeError::new_err(format!(
+            "numpy dtype {} has no opforge equivalent",
+            descr.str()?
+        )));
+    };
+    if let Some(code) = as_dtype {
+        let d = DataType::from_i32(code)
+            .ok_or_else(|| PyValueError::new_err(format!("no dtype {code}")))?;
+        if d.size() != dtype.size() {
+            return Err(PyValueError::new_err(format!(
+                "cannot view {dtype} data as {d}: item sizes differ"
             )));
-        };
-        if let Some(code) = as_dtype {
-            let d = DataType::from_i32(code)
-                .ok_or_else(|| PyValueError::new_err(format!("no dtype {code}")))?;
-            if d.size() != dtype.size() {
-                return Err(PyValueError::new_err(format!(
-                    "cannot view {dtype} data as {d}: item sizes differ"
-                )));
-            }
-            dtype = d;
         }
-        let dims = dims_of(arr.shape())?;
-        let n: usize = arr.shape().iter().product();
-        let len = n * dtype.size();
-        // SAFETY: `as_array_ptr` is the live ndarray's object; reading its
-        // `data` field is what numpy's own PyArray_DATA does.
-        let data = unsafe { (*_PyArray_GET_ITEM_DATA(arr.as_array_ptr())).data }.cast::<u8>();
-        let native = descr.is_native_byteorder() != Some(false);
-        let viewable = arr.is_c_contiguous()
-            && arr.is_aligned()
-            && native
-            && (data as usize) % dtype.size().max(1) == 0;
-        let t = match NonNull::new(data) {
-            Some(ptr) if viewable && len > 0 => {
-                // The array, owned by the buffer until `release_array`.
-                let owner = arr.clone().into_any().into_ptr();
-                let owner = NonNull::new(owner.cast::<()>())
-                    .ok_or_else(|| PyValueError::new_err("a null ndarray"))?;
-                // SAFETY: `ptr` points to the array's `len` initialized
-                // bytes (C-contiguous, so exactly n * itemsize from `data`),
-                // valid values of `dtype` (same kind and size, or a
-                // same-size reinterpretation the caller asked for). The
-                // array stays alive, with this memory, until the release
-                // drops `owner`, a reference of its own (an ndarray with a
-                // live reference cannot be resized); `release_array` is
-                // sound once from any thread. The buffer is read-only, so
-                // opforge never writes it; Python code writing the array
-                // meanwhile is the caller's race, as with any numpy view.
-                let buf = unsafe {
-                    Buffer::from_foreign_read_only_raw(
-                        ptr,
-                        len,
-                        Location::Host,
-                        release_array,
-                        owner,
-                    )
-                };
-                errors::check(py, Tensor::from_buffer(dtype, &dims, buf), None)?
-            }
-            _ => {
-                // A copy, in C order, through numpy itself.
-                let c = py
-                    .import("numpy")?
-                    .call_method1("ascontiguousarray", (arr,))?;
-                let c = c.cast::<PyUntypedArray>().map_err(PyErr::from)?;
-                let cdescr = c.dtype();
-                let c = if cdescr.is_native_byteorder() == Some(false) {
-                    let native = cdescr.call_method1("newbyteorder", ("=",))?;
-                    c.call_method1("astype", (native,))?
-                } else {
-                    c.clone().into_any()
-                };
-                let c = c.cast::<PyUntypedArray>().map_err(PyErr::from)?;
-                // SAFETY: as above; `c` is a C-contiguous native-order
-                // array of the same dtype and shape, alive for this call.
-                let data = unsafe { (*_PyArray_GET_ITEM_DATA(c.as_array_ptr())).data }.cast::<u8>();
-                let bytes: &[u8] = if len == 0 || data.is_null() {
-                    &[]
-                } else {
-                    // SAFETY: `data` holds `len` initialized bytes (see above).
-                    unsafe { std::slice::from_raw_parts(data, len) }
-                };
-                errors::check(
-                    py,
-                    Tensor::from_bytes(
-                        dtype,
-                        errors::check(py, opforge::TensorShape::new(&dims), None)?,
-                        bytes,
-                    ),
-                    None,
-                )?
-            }
-        };
-        Ok(t)
+        dtype = d;
     }
+    if let Some(t) = ndarray_view(arr.as_any(), as_dtype.map(|_| dtype)) {
+        return Ok(t);
+    }
+    let dims = dims_of(arr.shape())?;
+    let n: usize = arr.shape().iter().product();
+    let len = n * dtype.size();
+    // A copy, in C order, through numpy itself.
+    let c = py
+        .import("numpy")?
+        .call_method1("ascontiguousarray", (arr,))?;
+    let c = c.cast::<PyUntypedArray>().map_err(PyErr::from)?;
+    let cdescr = c.dtype();
+    let c = if cdescr.is_native_byteorder() == Some(false) {
+        let native = cdescr.call_method1("newbyteorder", ("=",))?;
+        c.call_method1("astype", (native,))?
+    } else {
+        c.clone().into_any()
+    };
+    let c = c.cast::<PyUntypedArray>().map_err(PyErr::from)?;
+    // SAFETY: `c` is a live C-contiguous native-order array of the same
+    // item size and shape (numpy's own copy); reading its `data` field is
+    // what numpy's PyArray_DATA does.
+    let data = unsafe { (*_PyArray_GET_ITEM_DATA(c.as_array_ptr())).data }.cast::<u8>();
+    let bytes: &[u8] = if len == 0 || data.is_null() {
+        &[]
+    } else {
+        // SAFETY: `data` holds `len` initialized bytes (n items of
+        // `dtype`'s size, C-contiguous), alive while `c` is.
+        unsafe { std::slice::from_raw_parts(data, len) }
+    };
+    let shape = errors::check(py, opforge::TensorShape::new(&dims), None)?;
+    errors::check(py, Tensor::from_bytes(dtype, shape, bytes), None)
 }
 
 /// `_C.from_bytes(dtype, shape, data)`: a tensor with a copy of `data`

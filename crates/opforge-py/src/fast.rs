@@ -638,7 +638,7 @@ impl OpFunction {
                 tensors.push(t.get().t.clone());
             } else if is_exact_ndarray(py, v) {
                 arrays = true;
-                if let Some(t) = ndarray_view(v) {
+                if let Some(t) = ndarray_view(v, None) {
                     tensors.push(t);
                     continue;
                 }
