@@ -50,6 +50,7 @@
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod ctx;
 mod decl;
 mod elf_edit;
 mod grad;

@@ -57,9 +57,7 @@ impl TensorShape {
     /// [`MAX_DIMENSIONS`](Self::MAX_DIMENSIONS) of them, each >= 0, and the
     /// number of elements must fit in an `i64`.
     pub fn new(dims: &[i64]) -> Result<TensorShape> {
-        if dims.len() > Self::MAX_DIMENSIONS {
-            return Err(too_many_dimensions(dims.len()));
-        }
+        Self::check_rank(dims.len() as u64)?;
         let mut n: i64 = 1;
         for (i, &d) in dims.iter().enumerate() {
             if d < 0 {
@@ -78,6 +76,20 @@ impl TensorShape {
         Ok(TensorShape {
             dims: SmallVec::from_slice(dims),
         })
+    }
+
+    /// TensorFlow's error ("Too many dimensions in tensor", InvalidArgument)
+    /// if a shape of rank `rank` cannot be made: for code that checks a
+    /// rank before it reads that many dims (from a plugin, a file).
+    pub fn check_rank(rank: u64) -> Result<()> {
+        if rank > Self::MAX_DIMENSIONS as u64 {
+            return Err(Status::invalid_argument(format!(
+                "Too many dimensions in tensor: a shape of rank {rank} was asked for; a tensor \
+                 has at most {} dimensions (TensorFlow's TensorShape::MaxDimensions())",
+                Self::MAX_DIMENSIONS
+            )));
+        }
+        Ok(())
     }
 
     /// A shape from `usize` dimensions (which are valid by construction,
@@ -171,16 +183,6 @@ impl TensorShape {
     }
 }
 
-/// TensorFlow's error for a shape of more than
-/// [`TensorShape::MAX_DIMENSIONS`] dimensions, with the rank asked for.
-fn too_many_dimensions(rank: usize) -> Status {
-    Status::invalid_argument(format!(
-        "Too many dimensions in tensor: a shape of rank {rank} was asked for; a tensor has at \
-         most {} dimensions (TensorFlow's TensorShape::MaxDimensions())",
-        TensorShape::MAX_DIMENSIONS
-    ))
-}
-
 fn fmt_dims(dims: &[i64]) -> String {
     let parts: Vec<String> = dims.iter().map(i64::to_string).collect();
     format!("[{}]", parts.join(","))
@@ -231,6 +233,8 @@ mod tests {
         let max = TensorShape::MAX_DIMENSIONS;
         assert_eq!(max, 254, "TensorFlow's TensorShape::MaxDimensions()");
         assert_eq!(TensorShape::new(&vec![1; max]).unwrap().rank(), max);
+        TensorShape::check_rank(max as u64).unwrap();
+        assert!(TensorShape::check_rank(u64::MAX).is_err());
         for rank in [max + 1, 100_000] {
             let e = TensorShape::new(&vec![1; rank]).unwrap_err();
             assert_eq!(e.code(), crate::Code::InvalidArgument);
