@@ -237,6 +237,9 @@ impl Epoch {
 ///   the function also takes the `OpforgeStatus*` and returns the code;
 ///   the body returns `Result<()>`, and an error (or a refused context, or
 ///   a panic: INTERNAL) is written to the status.
+/// - `fn name(p: *mut Ctx, args...) -> status, out out: T, with_ctx, |a, b| { body }`:
+///   as above, with a last argument `out: *mut T` the body's value
+///   (`Result<T>`) is written to.
 /// - `fn name(p: *const Ctx, args...) -> T [fail], with_ctx, |a, b| { body }`:
 ///   a function whose failure is a value (header R8): the body returns
 ///   `Result<T>`, and an error, a refused context or a panic is `fail`.
@@ -245,6 +248,23 @@ impl Epoch {
 /// arrays, out-pointers) through the `host` helpers in `unsafe` blocks of
 /// its own.
 macro_rules! host_fn {
+    (
+        $(#[$meta:meta])*
+        $vis:vis fn $name:ident($p:ident: $pty:ty $(, $arg:ident: $argty:ty)* $(,)?)
+            -> status, out $out:ident: $outty:ty,
+        $with:path, |$($c:pat_param),+| $body:block
+    ) => {
+        $crate::ctx::host_fn! {
+            $(#[$meta])*
+            $vis fn $name($p: $pty $(, $arg: $argty)*, $out: *mut $outty) -> status,
+            $with, |$($c),+| {
+                let value: $outty = (|| -> ::opforge_core::Result<$outty> { $body })()?;
+                // SAFETY: `$out` is the plugin's out-pointer for one value
+                // (this slot's contract); NULL and misalignment are refused.
+                unsafe { $crate::host::write_out($out, value, stringify!($out)) }
+            }
+        }
+    };
     (
         $(#[$meta:meta])*
         $vis:vis fn $name:ident($p:ident: $pty:ty $(, $arg:ident: $argty:ty)* $(,)?) -> status,

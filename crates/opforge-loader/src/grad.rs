@@ -12,7 +12,7 @@
 
 use crate::ctx::{claim, host_fn, lend, CtxKind, Epoch};
 use crate::host::*;
-use crate::kernel::write_range;
+use crate::kernel::write_arg_range;
 use crate::library::LibInner;
 use opforge_abi::*;
 use opforge_core::attrs::AttrMap;
@@ -197,11 +197,8 @@ host_fn! {
         stop: *mut usize,
     ) -> status,
     with_gctx, |g, _ops| {
-        // SAFETY: a plugin string (R5).
-        let name = unsafe { text(name, "argument name")? };
-        let range = crate::kernel::arg_range_pub(g.op_def, g.attrs, name, is_output != 0)?;
-        // SAFETY: the plugin's out-pointers.
-        unsafe { write_range(range, start, stop) }
+        // SAFETY: the plugin's string and out-pointers.
+        unsafe { write_arg_range(g.op_def, g.attrs, name, is_output, start, stop) }
     }
 }
 
@@ -478,14 +475,12 @@ host_fn! {
 }
 
 host_fn! {
-    fn constant(p: *mut OpforgeGradCtx, value: *const OpforgeTensor, out: *mut OpforgeSym) -> status,
+    fn constant(p: *mut OpforgeGradCtx, value: *const OpforgeTensor)
+        -> status, out out: OpforgeSym,
     with_gctx, |g, ops| {
         // SAFETY: the plugin's tensor view, valid for the call (R1, R7).
         let t = unsafe { tensor_from_c(&read_struct(value)?)? };
-        let s = ops.constant(t)?;
-        let h = g.push(s)?;
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_out(out, h, "out") }
+        g.push(ops.constant(t)?)
     }
 }
 

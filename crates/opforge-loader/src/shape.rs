@@ -8,7 +8,7 @@
 
 use crate::ctx::{claim, host_fn, lend, CtxKind, Epoch};
 use crate::host::*;
-use crate::kernel::write_range;
+use crate::kernel::write_arg_range;
 use crate::library::LibInner;
 use opforge_abi::*;
 use opforge_core::shape_inference::{DimensionHandle, InferenceContext, ShapeHandle};
@@ -103,15 +103,6 @@ fn with_sctx<R>(
     f(s, ic)
 }
 
-/// Writes a handle through the plugin's out-pointer.
-///
-/// # Safety
-/// `out` is NULL or writable (NULL is refused).
-unsafe fn write_handle(out: *mut u64, h: Result<u64>, what: &str) -> Result<()> {
-    // SAFETY: forwarded.
-    unsafe { write_out(out, h?, what) }
-}
-
 fn rank_arg(rank: i32) -> Result<usize> {
     usize::try_from(rank).map_err(|_| Status::invalid_argument(format!("rank {rank} is negative")))
 }
@@ -145,12 +136,8 @@ host_fn! {
         stop: *mut usize,
     ) -> status,
     with_sctx, |_s, ic| {
-        // SAFETY: a plugin string (R5).
-        let name = unsafe { text(name, "argument name")? };
-        let range =
-            crate::kernel::arg_range_pub(ic.op_def(), ic.attrs(), name, is_output != 0)?;
-        // SAFETY: the plugin's out-pointers.
-        unsafe { write_range(range, start, stop) }
+        // SAFETY: the plugin's string and out-pointers.
+        unsafe { write_arg_range(ic.op_def(), ic.attrs(), name, is_output, start, stop) }
     }
 }
 
@@ -188,7 +175,8 @@ host_fn! {
 }
 
 host_fn! {
-    fn dim(p: *mut OpforgeShapeCtx, shape: OpforgeShape, index: i64, out: *mut OpforgeDim) -> status,
+    fn dim(p: *mut OpforgeShapeCtx, shape: OpforgeShape, index: i64)
+        -> status, out out: OpforgeDim,
     with_sctx, |s, ic| {
         let h = s.shape(ic, shape)?;
         if let Some(r) = ic.rank(h) {
@@ -200,9 +188,7 @@ host_fn! {
                 )));
             }
         }
-        let d = ic.dim(h, index);
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.dh(d), "out") }
+        s.dh(ic.dim(h, index))
     }
 }
 
@@ -227,30 +213,20 @@ host_fn! {
 }
 
 host_fn! {
-    fn make_shape(
-        p: *mut OpforgeShapeCtx,
-        dims: *const OpforgeDim,
-        rank: usize,
-        out: *mut OpforgeShape,
-    ) -> status,
+    fn make_shape(p: *mut OpforgeShapeCtx, dims: *const OpforgeDim, rank: usize)
+        -> status, out out: OpforgeShape,
     with_sctx, |s, ic| {
         TensorShape::check_rank(rank as u64).map_err(|e| e.prepend("make_shape: "))?;
         // SAFETY: the plugin passes `rank` dim handles (at most 254).
         let dims = unsafe { slice(dims, rank, "dims")? };
         let hs = dims.iter().map(|&d| s.dim(ic, d)).collect::<Result<Vec<_>>>()?;
-        let h = ic.make_shape_from_dims(hs);
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.sh(h), "out") }
+        s.sh(ic.make_shape_from_dims(hs))
     }
 }
 
 host_fn! {
-    fn make_shape_from_values(
-        p: *mut OpforgeShapeCtx,
-        dims: *const i64,
-        rank: usize,
-        out: *mut OpforgeShape,
-    ) -> status,
+    fn make_shape_from_values(p: *mut OpforgeShapeCtx, dims: *const i64, rank: usize)
+        -> status, out out: OpforgeShape,
     with_sctx, |s, ic| {
         // SAFETY: the plugin passes `rank` dims.
         let dims = unsafe { plugin_dims(dims, rank as u64, "make_shape_from_values")? };
@@ -259,9 +235,7 @@ host_fn! {
                 "dim {d} is negative (use -1 for an unknown dim)"
             )));
         }
-        let h = ic.make_partial_shape(Some(dims));
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.sh(h), "out") }
+        s.sh(ic.make_partial_shape(Some(dims)))
     }
 }
 
@@ -280,85 +254,43 @@ host_fn! {
 }
 
 host_fn! {
-    fn with_rank(
-        p: *mut OpforgeShapeCtx,
-        shape: OpforgeShape,
-        rank: i32,
-        out: *mut OpforgeShape,
-    ) -> status,
+    fn with_rank(p: *mut OpforgeShapeCtx, shape: OpforgeShape, rank: i32)
+        -> status, out out: OpforgeShape,
     with_sctx, |s, ic| {
         let h = s.shape(ic, shape)?;
         let rank = rank_arg(rank)?;
         TensorShape::check_rank(rank as u64).map_err(|e| e.prepend("with_rank: "))?;
-        let r = ic.with_rank(h, rank)?;
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.sh(r), "out") }
+        s.sh(ic.with_rank(h, rank)?)
     }
 }
 
 host_fn! {
-    fn with_rank_at_least(
-        p: *mut OpforgeShapeCtx,
-        shape: OpforgeShape,
-        rank: i32,
-        out: *mut OpforgeShape,
-    ) -> status,
-    with_sctx, |s, ic| {
-        let h = s.shape(ic, shape)?;
-        let r = ic.with_rank_at_least(h, rank_arg(rank)?)?;
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.sh(r), "out") }
-    }
+    fn with_rank_at_least(p: *mut OpforgeShapeCtx, shape: OpforgeShape, rank: i32)
+        -> status, out out: OpforgeShape,
+    with_sctx, |s, ic| { s.sh(ic.with_rank_at_least(s.shape(ic, shape)?, rank_arg(rank)?)?) }
 }
 
 host_fn! {
-    fn with_rank_at_most(
-        p: *mut OpforgeShapeCtx,
-        shape: OpforgeShape,
-        rank: i32,
-        out: *mut OpforgeShape,
-    ) -> status,
-    with_sctx, |s, ic| {
-        let h = s.shape(ic, shape)?;
-        let r = ic.with_rank_at_most(h, rank_arg(rank)?)?;
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.sh(r), "out") }
-    }
+    fn with_rank_at_most(p: *mut OpforgeShapeCtx, shape: OpforgeShape, rank: i32)
+        -> status, out out: OpforgeShape,
+    with_sctx, |s, ic| { s.sh(ic.with_rank_at_most(s.shape(ic, shape)?, rank_arg(rank)?)?) }
 }
 
 host_fn! {
-    fn with_value(p: *mut OpforgeShapeCtx, d: OpforgeDim, v: i64, out: *mut OpforgeDim) -> status,
-    with_sctx, |s, ic| {
-        let d = s.dim(ic, d)?;
-        let r = ic.with_value(d, v)?;
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.dh(r), "out") }
-    }
+    fn with_value(p: *mut OpforgeShapeCtx, d: OpforgeDim, v: i64) -> status, out out: OpforgeDim,
+    with_sctx, |s, ic| { s.dh(ic.with_value(s.dim(ic, d)?, v)?) }
 }
 
 host_fn! {
-    fn merge(
-        p: *mut OpforgeShapeCtx,
-        a: OpforgeShape,
-        b: OpforgeShape,
-        out: *mut OpforgeShape,
-    ) -> status,
-    with_sctx, |s, ic| {
-        let (a, b) = (s.shape(ic, a)?, s.shape(ic, b)?);
-        let r = ic.merge(a, b)?;
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.sh(r), "out") }
-    }
+    fn merge(p: *mut OpforgeShapeCtx, a: OpforgeShape, b: OpforgeShape)
+        -> status, out out: OpforgeShape,
+    with_sctx, |s, ic| { s.sh(ic.merge(s.shape(ic, a)?, s.shape(ic, b)?)?) }
 }
 
 host_fn! {
-    fn merge_dim(p: *mut OpforgeShapeCtx, a: OpforgeDim, b: OpforgeDim, out: *mut OpforgeDim) -> status,
-    with_sctx, |s, ic| {
-        let (a, b) = (s.dim(ic, a)?, s.dim(ic, b)?);
-        let r = ic.merge_dim(a, b)?;
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.dh(r), "out") }
-    }
+    fn merge_dim(p: *mut OpforgeShapeCtx, a: OpforgeDim, b: OpforgeDim)
+        -> status, out out: OpforgeDim,
+    with_sctx, |s, ic| { s.dh(ic.merge_dim(s.dim(ic, a)?, s.dim(ic, b)?)?) }
 }
 
 host_fn! {
@@ -370,78 +302,48 @@ host_fn! {
         prefix_out: *mut OpforgeShape,
     ) -> status,
     with_sctx, |s, ic| {
-        let (a, b) = (s.shape(ic, shape)?, s.shape(ic, prefix)?);
-        let (x, y) = ic.merge_prefix(a, b)?;
+        let (x, y) = ic.merge_prefix(s.shape(ic, shape)?, s.shape(ic, prefix)?)?;
         // SAFETY: the plugin's out-pointers.
         unsafe {
-            write_handle(shape_out, s.sh(x), "shape_out")?;
-            write_handle(prefix_out, s.sh(y), "prefix_out")
+            write_out(shape_out, s.sh(x)?, "shape_out")?;
+            write_out(prefix_out, s.sh(y)?, "prefix_out")
         }
     }
 }
 
 host_fn! {
-    fn subshape(
-        p: *mut OpforgeShapeCtx,
-        shape: OpforgeShape,
-        start: i64,
-        end: i64,
-        stride: i64,
-        out: *mut OpforgeShape,
-    ) -> status,
+    fn subshape(p: *mut OpforgeShapeCtx, shape: OpforgeShape, start: i64, end: i64, stride: i64)
+        -> status, out out: OpforgeShape,
     with_sctx, |s, ic| {
         let h = s.shape(ic, shape)?;
         if stride == 0 {
             return Err(Status::invalid_argument("subshape: stride must not be 0"));
         }
-        let r = ic.subshape_strided(h, start, end, stride)?;
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.sh(r), "out") }
+        s.sh(ic.subshape_strided(h, start, end, stride)?)
     }
 }
 
 host_fn! {
-    fn concatenate(
-        p: *mut OpforgeShapeCtx,
-        a: OpforgeShape,
-        b: OpforgeShape,
-        out: *mut OpforgeShape,
-    ) -> status,
+    fn concatenate(p: *mut OpforgeShapeCtx, a: OpforgeShape, b: OpforgeShape)
+        -> status, out out: OpforgeShape,
     with_sctx, |s, ic| {
         let (a, b) = (s.shape(ic, a)?, s.shape(ic, b)?);
         if let (Some(x), Some(y)) = (ic.rank(a), ic.rank(b)) {
             TensorShape::check_rank((x + y) as u64).map_err(|e| e.prepend("concatenate: "))?;
         }
-        let r = ic.concatenate(a, b)?;
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.sh(r), "out") }
+        s.sh(ic.concatenate(a, b)?)
     }
 }
 
 host_fn! {
-    fn replace_dim(
-        p: *mut OpforgeShapeCtx,
-        shape: OpforgeShape,
-        index: i64,
-        d: OpforgeDim,
-        out: *mut OpforgeShape,
-    ) -> status,
-    with_sctx, |s, ic| {
-        let (h, d) = (s.shape(ic, shape)?, s.dim(ic, d)?);
-        let r = ic.replace_dim(h, index, d)?;
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.sh(r), "out") }
-    }
+    fn replace_dim(p: *mut OpforgeShapeCtx, shape: OpforgeShape, index: i64, d: OpforgeDim)
+        -> status, out out: OpforgeShape,
+    with_sctx, |s, ic| { s.sh(ic.replace_dim(s.shape(ic, shape)?, index, s.dim(ic, d)?)?) }
 }
 
 host_fn! {
-    fn dim_op(
-        p: *mut OpforgeShapeCtx,
-        op: u32,
-        a: OpforgeDim,
-        b: OpforgeDim,
-        out: *mut OpforgeDim,
-    ) -> status,
+    fn dim_op(p: *mut OpforgeShapeCtx, op: u32, a: OpforgeDim, b: OpforgeDim)
+        -> status, out out: OpforgeDim,
     with_sctx, |s, ic| {
         let (a, b) = (s.dim(ic, a)?, s.dim(ic, b)?);
         let r = match op {
@@ -458,8 +360,7 @@ host_fn! {
                 )));
             }
         };
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.dh(r), "out") }
+        s.dh(r)
     }
 }
 
@@ -479,7 +380,7 @@ host_fn! {
 }
 
 host_fn! {
-    fn input_as_shape(p: *mut OpforgeShapeCtx, i: usize, out: *mut OpforgeShape) -> status,
+    fn input_as_shape(p: *mut OpforgeShapeCtx, i: usize) -> status, out out: OpforgeShape,
     with_sctx, |s, ic| {
         let n = ic.num_inputs();
         if i >= n {
@@ -487,9 +388,7 @@ host_fn! {
                 "input index {i} is out of range (the node has {n} inputs)"
             )));
         }
-        let h = ic.make_shape_from_shape_tensor(i)?;
-        // SAFETY: the plugin's out-pointer.
-        unsafe { write_handle(out, s.sh(h), "out") }
+        s.sh(ic.make_shape_from_shape_tensor(i)?)
     }
 }
 

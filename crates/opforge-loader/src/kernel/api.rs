@@ -118,16 +118,33 @@ fn arg_len(
 ///
 /// # Safety
 /// `start` and `stop` are NULL or writable `usize`s (NULL is refused).
-pub(crate) unsafe fn write_range(
-    (a, b): (usize, usize),
-    start: *mut usize,
-    stop: *mut usize,
-) -> Result<()> {
+unsafe fn write_range((a, b): (usize, usize), start: *mut usize, stop: *mut usize) -> Result<()> {
     // SAFETY: forwarded.
     unsafe {
         write_out(start, a, "start")?;
         write_out(stop, b, "stop")
     }
+}
+
+/// The `arg_range` of every context that has an OpDef and attrs: the flat
+/// range of the input (`is_output` 0) or output argument the plugin names,
+/// written through its out-pointers.
+///
+/// # Safety
+/// `name` is a plugin string (R5); `start` and `stop` as [`write_range`].
+pub(crate) unsafe fn write_arg_range(
+    op_def: &opforge_core::proto::OpDef,
+    attrs: &opforge_core::attrs::AttrMap,
+    name: OpforgeStr,
+    is_output: u8,
+    start: *mut usize,
+    stop: *mut usize,
+) -> Result<()> {
+    // SAFETY: forwarded.
+    let name = unsafe { text(name, "argument name")? };
+    let range = arg_range_of(op_def, attrs, name, is_output != 0)?;
+    // SAFETY: forwarded.
+    unsafe { write_range(range, start, stop) }
 }
 
 host_fn! {
@@ -139,11 +156,8 @@ host_fn! {
         stop: *mut usize,
     ) -> status,
     with_init, |c, _arena| {
-        // SAFETY: a plugin string (R5).
-        let name = unsafe { text(name, "argument name")? };
-        let range = arg_range_of(c.op_def(), c.attrs(), name, is_output != 0)?;
-        // SAFETY: the plugin's out-pointers.
-        unsafe { write_range(range, start, stop) }
+        // SAFETY: the plugin's string and out-pointers.
+        unsafe { write_arg_range(c.op_def(), c.attrs(), name, is_output, start, stop) }
     }
 }
 

@@ -223,22 +223,20 @@ impl<'a> KernelCtx<'a> {
 
     #[inline]
     pub(super) fn check_input(&self, c: &OpKernelContext<'_>, i: usize) -> Result<()> {
-        let n = c.num_inputs();
-        if i >= n {
-            return Err(Status::invalid_argument(format!(
-                "{}: input index {i} is out of range (the node has {n} inputs)",
-                self.def.op
-            )));
-        }
-        Ok(())
+        self.check_index(i, c.num_inputs(), "input")
     }
 
     #[inline]
     pub(super) fn check_output(&self, c: &OpKernelContext<'_>, i: usize) -> Result<()> {
-        let n = c.num_outputs();
+        self.check_index(i, c.num_outputs(), "output")
+    }
+
+    /// INVALID_ARGUMENT unless `i` is one of the node's `n` `what`s.
+    #[inline]
+    fn check_index(&self, i: usize, n: usize, what: &str) -> Result<()> {
         if i >= n {
             return Err(Status::invalid_argument(format!(
-                "{}: output index {i} is out of range (the node has {n} outputs)",
+                "{}: {what} index {i} is out of range (the node has {n} {what}s)",
                 self.def.op
             )));
         }

@@ -363,7 +363,7 @@ impl Drop for PluginKernel {
     }
 }
 
-pub(crate) use api::write_range;
+pub(crate) use api::write_arg_range;
 use api::*;
 use context::view;
 
@@ -401,7 +401,7 @@ pub(crate) static KERNEL_API: OpforgeKernelApi = {
     t
 };
 
-/// [`arg_range_of`] for the shape bridge.
+/// [`arg_range_of`] for the other bridges.
 pub(crate) fn arg_range_pub(
     op_def: &opforge_core::proto::OpDef,
     attrs: &opforge_core::attrs::AttrMap,

@@ -19,6 +19,14 @@ pub(super) type ComputeViewsFn = unsafe extern "C" fn(
     *mut OpforgeStatus,
 ) -> OpforgeCode;
 
+/// The arrays of the views entry: input views, output views, and the
+/// input each output took over.
+type ViewArrays<'v> = (
+    &'v mut [MaybeUninit<OpforgeTensor>],
+    &'v mut [MaybeUninit<OpforgeTensor>],
+    &'v mut [i64],
+);
+
 impl PluginKernel {
     /// The 1.1 entry: makes every input's view and sets every declared
     /// output (see the module's documentation), then calls `f`. An error
@@ -45,14 +53,8 @@ impl PluginKernel {
         let mut ins = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
         let mut outs = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
         let mut from = [OPFORGE_NOT_FORWARDED; INLINE_ARGS];
-        self.fill_views(k, c, &mut ins[..ni], &mut outs[..no], &mut from[..no])?;
-        // SAFETY: the first `ni`/`no` elements of the arrays were written
-        // by `fill_views`; see `call_views`.
-        Ok(
-            unsafe {
-                self.call_views(f, state, k, c, status, &ins[..ni], &outs[..no], &from[..no])
-            },
-        )
+        let arrays = (&mut ins[..ni], &mut outs[..no], &mut from[..no]);
+        self.fill_and_call(f, state, k, c, status, arrays)
     }
 
     /// [`run_views`](Self::run_views) for a node with more than
@@ -71,10 +73,25 @@ impl PluginKernel {
         let mut ins = vec![MaybeUninit::<OpforgeTensor>::uninit(); ni];
         let mut outs = vec![MaybeUninit::<OpforgeTensor>::uninit(); no];
         let mut from = vec![OPFORGE_NOT_FORWARDED; no];
-        self.fill_views(k, c, &mut ins, &mut outs, &mut from)?;
-        // SAFETY: every element of the arrays was written by `fill_views`;
-        // see `call_views`.
-        Ok(unsafe { self.call_views(f, state, k, c, status, &ins, &outs, &from) })
+        self.fill_and_call(f, state, k, c, status, (&mut ins, &mut outs, &mut from))
+    }
+
+    /// [`fill_views`](Self::fill_views) into the arrays (one element per
+    /// input, per output, per output), then
+    /// [`call_views`](Self::call_views) with them.
+    #[inline(always)]
+    fn fill_and_call(
+        &self,
+        f: ComputeViewsFn,
+        state: SendPtr,
+        k: &KernelCtx<'_>,
+        c: &mut OpKernelContext<'_>,
+        status: &mut HostStatus,
+        (ins, outs, from): ViewArrays<'_>,
+    ) -> Result<OpforgeCode> {
+        self.fill_views(k, c, ins, outs, from)?;
+        // SAFETY: `fill_views` wrote every element of the arrays.
+        Ok(unsafe { self.call_views(f, state, k, c, status, ins, outs, from) })
     }
 
     /// Writes every input's view into `ins`, sets every declared output and
