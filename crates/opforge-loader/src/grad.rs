@@ -4,10 +4,15 @@
 //! built from registered ops (the tape eagerly, `GraphOps` in graphs) and
 //! higher-order gradients work when those ops are differentiable.
 //!
-//! Handles (`OpforgeSym`) are `index + 1` into the context's table of
-//! values; a handle not in the table is INVALID_ARGUMENT.
+//! Handles (`OpforgeSym`) are `epoch << 32 | (index + 1)` into the
+//! context's table of values (`crate::ctx::Epoch`); a handle of another
+//! call, or not in the table, is INVALID_ARGUMENT. Each function of the
+//! table is written through [`host_fn!`] (the context checked against the
+//! thread's current one before anything is read: `crate::ctx`).
 
+use crate::ctx::{claim, host_fn, lend, CtxKind, Epoch};
 use crate::host::*;
+use crate::kernel::write_arg_range;
 use crate::library::LibInner;
 use opforge_abi::*;
 use opforge_core::attrs::AttrMap;
@@ -52,17 +57,14 @@ pub(crate) fn run_grad_fn(
         out_grads,
         state,
         arena: Arena::default(),
+        epoch: Epoch::next(),
     };
     let mut status = HostStatus::default();
+    let lent = lend(&ctx, CtxKind::Grad);
     // SAFETY: the plugin's callback with its registered user pointer; `ctx`
-    // and `status` live across the call.
-    let code = unsafe {
-        f(
-            (&ctx as *const GradCtx<'_>).cast_mut().cast(),
-            user.get(),
-            status.as_ptr(),
-        )
-    };
+    // (lent until the call returns) and `status` live across the call.
+    let code = unsafe { f(lent.ptr(), user.get(), status.as_ptr()) };
+    drop(lent);
     if code != OPFORGE_OK {
         return Err(callback_error(
             &lib.label(),
@@ -83,7 +85,9 @@ struct State {
     input_grads: Vec<Option<Sym>>,
 }
 
-/// What `OpforgeGradCtx*` points to.
+/// What `OpforgeGradCtx*` points to. The `Ops` are reached through a raw
+/// pointer (from `run_grad_fn`'s `&mut`, unused by it while the plugin
+/// runs), one host function at a time ([`with_gctx`]).
 struct GradCtx<'a> {
     ops: *mut (dyn Ops + 'a),
     op_name: &'a str,
@@ -94,180 +98,143 @@ struct GradCtx<'a> {
     out_grads: &'a [Option<Sym>],
     state: Mutex<State>,
     arena: Arena,
+    /// The generation of this call's handles (R7).
+    epoch: Epoch,
 }
 
 impl GradCtx<'_> {
-    #[allow(clippy::mut_from_ref)]
-    fn ops(&self) -> &mut (dyn Ops + '_) {
-        // SAFETY: `ops` is the `&mut dyn Ops` run_grad_fn was given,
-        // borrowed for the whole callback; the plugin calls the context
-        // from the callback's thread only, one function at a time (R9).
-        unsafe { &mut *self.ops }
-    }
-
-    fn push(&self, s: Sym) -> OpforgeSym {
+    fn push(&self, s: Sym) -> Result<OpforgeSym> {
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let h = self.epoch.handle(st.syms.len())?;
         st.syms.push(s);
-        st.syms.len() as u64
+        Ok(h)
     }
 
     fn sym(&self, h: OpforgeSym) -> Result<Sym> {
+        let i = self.epoch.index(h, "value")?;
         let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        h.checked_sub(1)
-            .and_then(|i| usize::try_from(i).ok())
-            .and_then(|i| st.syms.get(i).copied())
-            .ok_or_else(|| {
-                Status::invalid_argument(format!(
-                    "value handle {h} is not a value of this gradient context"
-                ))
-            })
-    }
-}
-
-/// # Safety
-/// `p` is the ctx the host passed to the gradient callback (R7).
-unsafe fn gctx<'a>(p: *const OpforgeGradCtx) -> Result<&'a GradCtx<'a>> {
-    if p.is_null() {
-        return Err(Status::invalid_argument(
-            "a NULL OpforgeGradCtx (gradient contexts exist only during a gradient callback)",
-        ));
-    }
-    // SAFETY: a non-null ctx is the GradCtx the host made for this call.
-    Ok(unsafe { &*p.cast::<GradCtx<'a>>() })
-}
-
-unsafe extern "C" fn op_name(p: *const OpforgeGradCtx) -> OpforgeStr {
-    guard(OpforgeStr::EMPTY, || {
-        // SAFETY: the plugin passes the context pointer the host gave this
-        // callback (R7); NULL is rejected.
-        match unsafe { gctx(p) } {
-            Ok(g) => g.arena.str(g.op_name.as_bytes()),
-            Err(_) => OpforgeStr::EMPTY,
-        }
-    })
-}
-
-unsafe extern "C" fn attr(
-    p: *const OpforgeGradCtx,
-    name: OpforgeStr,
-    value: *mut OpforgeAttrValue,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7); the arena lives until the callback returns.
-    unsafe {
-        guard_status(status, || {
-            let g = gctx(p)?;
-            read_attr(g.op_def, g.attrs, &g.arena, name, value)
+        st.syms.get(i).copied().ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "value handle {h:#x} is not a value of this gradient context (it holds {})",
+                st.syms.len()
+            ))
         })
     }
 }
 
-unsafe extern "C" fn num_inputs(p: *const OpforgeGradCtx) -> usize {
-    // SAFETY: the plugin passes the context pointer the host gave this
-    // callback (R7); NULL is rejected.
-    guard(0, || unsafe { gctx(p) }.map_or(0, |g| g.n_in))
-}
-
-unsafe extern "C" fn num_outputs(p: *const OpforgeGradCtx) -> usize {
-    // SAFETY: as num_inputs: the context pointer of this callback, NULL rejected.
-    guard(0, || unsafe { gctx(p) }.map_or(0, |g| g.n_out))
-}
-
-unsafe extern "C" fn input(p: *const OpforgeGradCtx, i: usize) -> OpforgeSym {
-    guard(OPFORGE_NO_HANDLE, || {
-        // SAFETY: the context pointer of this callback, NULL rejected.
-        match unsafe { gctx(p) } {
-            Ok(g) if i < g.n_in => i as u64 + 1,
-            _ => OPFORGE_NO_HANDLE,
-        }
-    })
-}
-
-unsafe extern "C" fn output(p: *const OpforgeGradCtx, i: usize) -> OpforgeSym {
-    guard(OPFORGE_NO_HANDLE, || {
-        // SAFETY: the context pointer of this callback, NULL rejected.
-        match unsafe { gctx(p) } {
-            Ok(g) if i < g.n_out => (g.n_in + i) as u64 + 1,
-            _ => OPFORGE_NO_HANDLE,
-        }
-    })
-}
-
-unsafe extern "C" fn arg_range(
+/// Runs `f` on the gradient context `p` and its `Ops`, if `p` is the
+/// context lent to the gradient callback running on this thread
+/// (`crate::ctx::claim`); else the refusal.
+fn with_gctx<R>(
     p: *const OpforgeGradCtx,
-    name: OpforgeStr,
-    is_output: u8,
-    start: *mut usize,
-    stop: *mut usize,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let g = gctx(p)?;
-            let name = text(name, "argument name")?;
-            let (a, b) = crate::kernel::arg_range_pub(g.op_def, g.attrs, name, is_output != 0)?;
-            write_out(start, a, "start")?;
-            write_out(stop, b, "stop")
-        })
+    f: impl FnOnce(&GradCtx<'_>, &mut dyn Ops) -> Result<R>,
+) -> Result<R> {
+    let _claim = claim(p, CtxKind::Grad)?;
+    // SAFETY: the claim found `p` to be the address of the GradCtx lent to
+    // the gradient callback running on this thread (`run_grad_fn`); the
+    // loan ends before that frame, which owns it, returns.
+    let g = unsafe { &*p.cast::<GradCtx<'_>>() };
+    // SAFETY: `ops` comes from `run_grad_fn`'s `&mut dyn Ops`, which
+    // outlives the loan and which that frame does not use until the plugin
+    // returns. The reference is exclusive: the claim holds the thread's
+    // context until `f` returns, so no other host function (the only other
+    // code that makes one) can claim it meanwhile, not even one a nested
+    // callback (an op `call` runs) makes: that one lends its own context.
+    let ops = unsafe { &mut *g.ops };
+    f(g, ops)
+}
+
+host_fn! {
+    fn op_name(p: *const OpforgeGradCtx) -> OpforgeStr [OpforgeStr::EMPTY],
+    with_gctx, |g, _ops| { Ok(g.arena.str(g.op_name.as_bytes())) }
+}
+
+host_fn! {
+    fn attr(p: *const OpforgeGradCtx, name: OpforgeStr, value: *mut OpforgeAttrValue) -> status,
+    with_gctx, |g, _ops| {
+        // SAFETY: the plugin's string and out-struct; the values are lent
+        // from the context's arena, which lives until the callback returns.
+        unsafe { read_attr(g.op_def, g.attrs, &g.arena, name, value) }
     }
 }
 
-unsafe extern "C" fn output_grad(p: *const OpforgeGradCtx, i: usize, out: *mut OpforgeSym) -> u8 {
-    guard(0, || {
-        // SAFETY: the context pointer of this callback, NULL rejected.
-        let Ok(g) = (unsafe { gctx(p) }) else {
-            return 0;
-        };
-        match g.out_grads.get(i).copied().flatten() {
-            Some(s) => {
-                let h = g.push(s);
-                // SAFETY: the plugin's out-pointer (NULL and misalignment are refused).
-                u8::from(unsafe { write_out(out, h, "grad") }.is_ok())
-            }
-            None => 0,
-        }
-    })
+host_fn! {
+    fn num_inputs(p: *const OpforgeGradCtx) -> usize [0],
+    with_gctx, |g, _ops| { Ok(g.n_in) }
 }
 
-unsafe extern "C" fn dtype(p: *const OpforgeGradCtx, s: OpforgeSym) -> OpforgeDType {
-    guard(OPFORGE_DT_INVALID, || {
-        // SAFETY: the context pointer of this callback, NULL rejected.
-        let Ok(g) = (unsafe { gctx(p) }) else {
-            return OPFORGE_DT_INVALID;
-        };
-        g.sym(s)
-            .map_or(OPFORGE_DT_INVALID, |s| g.ops().dtype(s).base() as i32)
-    })
+host_fn! {
+    fn num_outputs(p: *const OpforgeGradCtx) -> usize [0],
+    with_gctx, |g, _ops| { Ok(g.n_out) }
 }
 
-unsafe extern "C" fn shape(
-    p: *const OpforgeGradCtx,
-    s: OpforgeSym,
-    dims: *mut i64,
-    cap: usize,
-) -> i32 {
-    guard(OPFORGE_UNKNOWN_RANK, || {
-        // SAFETY: the context pointer of this callback, NULL rejected.
-        let Ok(g) = (unsafe { gctx(p) }) else {
-            return OPFORGE_UNKNOWN_RANK;
+host_fn! {
+    fn input(p: *const OpforgeGradCtx, i: usize) -> OpforgeSym [OPFORGE_NO_HANDLE],
+    with_gctx, |g, _ops| {
+        if i >= g.n_in {
+            return Ok(OPFORGE_NO_HANDLE);
+        }
+        g.epoch.handle(i)
+    }
+}
+
+host_fn! {
+    fn output(p: *const OpforgeGradCtx, i: usize) -> OpforgeSym [OPFORGE_NO_HANDLE],
+    with_gctx, |g, _ops| {
+        if i >= g.n_out {
+            return Ok(OPFORGE_NO_HANDLE);
+        }
+        g.epoch.handle(g.n_in + i)
+    }
+}
+
+host_fn! {
+    fn arg_range(
+        p: *const OpforgeGradCtx,
+        name: OpforgeStr,
+        is_output: u8,
+        start: *mut usize,
+        stop: *mut usize,
+    ) -> status,
+    with_gctx, |g, _ops| {
+        // SAFETY: the plugin's string and out-pointers.
+        unsafe { write_arg_range(g.op_def, g.attrs, name, is_output, start, stop) }
+    }
+}
+
+host_fn! {
+    fn output_grad(p: *const OpforgeGradCtx, i: usize, out: *mut OpforgeSym) -> u8 [0],
+    with_gctx, |g, _ops| {
+        let Some(s) = g.out_grads.get(i).copied().flatten() else {
+            return Ok(0);
         };
-        let Ok(s) = g.sym(s) else {
-            return OPFORGE_UNKNOWN_RANK;
+        let h = g.push(s)?;
+        // SAFETY: the plugin's out-pointer (NULL and misalignment are refused).
+        unsafe { write_out(out, h, "grad")? };
+        Ok(1)
+    }
+}
+
+host_fn! {
+    fn dtype(p: *const OpforgeGradCtx, s: OpforgeSym) -> OpforgeDType [OPFORGE_DT_INVALID],
+    with_gctx, |g, ops| { Ok(ops.dtype(g.sym(s)?).base() as i32) }
+}
+
+host_fn! {
+    fn shape(p: *const OpforgeGradCtx, s: OpforgeSym, dims: *mut i64, cap: usize) -> i32
+        [OPFORGE_UNKNOWN_RANK],
+    with_gctx, |g, ops| {
+        let Some(d) = ops.shape(g.sym(s)?) else {
+            return Ok(OPFORGE_UNKNOWN_RANK);
         };
-        match g.ops().shape(s) {
-            None => OPFORGE_UNKNOWN_RANK,
-            Some(d) => {
-                if !dims.is_null() {
-                    for (i, v) in d.iter().take(cap).enumerate() {
-                        // SAFETY: the plugin gave `cap` writable dims.
-                        unsafe { dims.add(i).write(*v) };
-                    }
-                }
-                i32::try_from(d.len()).unwrap_or(i32::MAX)
+        if !dims.is_null() {
+            for (i, v) in d.iter().take(cap).enumerate() {
+                // SAFETY: the plugin gave `cap` writable dims.
+                unsafe { dims.add(i).write(*v) };
             }
         }
-    })
+        Ok(i32::try_from(d.len()).unwrap_or(i32::MAX))
+    }
 }
 
 /// A plugin attr value as a proto AttrValue.
@@ -283,8 +250,8 @@ pub(crate) unsafe fn attr_from_c(v: &OpforgeAttrValue) -> Result<AttrValue> {
                 ..Default::default()
             });
         }
-        // SAFETY: `rank` dims (header).
-        let dims = unsafe { slice(s.dims, s.rank as usize, "shape dims")? };
+        // SAFETY: `rank` dims (header); `rank` is not negative here.
+        let dims = unsafe { plugin_dims(s.dims, s.rank as u64, "a shape attr value")? };
         Ok(TensorShapeProto {
             dim: dims
                 .iter()
@@ -410,7 +377,7 @@ pub(crate) unsafe fn tensor_from_c(v: &OpforgeTensor) -> Result<Tensor> {
         let dtype = DataType::from_i32(v.dtype)
             .filter(|d| !d.is_ref())
             .ok_or_else(|| Status::invalid_argument(format!("dtype {} is unknown", v.dtype)))?;
-        let dims = slice(v.dims, v.rank as usize, "dims")?;
+        let dims = plugin_dims(v.dims, v.rank, "a tensor value")?;
         let shape = TensorShape::new(dims)?;
         if !v.strides.is_null() {
             let strides = slice(v.strides, v.rank as usize, "strides")?;
@@ -446,100 +413,90 @@ pub(crate) unsafe fn tensor_from_c(v: &OpforgeTensor) -> Result<Tensor> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn call(
-    p: *mut OpforgeGradCtx,
-    op: OpforgeStr,
-    args: *const OpforgeSymArg,
-    num_args: usize,
-    attrs: *const OpforgeNamedAttr,
-    num_attrs: usize,
-    outs: *mut OpforgeSym,
-    cap: usize,
-    num_outs: *mut usize,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let g = gctx(p)?;
-            let op = text(op, "op")?;
-            let mut inputs = Vec::new();
-            for a in read_array(args, num_args)? {
-                let syms = slice(a.syms, a.num_syms, "syms")?
-                    .iter()
-                    .map(|&h| g.sym(h))
-                    .collect::<Result<Vec<_>>>()?;
-                if a.is_list != 0 {
-                    inputs.push(SymArg::List(syms));
-                } else if syms.len() == 1 {
-                    inputs.push(SymArg::One(syms[0]));
-                } else {
-                    return Err(Status::invalid_argument(format!(
-                        "call of '{op}': a single-value argument has {} values",
-                        syms.len()
-                    )));
-                }
+host_fn! {
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        p: *mut OpforgeGradCtx,
+        op: OpforgeStr,
+        args: *const OpforgeSymArg,
+        num_args: usize,
+        attrs: *const OpforgeNamedAttr,
+        num_attrs: usize,
+        outs: *mut OpforgeSym,
+        cap: usize,
+        num_outs: *mut usize,
+    ) -> status,
+    with_gctx, |g, ops| {
+        // SAFETY: a plugin string (R5).
+        let op = unsafe { text(op, "op")? };
+        let mut inputs = Vec::new();
+        // SAFETY: the plugin's array of `num_args` in-structs (R1).
+        for a in unsafe { read_array(args, num_args)? } {
+            // SAFETY: each argument's `num_syms` handles (header).
+            let syms = unsafe { slice(a.syms, a.num_syms, "syms")? }
+                .iter()
+                .map(|&h| g.sym(h))
+                .collect::<Result<Vec<_>>>()?;
+            if a.is_list != 0 {
+                inputs.push(SymArg::List(syms));
+            } else if syms.len() == 1 {
+                inputs.push(SymArg::One(syms[0]));
+            } else {
+                return Err(Status::invalid_argument(format!(
+                    "call of '{op}': a single-value argument has {} values",
+                    syms.len()
+                )));
             }
-            let mut map = AttrMap::new();
+        }
+        let mut map = AttrMap::new();
+        // SAFETY: the plugin's array of `num_attrs` in-structs (R1), each
+        // with a name (R5) and an attr value whose pointers are valid.
+        unsafe {
             for a in read_array(attrs, num_attrs)? {
                 let name = text(a.name, "attr name")?;
                 let v = read_struct(a.value)?;
                 map.insert(name.to_string(), attr_from_c(&v)?);
             }
-            let result = g.ops().call(op, &inputs, &map)?;
-            for (i, s) in result.iter().enumerate() {
-                let h = g.push(*s);
-                if i < cap {
-                    write_out(outs.add(i), h, "outs")?;
-                }
+        }
+        let result = ops.call(op, &inputs, &map)?;
+        for (i, s) in result.iter().enumerate() {
+            let h = g.push(*s)?;
+            if i < cap {
+                // SAFETY: the plugin gave `cap` writable handles at `outs`.
+                unsafe { write_out(outs.add(i), h, "outs")? };
             }
-            if !num_outs.is_null() {
-                write_out(num_outs, result.len(), "num_outs")?;
-            }
-            Ok(())
-        })
+        }
+        if !num_outs.is_null() {
+            // SAFETY: the plugin's out-pointer (not NULL).
+            unsafe { write_out(num_outs, result.len(), "num_outs")? };
+        }
+        Ok(())
     }
 }
 
-unsafe extern "C" fn constant(
-    p: *mut OpforgeGradCtx,
-    value: *const OpforgeTensor,
-    out: *mut OpforgeSym,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let g = gctx(p)?;
-            let t = tensor_from_c(&read_struct(value)?)?;
-            let s = g.ops().constant(t)?;
-            write_out(out, g.push(s), "out")
-        })
+host_fn! {
+    fn constant(p: *mut OpforgeGradCtx, value: *const OpforgeTensor)
+        -> status, out out: OpforgeSym,
+    with_gctx, |g, ops| {
+        // SAFETY: the plugin's tensor view, valid for the call (R1, R7).
+        let t = unsafe { tensor_from_c(&read_struct(value)?)? };
+        g.push(ops.constant(t)?)
     }
 }
 
-unsafe extern "C" fn set_input_grad(
-    p: *mut OpforgeGradCtx,
-    i: usize,
-    grad: OpforgeSym,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let g = gctx(p)?;
-            let s = g.sym(grad)?;
-            let mut st = g.state.lock().unwrap_or_else(PoisonError::into_inner);
-            let n = st.input_grads.len();
-            let slot = st.input_grads.get_mut(i).ok_or_else(|| {
-                Status::invalid_argument(format!(
-                    "input index {i} is out of range (the op has {n} inputs)"
-                ))
-            })?;
-            *slot = Some(s);
-            Ok(())
-        })
+host_fn! {
+    fn set_input_grad(p: *mut OpforgeGradCtx, i: usize, grad: OpforgeSym) -> status,
+    with_gctx, |g, _ops| {
+        let s = g.sym(grad)?;
+        let mut st = g.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = st.input_grads.len();
+        let slot = st.input_grads.get_mut(i).ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "input index {i} is out of range (the op has {n} inputs)"
+            ))
+        })?;
+        *slot = Some(s);
+        Ok(())
     }
 }
 

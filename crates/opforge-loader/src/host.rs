@@ -5,7 +5,7 @@
 use opforge_abi::*;
 use opforge_core::proto::attr_value::Value as AV;
 use opforge_core::proto::{AttrValue, TensorShapeProto};
-use opforge_core::{Code, Result, Status};
+use opforge_core::{Code, Result, Status, TensorShape};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -49,7 +49,7 @@ pub(crate) fn callback_error(
     code: OpforgeCode,
     status: &HostStatus,
 ) -> Status {
-    let (code, unknown) = match Code::from_i32(code) {
+    let (canonical, unknown) = match Code::from_i32(code) {
         Some(Code::Ok) | None => (Code::Unknown, true),
         Some(c) => (c, false),
     };
@@ -59,13 +59,15 @@ pub(crate) fn callback_error(
         format!("{what} failed: {}", status.message)
     };
     if unknown {
-        msg.push_str(&format!(" (it returned the unknown code {})", status.code));
+        // R3: the integer the callback returned (its status may hold
+        // another code, or none).
+        msg.push_str(&format!(" (it returned the unknown code {code})"));
     }
     if status.flags & OPFORGE_STATUS_PANICKED != 0 {
         msg.push_str(" (the library caught a panic or exception)");
     }
     msg.push_str(&format!(" [library {library}]"));
-    Status::new(code, msg)
+    Status::new(canonical, msg)
 }
 
 /// Runs a host function body, catching panics (R10): a panic becomes
@@ -142,6 +144,24 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Resu
     }
     // SAFETY: non-null, aligned, `len` elements (caller).
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// The `rank` dims a plugin passes at `dims` for a shape to make, refused
+/// before any is read when `rank` is above TensorFlow's 254
+/// (`TensorShape::check_rank`); `what` names them ("dims of output 0").
+///
+/// # Safety
+/// As [`slice`]: `dims` is NULL or points to `rank` readable `i64`s that
+/// live for `'a` (read only when `rank` is allowed).
+pub(crate) unsafe fn plugin_dims<'a>(
+    dims: *const i64,
+    rank: impl Into<u64>,
+    what: &str,
+) -> Result<&'a [i64]> {
+    let rank = rank.into();
+    TensorShape::check_rank(rank).map_err(|e| e.prepend(format!("{what}: ")))?;
+    // SAFETY: forwarded; `rank` <= 254 fits usize.
+    unsafe { slice(dims, rank as usize, what) }
 }
 
 /// Reads a versioned in-struct (R1).

@@ -23,6 +23,17 @@
 //!   takes the instance's state out of service and creates a new one (the
 //!   instance's first state is destroyed with the instance, later ones at
 //!   once: see `kernel::PluginKernel`).
+//! - The ABI's rules are kept against hostile libraries (`ctx`): a
+//!   context pointer is used only if it is the context lent to the
+//!   callback running on the calling thread (R9; a forged one, another
+//!   thread's, a finished callback's or one of another kind is
+//!   INVALID_ARGUMENT, never dereferenced), shape, dim and value handles
+//!   carry their call's epoch (R7: a handle of an earlier call is refused),
+//!   a callback's unknown code is UNKNOWN with the integer it returned
+//!   (R3), and no shape above TensorFlow's 254 dimensions is made from
+//!   what a plugin passes. Every function of the kernel, shape and
+//!   gradient tables is written through one macro (`host_fn!`) that does
+//!   the panic guard, the context check and the status.
 //! - A kernel with the 1.1 views entry (`compute_views`) is called with
 //!   every input's view made and its declared outputs (`output_like`) set,
 //!   so an elementwise kernel makes no call back into the host; its eager
@@ -50,6 +61,7 @@
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod ctx;
 mod decl;
 mod elf_edit;
 mod grad;

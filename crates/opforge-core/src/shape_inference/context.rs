@@ -113,9 +113,10 @@ enum Access {
     Rank,
 }
 
-/// The highest rank a shape may have (TensorFlow's `TensorShape` maximum:
-/// 254 dimensions, which kernels enforce too).
-pub const MAX_RANK: usize = 254;
+/// The highest rank a shape may have: TensorFlow's `TensorShape` maximum,
+/// 254 dimensions ([`TensorShape::MAX_DIMENSIONS`](crate::TensorShape::MAX_DIMENSIONS),
+/// which every tensor keeps too).
+pub const MAX_RANK: usize = crate::TensorShape::MAX_DIMENSIONS;
 
 impl InferenceContext {
     /// A context for a node of `op_def` with `attrs`, whose inputs have
@@ -329,7 +330,18 @@ impl InferenceContext {
         DimensionHandle(self.dims.len() - 1)
     }
 
+    /// Every shape of the context is made here. A known rank above
+    /// [`MAX_RANK`] (a hostile count, a concatenation of long shapes) makes
+    /// an unknown shape instead, and the run of the shape function fails
+    /// with InvalidArgument ([`check_accesses`](Self::check_accesses)).
     fn new_shape(&mut self, dims: Option<Vec<DimensionHandle>>) -> ShapeHandle {
+        let dims = match dims {
+            Some(d) if d.len() > MAX_RANK => {
+                self.record(Access::Rank, d.len());
+                None
+            }
+            dims => dims,
+        };
         self.shapes.push(dims);
         ShapeHandle(self.shapes.len() - 1)
     }

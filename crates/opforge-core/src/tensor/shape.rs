@@ -48,9 +48,16 @@ impl Clone for TensorShape {
 }
 
 impl TensorShape {
-    /// A shape with these dimensions; each must be >= 0 and the number of
-    /// elements must fit in an `i64`.
+    /// The most dimensions a shape may have: TensorFlow's
+    /// `TensorShape::MaxDimensions()`, 254. Every shape is made by
+    /// [`new`](Self::new), which refuses more.
+    pub const MAX_DIMENSIONS: usize = 254;
+
+    /// A shape with these dimensions: at most
+    /// [`MAX_DIMENSIONS`](Self::MAX_DIMENSIONS) of them, each >= 0, and the
+    /// number of elements must fit in an `i64`.
     pub fn new(dims: &[i64]) -> Result<TensorShape> {
+        Self::check_rank(dims.len() as u64)?;
         let mut n: i64 = 1;
         for (i, &d) in dims.iter().enumerate() {
             if d < 0 {
@@ -69,6 +76,20 @@ impl TensorShape {
         Ok(TensorShape {
             dims: SmallVec::from_slice(dims),
         })
+    }
+
+    /// TensorFlow's error ("Too many dimensions in tensor", InvalidArgument)
+    /// if a shape of rank `rank` cannot be made: for code that checks a
+    /// rank before it reads that many dims (from a plugin, a file).
+    pub fn check_rank(rank: u64) -> Result<()> {
+        if rank > Self::MAX_DIMENSIONS as u64 {
+            return Err(Status::invalid_argument(format!(
+                "Too many dimensions in tensor: a shape of rank {rank} was asked for; a tensor \
+                 has at most {} dimensions (TensorFlow's TensorShape::MaxDimensions())",
+                Self::MAX_DIMENSIONS
+            )));
+        }
+        Ok(())
     }
 
     /// A shape from `usize` dimensions (which are valid by construction,
@@ -205,5 +226,32 @@ mod tests {
         let mut s = TensorShape::vector(2);
         s.push(3).unwrap();
         assert_eq!(s.to_string(), "[2,3]");
+    }
+
+    #[test]
+    fn ranks_are_capped_as_tensorflow_caps_them() {
+        let max = TensorShape::MAX_DIMENSIONS;
+        assert_eq!(max, 254, "TensorFlow's TensorShape::MaxDimensions()");
+        assert_eq!(TensorShape::new(&vec![1; max]).unwrap().rank(), max);
+        TensorShape::check_rank(max as u64).unwrap();
+        assert!(TensorShape::check_rank(u64::MAX).is_err());
+        for rank in [max + 1, 100_000] {
+            let e = TensorShape::new(&vec![1; rank]).unwrap_err();
+            assert_eq!(e.code(), crate::Code::InvalidArgument);
+            assert!(
+                e.message().starts_with("Too many dimensions in tensor"),
+                "{e}"
+            );
+            assert!(e.message().contains(&format!("rank {rank}")), "{e}");
+        }
+        // Every other way of making a shape goes through `new`.
+        let mut s = TensorShape::new(&vec![1; max]).unwrap();
+        assert!(s.push(1).is_err());
+        assert!(TensorShape::from_usize(&vec![1; max + 1]).is_err());
+        let proto = TensorShape::new(&[1]).unwrap().to_proto();
+        let mut big = proto.clone();
+        big.dim = vec![proto.dim[0].clone(); max + 1];
+        assert!(TensorShape::from_proto(&big).is_err());
+        assert!(crate::Tensor::zeros(crate::DataType::Float, &vec![1; max + 1]).is_err());
     }
 }

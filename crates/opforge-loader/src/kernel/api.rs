@@ -1,81 +1,62 @@
 //! The header's kernel API (`OpforgeKernelApi`): the functions a plugin
 //! calls on a kernel's construction and compute contexts, over core's
 //! `OpKernelConstruction` / `OpKernelContext` (see the parent module).
+//! Each is written through [`host_fn!`]: the context pointer is checked
+//! against the thread's current context before anything is read
+//! (`crate::ctx`).
 
-use super::*;
+use super::context::{dtype_of, lend_str, shape_of, view, with_init, with_kctx};
+use crate::ctx::host_fn;
+use crate::host::*;
+use opforge_abi::*;
+use opforge_core::tensor::{Buffer, Location};
+use opforge_core::{DataType, Result, Status, Tensor, TensorShape};
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 // ---- construction ----------------------------------------------------------
 
-pub(super) unsafe extern "C" fn init_op_name(p: *const OpforgeKernelInit) -> OpforgeStr {
-    guard(OpforgeStr::EMPTY, || {
-        // SAFETY: the plugin passes the init it was given.
-        let Ok((c, arena)) = (unsafe { init(p) }) else {
-            return OpforgeStr::EMPTY;
-        };
-        arena.str(c.op_def().name.as_bytes())
-    })
+host_fn! {
+    pub(super) fn init_op_name(p: *const OpforgeKernelInit) -> OpforgeStr [OpforgeStr::EMPTY],
+    with_init, |c, arena| { Ok(arena.str(c.op_def().name.as_bytes())) }
 }
 
-pub(super) unsafe extern "C" fn init_node_name(p: *const OpforgeKernelInit) -> OpforgeStr {
-    guard(OpforgeStr::EMPTY, || {
-        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
-        let Ok((c, arena)) = (unsafe { init(p) }) else {
-            return OpforgeStr::EMPTY;
-        };
-        arena.str(c.node_name().as_bytes())
-    })
+host_fn! {
+    pub(super) fn init_node_name(p: *const OpforgeKernelInit) -> OpforgeStr [OpforgeStr::EMPTY],
+    with_init, |c, arena| { Ok(arena.str(c.node_name().as_bytes())) }
 }
 
-pub(super) unsafe extern "C" fn init_device_type(p: *const OpforgeKernelInit) -> OpforgeStr {
-    guard(OpforgeStr::EMPTY, || {
-        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
-        let Ok((c, arena)) = (unsafe { init(p) }) else {
-            return OpforgeStr::EMPTY;
-        };
-        arena.str(c.device_type().as_bytes())
-    })
+host_fn! {
+    pub(super) fn init_device_type(p: *const OpforgeKernelInit) -> OpforgeStr [OpforgeStr::EMPTY],
+    with_init, |c, arena| { Ok(arena.str(c.device_type().as_bytes())) }
 }
 
-pub(super) unsafe extern "C" fn init_num_inputs(p: *const OpforgeKernelInit) -> usize {
-    guard(0, || {
-        // SAFETY: `p` is the init the host passed to this create call (R7);
-        // `init` rejects NULL.
-        unsafe { init(p) }.map_or(0, |(c, _)| c.input_types().len())
-    })
+host_fn! {
+    pub(super) fn init_num_inputs(p: *const OpforgeKernelInit) -> usize [0],
+    with_init, |c, _arena| { Ok(c.input_types().len()) }
 }
 
-pub(super) unsafe extern "C" fn init_input_dtype(
-    p: *const OpforgeKernelInit,
-    i: usize,
-) -> OpforgeDType {
-    guard(OPFORGE_DT_INVALID, || {
-        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
-        unsafe { init(p) }
-            .ok()
-            .and_then(|(c, _)| c.input_types().get(i).map(|d| d.base() as i32))
-            .unwrap_or(OPFORGE_DT_INVALID)
-    })
+host_fn! {
+    pub(super) fn init_input_dtype(p: *const OpforgeKernelInit, i: usize) -> OpforgeDType
+        [OPFORGE_DT_INVALID],
+    with_init, |c, _arena| {
+        Ok(c.input_types().get(i).map_or(OPFORGE_DT_INVALID, |d| d.base() as i32))
+    }
 }
 
-pub(super) unsafe extern "C" fn init_num_outputs(p: *const OpforgeKernelInit) -> usize {
-    guard(0, || {
-        // SAFETY: `p` is the init the host passed to this create call (R7);
-        // `init` rejects NULL.
-        unsafe { init(p) }.map_or(0, |(c, _)| c.output_types().len())
-    })
+host_fn! {
+    pub(super) fn init_num_outputs(p: *const OpforgeKernelInit) -> usize [0],
+    with_init, |c, _arena| { Ok(c.output_types().len()) }
 }
 
-pub(super) unsafe extern "C" fn init_output_dtype(
-    p: *const OpforgeKernelInit,
-    i: usize,
-) -> OpforgeDType {
-    guard(OPFORGE_DT_INVALID, || {
-        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
-        unsafe { init(p) }
-            .ok()
-            .and_then(|(c, _)| c.output_types().get(i).map(|d| d.base() as i32))
-            .unwrap_or(OPFORGE_DT_INVALID)
-    })
+host_fn! {
+    pub(super) fn init_output_dtype(p: *const OpforgeKernelInit, i: usize) -> OpforgeDType
+        [OPFORGE_DT_INVALID],
+    with_init, |c, _arena| {
+        Ok(c.output_types().get(i).map_or(OPFORGE_DT_INVALID, |d| d.base() as i32))
+    }
 }
 
 /// The flat range of argument `name` from an OpDef and the flat dtypes'
@@ -106,7 +87,7 @@ pub(super) fn arg_range_of(
     )))
 }
 
-pub(super) fn arg_len(
+fn arg_len(
     a: &opforge_core::proto::op_def::ArgDef,
     attrs: &opforge_core::attrs::AttrMap,
 ) -> Result<usize> {
@@ -132,39 +113,65 @@ pub(super) fn arg_len(
     Ok(1)
 }
 
-pub(super) unsafe extern "C" fn init_arg_range(
-    p: *const OpforgeKernelInit,
+/// Writes an argument's flat range `[start, stop)` through the plugin's
+/// out-pointers.
+///
+/// # Safety
+/// `start` and `stop` are NULL or writable `usize`s (NULL is refused).
+unsafe fn write_range((a, b): (usize, usize), start: *mut usize, stop: *mut usize) -> Result<()> {
+    // SAFETY: forwarded.
+    unsafe {
+        write_out(start, a, "start")?;
+        write_out(stop, b, "stop")
+    }
+}
+
+/// The `arg_range` of every context that has an OpDef and attrs: the flat
+/// range of the input (`is_output` 0) or output argument the plugin names,
+/// written through its out-pointers.
+///
+/// # Safety
+/// `name` is a plugin string (R5); `start` and `stop` as [`write_range`].
+pub(crate) unsafe fn write_arg_range(
+    op_def: &opforge_core::proto::OpDef,
+    attrs: &opforge_core::attrs::AttrMap,
     name: OpforgeStr,
     is_output: u8,
     start: *mut usize,
     stop: *mut usize,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: `status` is the plugin's status pointer (host-made).
-    unsafe {
-        guard_status(status, || {
-            let (c, _) = init(p)?;
-            let name = text(name, "argument name")?;
-            let (a, b) = arg_range_of(c.op_def(), c.attrs(), name, is_output != 0)?;
-            write_out(start, a, "start")?;
-            write_out(stop, b, "stop")
-        })
+) -> Result<()> {
+    // SAFETY: forwarded.
+    let name = unsafe { text(name, "argument name")? };
+    let range = arg_range_of(op_def, attrs, name, is_output != 0)?;
+    // SAFETY: forwarded.
+    unsafe { write_range(range, start, stop) }
+}
+
+host_fn! {
+    pub(super) fn init_arg_range(
+        p: *const OpforgeKernelInit,
+        name: OpforgeStr,
+        is_output: u8,
+        start: *mut usize,
+        stop: *mut usize,
+    ) -> status,
+    with_init, |c, _arena| {
+        // SAFETY: the plugin's string and out-pointers.
+        unsafe { write_arg_range(c.op_def(), c.attrs(), name, is_output, start, stop) }
     }
 }
 
-pub(super) unsafe extern "C" fn init_attr(
-    p: *const OpforgeKernelInit,
-    name: OpforgeStr,
-    value: *mut OpforgeAttrValue,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: the init's arena lives until the instance's destroy, as R7
-    // promises for init_attr values; pointers are the plugin's.
-    unsafe {
-        guard_status(status, || {
-            let (c, arena) = init(p)?;
-            read_attr(c.op_def(), c.attrs(), arena, name, value)
-        })
+host_fn! {
+    pub(super) fn init_attr(
+        p: *const OpforgeKernelInit,
+        name: OpforgeStr,
+        value: *mut OpforgeAttrValue,
+    ) -> status,
+    with_init, |c, arena| {
+        // SAFETY: the plugin's string and out-struct; the values are lent
+        // from the init's arena, which lives until the instance's destroy,
+        // as R7 promises for init_attr values.
+        unsafe { read_attr(c.op_def(), c.attrs(), arena, name, value) }
     }
 }
 
@@ -193,480 +200,443 @@ unsafe fn write_view(v: &OpforgeTensor, out: *mut OpforgeTensor) -> Result<()> {
     unsafe { write_struct(v, out) }
 }
 
-pub(super) unsafe extern "C" fn op_name(p: *const OpforgeKernelCtx) -> OpforgeStr {
-    guard(OpforgeStr::EMPTY, || {
-        // SAFETY: the plugin passes the ctx it was given.
-        let Ok(k) = (unsafe { kctx(p) }) else {
-            return OpforgeStr::EMPTY;
-        };
-        // The op name lives as the kernel definition, held across the compute.
-        lend_str(&k.def.op)
-    })
+host_fn! {
+    pub(super) fn op_name(p: *const OpforgeKernelCtx) -> OpforgeStr [OpforgeStr::EMPTY],
+    // The op name lives as the kernel definition, held across the compute.
+    with_kctx, |k, _c| { Ok(lend_str(&k.def.op)) }
 }
 
-pub(super) unsafe extern "C" fn node_name(p: *const OpforgeKernelCtx) -> OpforgeStr {
-    guard(OpforgeStr::EMPTY, || {
-        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
-        let Ok(k) = (unsafe { kctx(p) }) else {
-            return OpforgeStr::EMPTY;
-        };
-        // The node name lives as the OpKernelContext, across the compute.
-        lend_str(k.ctx().node_name())
-    })
+host_fn! {
+    pub(super) fn node_name(p: *const OpforgeKernelCtx) -> OpforgeStr [OpforgeStr::EMPTY],
+    // The node name lives as the OpKernelContext, across the compute.
+    with_kctx, |_k, c| { Ok(lend_str(c.node_name())) }
 }
 
-pub(super) unsafe extern "C" fn num_inputs(p: *const OpforgeKernelCtx) -> usize {
-    // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
-    guard(0, || unsafe { kctx(p) }.map_or(0, |k| k.ctx().num_inputs()))
+host_fn! {
+    pub(super) fn num_inputs(p: *const OpforgeKernelCtx) -> usize [0],
+    with_kctx, |_k, c| { Ok(c.num_inputs()) }
 }
 
-pub(super) unsafe extern "C" fn num_outputs(p: *const OpforgeKernelCtx) -> usize {
-    guard(0, || {
-        // SAFETY: `p` is the ctx the host passed to this compute (R7);
-        // `kctx` rejects NULL.
-        unsafe { kctx(p) }.map_or(0, |k| k.ctx().num_outputs())
-    })
+host_fn! {
+    pub(super) fn num_outputs(p: *const OpforgeKernelCtx) -> usize [0],
+    with_kctx, |_k, c| { Ok(c.num_outputs()) }
 }
 
-pub(super) unsafe extern "C" fn input_dtype(p: *const OpforgeKernelCtx, i: usize) -> OpforgeDType {
-    guard(OPFORGE_DT_INVALID, || {
-        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
-        match unsafe { kctx(p) } {
-            Ok(k) if i < k.ctx().num_inputs() => k.ctx().input_dtype(i).base() as i32,
-            _ => OPFORGE_DT_INVALID,
+host_fn! {
+    pub(super) fn input_dtype(p: *const OpforgeKernelCtx, i: usize) -> OpforgeDType
+        [OPFORGE_DT_INVALID],
+    with_kctx, |k, c| {
+        k.check_input(c, i)?;
+        Ok(c.input_dtype(i).base() as i32)
+    }
+}
+
+host_fn! {
+    pub(super) fn output_dtype(p: *const OpforgeKernelCtx, i: usize) -> OpforgeDType
+        [OPFORGE_DT_INVALID],
+    with_kctx, |k, c| {
+        k.check_output(c, i)?;
+        Ok(c.output_type(i).base() as i32)
+    }
+}
+
+host_fn! {
+    pub(super) fn arg_range(
+        p: *const OpforgeKernelCtx,
+        name: OpforgeStr,
+        is_output: u8,
+        start: *mut usize,
+        stop: *mut usize,
+    ) -> status,
+    with_kctx, |_k, c| {
+        // SAFETY: a plugin string (R5).
+        let name = unsafe { text(name, "argument name")? };
+        let r = c.signature().arg_range(name, is_output != 0)?;
+        // SAFETY: the plugin's out-pointers.
+        unsafe { write_range((r.start, r.end), start, stop) }
+    }
+}
+
+host_fn! {
+    pub(super) fn input(p: *const OpforgeKernelCtx, i: usize, out: *mut OpforgeTensor) -> status,
+    with_kctx, |k, c| {
+        k.check_input(c, i)?;
+        if k.moved(i) {
+            return Err(Status::failed_precondition(format!(
+                "{}: input {i} was forwarded or moved to an output; use the output's view",
+                k.def.op
+            )));
         }
-    })
+        let v = k.input_view(c, i)?;
+        // SAFETY: the plugin's out-struct.
+        unsafe { write_view(&v, out) }
+    }
 }
 
-pub(super) unsafe extern "C" fn output_dtype(p: *const OpforgeKernelCtx, i: usize) -> OpforgeDType {
-    guard(OPFORGE_DT_INVALID, || {
-        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
-        match unsafe { kctx(p) } {
-            Ok(k) if i < k.ctx().num_outputs() => k.ctx().output_type(i).base() as i32,
-            _ => OPFORGE_DT_INVALID,
+host_fn! {
+    pub(super) fn output(p: *const OpforgeKernelCtx, i: usize, out: *mut OpforgeTensor) -> status,
+    with_kctx, |k, c| {
+        k.check_output(c, i)?;
+        if c.output(i).is_none() {
+            return Err(Status::failed_precondition(format!(
+                "{}: output {i} is not set yet",
+                k.def.op
+            )));
         }
-    })
-}
-
-pub(super) unsafe extern "C" fn arg_range(
-    p: *const OpforgeKernelCtx,
-    name: OpforgeStr,
-    is_output: u8,
-    start: *mut usize,
-    stop: *mut usize,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let k = kctx(p)?;
-            let name = text(name, "argument name")?;
-            let r = k.ctx().signature().arg_range(name, is_output != 0)?;
-            write_out(start, r.start, "start")?;
-            write_out(stop, r.end, "stop")
-        })
+        let v = k.output_view(c, i)?;
+        // SAFETY: the plugin's out-struct.
+        unsafe { write_view(&v, out) }
     }
 }
 
-pub(super) unsafe extern "C" fn input(
-    p: *const OpforgeKernelCtx,
+host_fn! {
+    pub(super) fn output_request(p: *const OpforgeKernelCtx, _i: usize) -> u32 [OPFORGE_REQ_WRITE],
+    with_kctx, |_k, _c| { Ok(OPFORGE_REQ_WRITE) }
+}
+
+/// INVALID_ARGUMENT if output `i` is a string (set with set_output_strings).
+fn check_not_string(
+    op: &str,
+    c: &opforge_core::kernel::OpKernelContext<'_>,
     i: usize,
-    out: *mut OpforgeTensor,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let k = kctx(p)?;
-            k.check_input(i)?;
-            if k.moved(i) {
-                return Err(Status::failed_precondition(format!(
-                    "{}: input {i} was forwarded or moved to an output; use the output's view",
+) -> Result<()> {
+    if c.output_type(i).base() == DataType::String {
+        return Err(Status::invalid_argument(format!(
+            "{op}: output {i} is a string; use set_output_strings"
+        )));
+    }
+    Ok(())
+}
+
+host_fn! {
+    pub(super) fn allocate_output(
+        p: *mut OpforgeKernelCtx,
+        i: usize,
+        dims: *const i64,
+        rank: u32,
+        out: *mut OpforgeTensor,
+    ) -> status,
+    with_kctx, |k, c| {
+        k.check_output(c, i)?;
+        check_not_string(&k.def.op, c, i)?;
+        let what = format!("allocate_output of op '{}' (output {i})", k.def.op);
+        // SAFETY: the plugin passes `rank` dims.
+        let shape = unsafe { shape_of(dims, rank, &what)? };
+        k.retire_output(c, i);
+        c.allocate_output(i, shape)?;
+        let v = k.output_view(c, i)?;
+        // SAFETY: the plugin's out-struct.
+        unsafe { write_view(&v, out) }
+    }
+}
+
+host_fn! {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn forward_input_or_allocate_output(
+        p: *mut OpforgeKernelCtx,
+        candidates: *const usize,
+        num_candidates: usize,
+        i: usize,
+        dims: *const i64,
+        rank: u32,
+        forwarded_from: *mut i64,
+        out: *mut OpforgeTensor,
+    ) -> status,
+    with_kctx, |k, c| {
+        k.check_output(c, i)?;
+        check_not_string(&k.def.op, c, i)?;
+        // SAFETY: the plugin passes `num_candidates` indices.
+        let cands = unsafe { slice(candidates, num_candidates, "candidates")? };
+        let mut any_moved = false;
+        for &j in cands {
+            k.check_input(c, j)?;
+            any_moved |= k.moved(j);
+        }
+        // Moved inputs are no candidates (rare: a list only then).
+        let usable: Vec<usize>;
+        let cands = if any_moved {
+            usable = cands.iter().copied().filter(|&j| !k.moved(j)).collect();
+            &usable[..]
+        } else {
+            cands
+        };
+        let what = format!(
+            "forward_input_or_allocate_output of op '{}' (output {i})",
+            k.def.op
+        );
+        // SAFETY: the plugin passes `rank` dims.
+        let shape = unsafe { shape_of(dims, rank, &what)? };
+        k.retire_output(c, i);
+        let f = c.forward_input_or_allocate_output(cands, i, &shape)?;
+        if let Some(j) = f {
+            k.set_moved(j);
+        }
+        if !forwarded_from.is_null() {
+            let from = f.map_or(OPFORGE_NOT_FORWARDED, |j| j as i64);
+            // SAFETY: the plugin's out-pointer (not NULL).
+            unsafe { write_out(forwarded_from, from, "forwarded_from")? };
+        }
+        let v = k.output_view(c, i)?;
+        // SAFETY: the plugin's out-struct.
+        unsafe { write_view(&v, out) }
+    }
+}
+
+host_fn! {
+    pub(super) fn set_output_from_input(p: *mut OpforgeKernelCtx, o: usize, i: usize) -> status,
+    with_kctx, |k, c| {
+        k.check_output(c, o)?;
+        k.check_input(c, i)?;
+        if k.moved(i) {
+            return Err(Status::failed_precondition(format!(
+                "{}: input {i} was already moved to an output",
+                k.def.op
+            )));
+        }
+        let want = c.output_type(o).base();
+        let have = c.input_dtype(i).base();
+        if want != have {
+            return Err(Status::invalid_argument(format!(
+                "{}: output {o} is {want} but input {i} is {have}",
+                k.def.op
+            )));
+        }
+        let t = c.inputs()[i].clone();
+        k.retire_output(c, o);
+        c.set_output(o, t)
+    }
+}
+
+host_fn! {
+    pub(super) fn set_output_foreign(
+        p: *mut OpforgeKernelCtx,
+        i: usize,
+        tensor: *const OpforgeForeignTensor,
+    ) -> status,
+    with_kctx, |k, c| {
+        k.check_output(c, i)?;
+        // SAFETY: the plugin's in-struct (R1).
+        let f = unsafe { read_struct(tensor)? };
+        let dtype = dtype_of(f.dtype)?;
+        let want = c.output_type(i).base();
+        if dtype != want || dtype == DataType::String {
+            return Err(Status::invalid_argument(format!(
+                "{}: a foreign output {i} must be {want} (not a string), got {dtype}",
+                k.def.op
+            )));
+        }
+        let what = format!("set_output_foreign of op '{}' (output {i})", k.def.op);
+        // SAFETY: the plugin passes `rank` dims.
+        let dims = unsafe { plugin_dims(f.dims, f.rank, &what)? };
+        let shape = TensorShape::new(dims)?;
+        if !f.strides.is_null() {
+            // SAFETY: non-NULL strides are `rank` of them (header).
+            let strides = unsafe { slice(f.strides, f.rank as usize, "strides")? };
+            if strides != row_major_strides(dims).as_slice() {
+                return Err(Status::unimplemented(format!(
+                    "{}: foreign output {i} has strides {strides:?}; this host takes \
+                     row-major memory only (pass NULL strides)",
                     k.def.op
                 )));
             }
-            let v = k.input_view(i)?;
-            write_view(&v, out)
-        })
-    }
-}
-
-pub(super) unsafe extern "C" fn output(
-    p: *const OpforgeKernelCtx,
-    i: usize,
-    out: *mut OpforgeTensor,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let k = kctx(p)?;
-            k.check_output(i)?;
-            if k.ctx().output(i).is_none() {
-                return Err(Status::failed_precondition(format!(
-                    "{}: output {i} is not set yet",
-                    k.def.op
-                )));
-            }
-            let v = k.output_view(i)?;
-            write_view(&v, out)
-        })
-    }
-}
-
-pub(super) unsafe extern "C" fn output_request(_p: *const OpforgeKernelCtx, _i: usize) -> u32 {
-    OPFORGE_REQ_WRITE
-}
-
-pub(super) unsafe extern "C" fn allocate_output(
-    p: *mut OpforgeKernelCtx,
-    i: usize,
-    dims: *const i64,
-    rank: u32,
-    out: *mut OpforgeTensor,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let k = kctx(p)?;
-            k.check_output(i)?;
-            if k.ctx().output_type(i).base() == DataType::String {
+        }
+        let need = shape.num_elements() * dtype.size();
+        if (f.byte_len as usize) < need {
+            return Err(Status::invalid_argument(format!(
+                "{}: foreign output {i} has {} bytes, its shape needs {need}",
+                k.def.op, f.byte_len
+            )));
+        }
+        let Some(release) = f.release else {
+            return Err(Status::invalid_argument(format!(
+                "{}: a foreign output needs a release callback",
+                k.def.op
+            )));
+        };
+        let ptr = match NonNull::new(f.data.cast::<u8>()) {
+            Some(p) if (p.as_ptr() as usize) % dtype.size().max(1) == 0 => p,
+            _ if need == 0 => NonNull::<u64>::dangling().cast(),
+            _ => {
                 return Err(Status::invalid_argument(format!(
-                    "{}: output {i} is a string; use set_output_strings",
+                    "{}: foreign output {i}: NULL or misaligned data",
                     k.def.op
                 )));
             }
-            let shape = shape_of(dims, rank)?;
-            k.retire_output(i);
-            k.ctx().allocate_output(i, shape)?;
-            let v = k.output_view(i)?;
-            write_view(&v, out)
-        })
+        };
+        // The release runs only once the tensor took ownership: if
+        // making the tensor fails, the plugin still owns the memory.
+        let armed = Arc::new(AtomicBool::new(false));
+        let armed2 = armed.clone();
+        let lib = k.def.lib.clone();
+        let (data, user) = (SendPtr(f.data), SendPtr(f.release_user));
+        let release = move || {
+            if armed2.load(Ordering::Acquire) {
+                // SAFETY: the plugin's release, exactly once (FnOnce),
+                // while the library is still mapped (`lib` is held); R9
+                // allows it on any thread.
+                guard((), || unsafe { release(data.get(), user.get()) });
+                lib.foreign_released();
+            }
+            drop(lib);
+        };
+        // SAFETY: the header's contract of set_output_foreign: `data`
+        // holds `byte_len` initialised bytes (at least what the shape
+        // needs, checked above) that stay valid and unwritten by the
+        // plugin until its release callback runs.
+        let buffer =
+            unsafe { Buffer::from_foreign(ptr, f.byte_len as usize, Location::Host, release) };
+        let t = Tensor::from_buffer(dtype, dims, buffer)?;
+        k.def.lib.foreign_created();
+        armed.store(true, Ordering::Release);
+        k.retire_output(c, i);
+        c.set_output(i, t)
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe extern "C" fn forward_input_or_allocate_output(
-    p: *mut OpforgeKernelCtx,
-    candidates: *const usize,
-    num_candidates: usize,
-    i: usize,
-    dims: *const i64,
-    rank: u32,
-    forwarded_from: *mut i64,
-    out: *mut OpforgeTensor,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let k = kctx(p)?;
-            k.check_output(i)?;
-            if k.ctx().output_type(i).base() == DataType::String {
-                return Err(Status::invalid_argument(format!(
-                    "{}: output {i} is a string; use set_output_strings",
-                    k.def.op
-                )));
-            }
-            let cands = slice(candidates, num_candidates, "candidates")?;
-            let mut any_moved = false;
-            for &c in cands {
-                k.check_input(c)?;
-                any_moved |= k.moved(c);
-            }
-            // Moved inputs are no candidates (rare: a list only then).
-            let usable: Vec<usize>;
-            let cands = if any_moved {
-                usable = cands.iter().copied().filter(|&c| !k.moved(c)).collect();
-                &usable[..]
-            } else {
-                cands
-            };
-            let shape = shape_of(dims, rank)?;
-            k.retire_output(i);
-            let f = k.ctx().forward_input_or_allocate_output(cands, i, &shape)?;
-            if let Some(c) = f {
-                k.set_moved(c);
-            }
-            if !forwarded_from.is_null() {
-                write_out(
-                    forwarded_from,
-                    f.map_or(OPFORGE_NOT_FORWARDED, |c| c as i64),
-                    "forwarded_from",
-                )?;
-            }
-            let v = k.output_view(i)?;
-            write_view(&v, out)
-        })
+host_fn! {
+    pub(super) fn set_output_strings(
+        p: *mut OpforgeKernelCtx,
+        i: usize,
+        dims: *const i64,
+        rank: u32,
+        elements: *const OpforgeStr,
+    ) -> status,
+    with_kctx, |k, c| {
+        k.check_output(c, i)?;
+        if c.output_type(i).base() != DataType::String {
+            return Err(Status::invalid_argument(format!(
+                "{}: output {i} is not a string output",
+                k.def.op
+            )));
+        }
+        let what = format!("set_output_strings of op '{}' (output {i})", k.def.op);
+        // SAFETY: the plugin passes `rank` dims.
+        let shape = unsafe { shape_of(dims, rank, &what)? };
+        // SAFETY: the plugin passes one string per element (header).
+        let elems = unsafe { slice(elements, shape.num_elements(), "elements")? };
+        let mut v = Vec::with_capacity(elems.len());
+        for e in elems {
+            // SAFETY: a plugin string (R5).
+            v.push(unsafe { bytes(*e, "string element")? }.to_vec());
+        }
+        let t = Tensor::from_strings(shape.dims(), v)?;
+        k.retire_output(c, i);
+        c.set_output(i, t)
     }
 }
 
-pub(super) unsafe extern "C" fn set_output_from_input(
-    p: *mut OpforgeKernelCtx,
-    o: usize,
-    i: usize,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let k = kctx(p)?;
-            k.check_output(o)?;
-            k.check_input(i)?;
-            if k.moved(i) {
-                return Err(Status::failed_precondition(format!(
-                    "{}: input {i} was already moved to an output",
-                    k.def.op
-                )));
-            }
-            let want = k.ctx().output_type(o).base();
-            let have = k.ctx().input_dtype(i).base();
-            if want != have {
-                return Err(Status::invalid_argument(format!(
-                    "{}: output {o} is {want} but input {i} is {have}",
-                    k.def.op
-                )));
-            }
-            let t = k.ctx().inputs()[i].clone();
-            k.retire_output(o);
-            k.ctx().set_output(o, t)
-        })
+host_fn! {
+    pub(super) fn allocate_temp(
+        p: *mut OpforgeKernelCtx,
+        dtype: OpforgeDType,
+        dims: *const i64,
+        rank: u32,
+        out: *mut OpforgeTensor,
+    ) -> status,
+    with_kctx, |k, c| {
+        let dtype = dtype_of(dtype)?;
+        if dtype == DataType::String {
+            return Err(Status::invalid_argument(
+                "allocate_temp: string temporaries are not supported",
+            ));
+        }
+        let what = format!("allocate_temp of op '{}'", k.def.op);
+        // SAFETY: the plugin passes `rank` dims.
+        let shape = unsafe { shape_of(dims, rank, &what)? };
+        let mut t = c.allocate_temp(dtype, shape)?;
+        let v = view(&mut t, true, &k.extra().arena)?;
+        // The buffer stays where it is when the tensor moves into the list.
+        k.extra().temps.borrow_mut().push(t);
+        // SAFETY: the plugin's out-struct.
+        unsafe { write_view(&v, out) }
     }
 }
 
-pub(super) unsafe extern "C" fn set_output_foreign(
-    p: *mut OpforgeKernelCtx,
-    i: usize,
-    tensor: *const OpforgeForeignTensor,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let k = kctx(p)?;
-            k.check_output(i)?;
-            let f = read_struct(tensor)?;
-            let dtype = dtype_of(f.dtype)?;
-            let want = k.ctx().output_type(i).base();
-            if dtype != want || dtype == DataType::String {
-                return Err(Status::invalid_argument(format!(
-                    "{}: a foreign output {i} must be {want} (not a string), got {dtype}",
-                    k.def.op
-                )));
+host_fn! {
+    pub(super) fn attr(
+        p: *const OpforgeKernelCtx,
+        name: OpforgeStr,
+        value: *mut OpforgeAttrValue,
+    ) -> status,
+    with_kctx, |k, c| {
+        // SAFETY: the plugin's string and out-struct; the values are lent
+        // from the context's arena, which lives until compute returns.
+        unsafe { read_attr(c.op_def(), c.attrs(), &k.extra().arena, name, value) }
+    }
+}
+
+host_fn! {
+    pub(super) fn num_threads(p: *const OpforgeKernelCtx) -> u32 [1],
+    with_kctx, |_k, c| {
+        Ok(u32::try_from(c.thread_pool().num_threads().max(1)).unwrap_or(u32::MAX))
+    }
+}
+
+host_fn! {
+    pub(super) fn parallel_for(
+        p: *mut OpforgeKernelCtx,
+        total: u64,
+        cost_per_unit: u64,
+        work: OpforgeWorkFn,
+        user: *mut c_void,
+    ) -> status,
+    with_kctx, |k, c| {
+        let Some(work) = work else {
+            return Err(Status::invalid_argument(
+                "parallel_for: a NULL work function",
+            ));
+        };
+        let total = usize::try_from(total)
+            .map_err(|_| Status::invalid_argument("parallel_for: total does not fit in usize"))?;
+        let cost = usize::try_from(cost_per_unit).unwrap_or(usize::MAX);
+        let first: Mutex<Option<(OpforgeCode, String)>> = Mutex::new(None);
+        let failed = AtomicBool::new(false);
+        let user = SendPtr(user);
+        // The work functions run with no context of this thread's current
+        // (this host function holds it; on the pool's threads there is
+        // none): a kernel-context call from them is refused (R9).
+        let body = |b: usize, e: usize| {
+            if failed.load(Ordering::Relaxed) {
+                return;
             }
-            let dims = slice(f.dims, f.rank as usize, "dims")?;
-            let shape = TensorShape::new(dims)?;
-            if !f.strides.is_null() {
-                let strides = slice(f.strides, f.rank as usize, "strides")?;
-                if strides != row_major_strides(dims).as_slice() {
-                    return Err(Status::unimplemented(format!(
-                        "{}: foreign output {i} has strides {strides:?}; this host takes \
-                         row-major memory only (pass NULL strides)",
-                        k.def.op
-                    )));
+            let mut st = HostStatus::default();
+            // SAFETY: the plugin's work function with its user pointer,
+            // which R9 allows on any thread; `st` lives across the call.
+            let code = unsafe { work(b as u64, e as u64, user.get(), st.as_ptr()) };
+            if code != OPFORGE_OK {
+                failed.store(true, Ordering::Relaxed);
+                let mut f = first
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if f.is_none() {
+                    *f = Some((code, st.message));
                 }
             }
-            let need = shape.num_elements() * dtype.size();
-            if (f.byte_len as usize) < need {
-                return Err(Status::invalid_argument(format!(
-                    "{}: foreign output {i} has {} bytes, its shape needs {need}",
-                    k.def.op, f.byte_len
-                )));
+        };
+        let pool = c.thread_pool();
+        if k.def.flags & OPFORGE_KERNEL_PARALLEL_ISOLATED != 0 {
+            pool.shard_isolated(total, cost, body);
+        } else {
+            pool.shard(total, cost, body);
+        }
+        match first
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
+            None => Ok(()),
+            Some((code, message)) => {
+                let st = HostStatus {
+                    code,
+                    message,
+                    flags: 0,
+                };
+                Err(callback_error(
+                    &k.def.lib.label(),
+                    &format!("a parallel_for shard of op '{}'", k.def.op),
+                    code,
+                    &st,
+                ))
             }
-            let Some(release) = f.release else {
-                return Err(Status::invalid_argument(format!(
-                    "{}: a foreign output needs a release callback",
-                    k.def.op
-                )));
-            };
-            let ptr = match NonNull::new(f.data.cast::<u8>()) {
-                Some(p) if (p.as_ptr() as usize) % dtype.size().max(1) == 0 => p,
-                _ if need == 0 => NonNull::<u64>::dangling().cast(),
-                _ => {
-                    return Err(Status::invalid_argument(format!(
-                        "{}: foreign output {i}: NULL or misaligned data",
-                        k.def.op
-                    )));
-                }
-            };
-            // The release runs only once the tensor took ownership: if
-            // making the tensor fails, the plugin still owns the memory.
-            let armed = Arc::new(AtomicBool::new(false));
-            let armed2 = armed.clone();
-            let lib = k.def.lib.clone();
-            let (data, user) = (SendPtr(f.data), SendPtr(f.release_user));
-            let buffer =
-                Buffer::from_foreign(ptr, f.byte_len as usize, Location::Host, move || {
-                    if armed2.load(Ordering::Acquire) {
-                        // SAFETY: the plugin's release, exactly once (FnOnce),
-                        // while the library is still mapped (`lib` is held).
-                        guard((), || release(data.get(), user.get()));
-                        lib.foreign_released();
-                    }
-                    drop(lib);
-                });
-            let t = Tensor::from_buffer(dtype, dims, buffer)?;
-            k.def.lib.foreign_created();
-            armed.store(true, Ordering::Release);
-            k.retire_output(i);
-            k.ctx().set_output(i, t)
-        })
-    }
-}
-
-pub(super) unsafe extern "C" fn set_output_strings(
-    p: *mut OpforgeKernelCtx,
-    i: usize,
-    dims: *const i64,
-    rank: u32,
-    elements: *const OpforgeStr,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let k = kctx(p)?;
-            k.check_output(i)?;
-            if k.ctx().output_type(i).base() != DataType::String {
-                return Err(Status::invalid_argument(format!(
-                    "{}: output {i} is not a string output",
-                    k.def.op
-                )));
-            }
-            let shape = shape_of(dims, rank)?;
-            let elems = slice(elements, shape.num_elements(), "elements")?;
-            let mut v = Vec::with_capacity(elems.len());
-            for e in elems {
-                v.push(bytes(*e, "string element")?.to_vec());
-            }
-            let t = Tensor::from_strings(shape.dims(), v)?;
-            k.retire_output(i);
-            k.ctx().set_output(i, t)
-        })
-    }
-}
-
-pub(super) unsafe extern "C" fn allocate_temp(
-    p: *mut OpforgeKernelCtx,
-    dtype: OpforgeDType,
-    dims: *const i64,
-    rank: u32,
-    out: *mut OpforgeTensor,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let k = kctx(p)?;
-            let dtype = dtype_of(dtype)?;
-            if dtype == DataType::String {
-                return Err(Status::invalid_argument(
-                    "allocate_temp: string temporaries are not supported",
-                ));
-            }
-            let shape = shape_of(dims, rank)?;
-            let mut t = k.ctx().allocate_temp(dtype, shape)?;
-            let v = view(&mut t, true, &k.extra().arena)?;
-            // The buffer stays where it is when the tensor moves into the list.
-            k.extra().temps.borrow_mut().push(t);
-            write_view(&v, out)
-        })
-    }
-}
-
-pub(super) unsafe extern "C" fn attr(
-    p: *const OpforgeKernelCtx,
-    name: OpforgeStr,
-    value: *mut OpforgeAttrValue,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7); the ctx's arena lives until compute returns.
-    unsafe {
-        guard_status(status, || {
-            let k = kctx(p)?;
-            let c = k.ctx();
-            read_attr(c.op_def(), c.attrs(), &k.extra().arena, name, value)
-        })
-    }
-}
-
-pub(super) unsafe extern "C" fn num_threads(p: *const OpforgeKernelCtx) -> u32 {
-    guard(1, || {
-        // SAFETY: the plugin passes the context pointer the host gave this callback (R7); NULL is rejected.
-        unsafe { kctx(p) }.map_or(1, |k| {
-            u32::try_from(k.ctx().thread_pool().num_threads().max(1)).unwrap_or(u32::MAX)
-        })
-    })
-}
-
-pub(super) unsafe extern "C" fn parallel_for(
-    p: *mut OpforgeKernelCtx,
-    total: u64,
-    cost_per_unit: u64,
-    work: OpforgeWorkFn,
-    user: *mut c_void,
-    status: *mut OpforgeStatus,
-) -> OpforgeCode {
-    // SAFETY: plugin pointers (R7).
-    unsafe {
-        guard_status(status, || {
-            let k = kctx(p)?;
-            let Some(work) = work else {
-                return Err(Status::invalid_argument(
-                    "parallel_for: a NULL work function",
-                ));
-            };
-            let total = usize::try_from(total).map_err(|_| {
-                Status::invalid_argument("parallel_for: total does not fit in usize")
-            })?;
-            let cost = usize::try_from(cost_per_unit).unwrap_or(usize::MAX);
-            let first: Mutex<Option<(OpforgeCode, String)>> = Mutex::new(None);
-            let failed = AtomicBool::new(false);
-            let user = SendPtr(user);
-            let body = |b: usize, e: usize| {
-                if failed.load(Ordering::Relaxed) {
-                    return;
-                }
-                let mut st = HostStatus::default();
-                // SAFETY: the plugin's work function with its user pointer,
-                // which R9 allows on any thread; `st` lives across the call.
-                let code = work(b as u64, e as u64, user.get(), st.as_ptr());
-                if code != OPFORGE_OK {
-                    failed.store(true, Ordering::Relaxed);
-                    let mut f = first
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if f.is_none() {
-                        *f = Some((code, st.message));
-                    }
-                }
-            };
-            let pool = k.ctx().thread_pool();
-            if k.def.flags & OPFORGE_KERNEL_PARALLEL_ISOLATED != 0 {
-                pool.shard_isolated(total, cost, body);
-            } else {
-                pool.shard(total, cost, body);
-            }
-            match first
-                .into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-            {
-                None => Ok(()),
-                Some((code, message)) => {
-                    let st = HostStatus {
-                        code,
-                        message,
-                        flags: 0,
-                    };
-                    Err(callback_error(
-                        &k.def.lib.label(),
-                        &format!("a parallel_for shard of op '{}'", k.def.op),
-                        code,
-                        &st,
-                    ))
-                }
-            }
-        })
+        }
     }
 }

@@ -24,18 +24,27 @@
 //! `bytes_mut` takes `Arc::get_mut`'s locked compare-exchange, which alone
 //! cost a plugin call about 5 ns.
 
+//!
+//! The files: this one holds the registered kernel and its instances
+//! (create, compute, destroy); `context` the contexts lent to create and
+//! compute and the views made through them; `views` the 1.1 entry; `api`
+//! the kernel table's functions.
+
 use crate::host::*;
 use crate::library::LibInner;
+use context::{KernelCtx, KernelInit, SlotStorage};
 use opforge_abi::*;
 use opforge_core::kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
-use opforge_core::tensor::{Buffer, Location};
-use opforge_core::{DataType, Result, Status, Tensor, TensorShape};
-use std::cell::{Cell, RefCell, UnsafeCell};
+use opforge_core::{DataType, Result, Status, Tensor};
+use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+
+mod api;
+mod context;
+mod views;
 
 /// A registered plugin kernel: its callbacks and the library that holds them.
 pub(crate) struct PluginKernelDef {
@@ -71,24 +80,16 @@ impl PluginKernelDef {
     /// values live in (until destroy).
     fn create_state(&self, c: &OpKernelConstruction<'_>) -> Result<(SendPtr, Arena)> {
         let arena = Arena::default();
-        let init = KernelInit {
-            c: (c as *const OpKernelConstruction<'_>).cast(),
-            arena: &arena,
-        };
+        let init = KernelInit { c, arena: &arena };
         let mut state: *mut c_void = self.user.0;
         if let Some(create) = self.create {
             let mut status = HostStatus::default();
+            let lent = init.lend();
             // SAFETY: `create` is the plugin's callback with the header's
-            // signature; `init` and `status` live across the call; `state`
-            // is a valid out-pointer.
-            let code = unsafe {
-                create(
-                    (&init as *const KernelInit).cast(),
-                    self.user.0,
-                    &mut state,
-                    status.as_ptr(),
-                )
-            };
+            // signature; `init` (lent until the call returns) and `status`
+            // live across the call; `state` is a valid out-pointer.
+            let code = unsafe { create(lent.ptr(), self.user.0, &mut state, status.as_ptr()) };
+            drop(lent);
             if code != OPFORGE_OK {
                 return Err(callback_error(
                     &self.lib.label(),
@@ -267,191 +268,6 @@ impl PluginKernel {
     }
 }
 
-/// The plugin's 1.1 compute entry.
-type ComputeViewsFn = unsafe extern "C" fn(
-    *mut c_void,
-    *mut OpforgeKernelCtx,
-    *const OpforgeKernelViews,
-    *mut OpforgeStatus,
-) -> OpforgeCode;
-
-impl PluginKernel {
-    /// The 1.1 entry: makes every input's view and sets every declared
-    /// output (see the module's documentation), then calls `f`. An error
-    /// here (an allocation) is the host's own, before any plugin code runs.
-    ///
-    /// The arrays live on the stack when the node has at most
-    /// [`INLINE_ARGS`] inputs and outputs (the common case, kept free of
-    /// any heap bookkeeping); larger nodes take [`run_views_large`](Self::run_views_large).
-    #[inline]
-    fn run_views(
-        &self,
-        f: ComputeViewsFn,
-        state: SendPtr,
-        k: &KernelCtx<'_>,
-        status: &mut HostStatus,
-    ) -> Result<OpforgeCode> {
-        let (ni, no) = (k.ctx().num_inputs(), k.ctx().num_outputs());
-        if ni > INLINE_ARGS || no > INLINE_ARGS {
-            return self.run_views_large(f, state, k, status);
-        }
-        // Written before they are read; only the first `ni`/`no` elements
-        // are used.
-        let mut ins = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
-        let mut outs = [const { MaybeUninit::<OpforgeTensor>::uninit() }; INLINE_ARGS];
-        let mut from = [OPFORGE_NOT_FORWARDED; INLINE_ARGS];
-        self.fill_views(k, &mut ins[..ni], &mut outs[..no], &mut from[..no])?;
-        // SAFETY: the first `ni`/`no` elements of the arrays were written
-        // by `fill_views`; see `call_views`.
-        Ok(unsafe { self.call_views(f, state, k, status, &ins[..ni], &outs[..no], &from[..no]) })
-    }
-
-    /// [`run_views`](Self::run_views) for a node with more than
-    /// [`INLINE_ARGS`] inputs or outputs: the arrays on the heap.
-    #[cold]
-    #[inline(never)]
-    fn run_views_large(
-        &self,
-        f: ComputeViewsFn,
-        state: SendPtr,
-        k: &KernelCtx<'_>,
-        status: &mut HostStatus,
-    ) -> Result<OpforgeCode> {
-        let (ni, no) = (k.ctx().num_inputs(), k.ctx().num_outputs());
-        let mut ins = vec![MaybeUninit::<OpforgeTensor>::uninit(); ni];
-        let mut outs = vec![MaybeUninit::<OpforgeTensor>::uninit(); no];
-        let mut from = vec![OPFORGE_NOT_FORWARDED; no];
-        self.fill_views(k, &mut ins, &mut outs, &mut from)?;
-        // SAFETY: every element of the arrays was written by `fill_views`;
-        // see `call_views`.
-        Ok(unsafe { self.call_views(f, state, k, status, &ins, &outs, &from) })
-    }
-
-    /// Writes every input's view into `ins`, sets every declared output and
-    /// writes every output's view into `outs` (the unset view for an
-    /// undeclared one), and the input each output took over into `from`
-    /// (which starts all `OPFORGE_NOT_FORWARDED`).
-    #[inline(always)]
-    fn fill_views(
-        &self,
-        k: &KernelCtx<'_>,
-        ins: &mut [MaybeUninit<OpforgeTensor>],
-        outs: &mut [MaybeUninit<OpforgeTensor>],
-        from: &mut [i64],
-    ) -> Result<()> {
-        for (i, v) in ins.iter_mut().enumerate() {
-            k.write_input_view(i, v);
-        }
-        let no = outs.len();
-        // The outputs not declared get the unset view (declared ones are
-        // written below; their indices are below 64 unless `no` is large).
-        // Skipped when every output is declared (the elementwise case).
-        if no > 64 || self.def.declared_mask != low_bits(no) {
-            let declared = if no <= 64 { self.def.declared_mask } else { 0 };
-            for (o, v) in outs.iter_mut().enumerate() {
-                if o >= 64 || declared & (1 << o) == 0 {
-                    v.write(OpforgeTensor {
-                        dtype: k.ctx().output_type(o).base() as i32,
-                        ..OpforgeTensor::new()
-                    });
-                }
-            }
-        }
-        for l in self.def.output_like.iter() {
-            // In range and allocatable: checked for this node's signature
-            // when the instance was made.
-            let (o, j) = (l.output, l.input);
-            // SAFETY: every element of `ins` was written above.
-            let like = unsafe { ins[j].assume_init_ref() };
-            let forwarded = if k.moved(j) {
-                // Forwarded to an earlier declared output: its dims are in
-                // its view.
-                // SAFETY: `like` is a view this host made during this
-                // compute (its dims live in the context's slots or arena).
-                let dims = unsafe { dims_of_view(like) };
-                k.ctx().allocate_output(o, TensorShape::new(dims)?)?;
-                None
-            } else if l.forward {
-                k.ctx().forward_input_or_allocate_output_like(&[j], o, j)?
-            } else {
-                let shape = k.ctx().input(j).shape().clone();
-                k.ctx().allocate_output(o, shape)?;
-                None
-            };
-            if let Some(j) = forwarded {
-                k.set_moved(j);
-                from[o] = j as i64;
-            }
-            k.write_declared_output_view(o, like, &mut outs[o])?;
-        }
-        Ok(())
-    }
-
-    /// Calls the plugin's compute_views with the arrays.
-    ///
-    /// # Safety
-    /// Every element of `ins`, `outs` and `from` is initialised (written by
-    /// [`fill_views`](Self::fill_views) for this compute), and `state` is
-    /// the state the caller runs the kernel with.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn call_views(
-        &self,
-        f: ComputeViewsFn,
-        state: SendPtr,
-        k: &KernelCtx<'_>,
-        status: &mut HostStatus,
-        ins: &[MaybeUninit<OpforgeTensor>],
-        outs: &[MaybeUninit<OpforgeTensor>],
-        from: &[i64],
-    ) -> OpforgeCode {
-        let views = OpforgeKernelViews {
-            inputs: ins.as_ptr().cast(),
-            num_inputs: ins.len(),
-            outputs: outs.as_ptr().cast(),
-            num_outputs: outs.len(),
-            forwarded_from: from.as_ptr(),
-            ..OpforgeKernelViews::new()
-        };
-        // SAFETY: `f` is the plugin's compute_views; the state is the one
-        // its create made, kept from destroy until the instance is dropped
-        // (its first state) or by the caller's read lock (a later one);
-        // `k`, `status`, `views` and the arrays it points to (every element
-        // written, the caller says) live across the call.
-        unsafe {
-            f(
-                state.0,
-                (k as *const KernelCtx).cast_mut().cast(),
-                &views,
-                status.as_ptr(),
-            )
-        }
-    }
-}
-
-/// The mask of the outputs `0..n` (all 64 bits from 64 on).
-#[inline(always)]
-fn low_bits(n: usize) -> u64 {
-    if n >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << n) - 1
-    }
-}
-
-/// The dims of a view the host made (`rank` of them, or none).
-///
-/// # Safety
-/// `v` is a view made by this host during the running compute: its dims
-/// live in the context's slots or arena.
-unsafe fn dims_of_view(v: &OpforgeTensor) -> &[i64] {
-    if v.rank == 0 || v.dims.is_null() {
-        return &[];
-    }
-    // SAFETY: the host wrote `rank` dims there (caller).
-    unsafe { std::slice::from_raw_parts(v.dims, v.rank as usize) }
-}
-
 impl OpKernel for PluginKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let _serial = self
@@ -462,7 +278,7 @@ impl OpKernel for PluginKernel {
             UnsafeCell::new(MaybeUninit::uninit()),
             UnsafeCell::new(MaybeUninit::uninit()),
         ];
-        let k = KernelCtx::new((ctx as *mut OpKernelContext<'_>).cast(), &self.def, &slots);
+        let k = KernelCtx::new(&self.def, &slots);
         let mut status = HostStatus::default();
         // Acquire: a compute that sees the flag sees the lock held or the
         // new state (see `evict`).
@@ -492,18 +308,16 @@ impl OpKernel for PluginKernel {
             }
         };
         let code = match (self.def.compute_views, self.def.compute) {
-            (Some(f), _) => self.run_views(f, state, &k, &mut status)?,
-            // SAFETY: `compute` is the plugin's callback; the state is the
-            // one its create made, kept from destroy until the instance is
-            // dropped (`first`) or by the read lock; `k` and `status` live
-            // across the call.
-            (None, Some(f)) => unsafe {
-                f(
-                    state.0,
-                    (&k as *const KernelCtx).cast_mut().cast(),
-                    status.as_ptr(),
-                )
-            },
+            (Some(f), _) => self.run_views(f, state, &k, ctx, &mut status)?,
+            (None, Some(f)) => {
+                let lent = k.lend(ctx);
+                // SAFETY: `compute` is the plugin's callback; the state is
+                // the one its create made, kept from destroy until the
+                // instance is dropped (`first`) or by the read lock; `k`
+                // (lent until the call returns) and `status` live across
+                // the call.
+                unsafe { f(state.0, lent.ptr(), status.as_ptr()) }
+            }
             (None, None) => {
                 return Err(Status::internal(format!(
                     "the kernel of op '{}' has no compute entry (registration lets none through)",
@@ -549,563 +363,9 @@ impl Drop for PluginKernel {
     }
 }
 
-/// What `OpforgeKernelInit*` points to.
-struct KernelInit {
-    c: *const OpKernelConstruction<'static>,
-    arena: *const Arena,
-}
-
-/// What `OpforgeKernelCtx*` points to: made on the stack of each compute.
-/// It belongs to the compute's thread (R9: parallel_for workers never call
-/// context functions), so its state is in `Cell`s, not behind locks, and the
-/// common case allocates nothing: the dims and strides of the views of the
-/// first [`INLINE_ARGS`] inputs and outputs of rank up to [`INLINE_RANK`]
-/// are written once per compute into inline slots that stay put (the
-/// context does not move during the call); the arena takes the rest. A view
-/// itself is rebuilt from its tensor when asked for (a few loads): caching
-/// it would cost more in copies than building it.
-struct KernelCtx<'a> {
-    ctx: *mut OpKernelContext<'static>,
-    def: &'a PluginKernelDef,
-    /// What most computes never need, made on first use (see [`Extra`]).
-    extra: std::cell::OnceCell<Box<Extra>>,
-    /// Bit `i`: input `i` (< 64) was forwarded to an output (its view is dead).
-    moved: Cell<u64>,
-    inputs: ShapeSlots<'a>,
-    outputs: ShapeSlots<'a>,
-}
-
-/// The parts of a [`KernelCtx`] that a compute needs only off the common
-/// path, boxed on first use: making and dropping the context then costs a
-/// few stores and one check.
-#[derive(Default)]
-struct Extra {
-    /// What has no slot: string tables, attr values, temporaries' and
-    /// other views' dims and strides.
-    arena: Arena,
-    /// Temporaries and retired outputs: freed when compute returns.
-    temps: RefCell<Vec<Tensor>>,
-    /// Forwarded inputs from index 64 on.
-    moved_hi: RefCell<Vec<usize>>,
-}
-
-/// Arguments per direction whose dims and strides live in inline slots.
-const INLINE_ARGS: usize = 4;
-/// The largest rank whose dims and strides fit in a slot.
-const INLINE_RANK: usize = 6;
-
-/// The dims and strides of a view built in this compute.
-#[derive(Clone, Copy)]
-struct SlotData {
-    dims: [i64; INLINE_RANK],
-    strides: [i64; INLINE_RANK],
-}
-
-/// Nothing stored yet.
-const SLOT_EMPTY: u8 = 0;
-/// Holds the dims and strides of the argument's current tensor.
-const SLOT_CURRENT: u8 = 1;
-/// Holds those of an earlier tensor of the (output) argument, lent in a
-/// view: they must stay valid until compute returns (R7), so the slot is
-/// never written again.
-const SLOT_SPENT: u8 = 2;
-
-/// The inline dims and strides of the first [`INLINE_ARGS`] arguments of
-/// one direction (see [`KernelCtx`]). The storage is left uninitialised
-/// until a slot is filled, so making a context costs a few byte stores.
-struct ShapeSlots<'a> {
-    state: [Cell<u8>; INLINE_ARGS],
-    data: &'a SlotStorage,
-}
-
-/// The storage of [`ShapeSlots`]: a separate local of the compute, so that
-/// making the context does not zero it (an uninitialised field inside a
-/// larger value is memset).
-type SlotStorage = UnsafeCell<MaybeUninit<[SlotData; INLINE_ARGS]>>;
-
-impl<'a> ShapeSlots<'a> {
-    fn new(data: &'a SlotStorage) -> ShapeSlots<'a> {
-        ShapeSlots {
-            state: [const { Cell::new(SLOT_EMPTY) }; INLINE_ARGS],
-            data,
-        }
-    }
-
-    /// The dims and row-major strides of argument `i`'s current tensor,
-    /// whose dims are `dims`, in slot `i` (written on first use), or
-    /// `None` if no slot can take them (`i` too large, the slot spent, or a
-    /// rank above [`INLINE_RANK`]). NULL pointers for a scalar.
-    #[inline]
-    fn shape(&self, i: usize, dims: &[i64]) -> Option<(*const i64, *const i64)> {
-        let state = self.state.get(i)?;
-        if dims.is_empty() {
-            return Some((std::ptr::null(), std::ptr::null()));
-        }
-        // In bounds: `i < INLINE_ARGS` (its state exists).
-        let slot = self.data.get().cast::<SlotData>().wrapping_add(i);
-        // SAFETY: `slot` is in bounds; taking field addresses reads nothing.
-        let (d, st) = unsafe {
-            (
-                (&raw mut (*slot).dims).cast::<i64>(),
-                (&raw mut (*slot).strides).cast::<i64>(),
-            )
-        };
-        match state.get() {
-            SLOT_CURRENT => {}
-            SLOT_EMPTY if dims.len() <= INLINE_RANK => {
-                // SAFETY: an EMPTY slot was never lent, so no pointer into
-                // it is in use; its (uninitialised) arrays are written
-                // through raw pointers within bounds (`dims.len() <=
-                // INLINE_RANK`) before anything reads them; one thread uses
-                // the context (R9).
-                unsafe {
-                    let mut stride = 1i64;
-                    for j in (0..dims.len()).rev() {
-                        d.add(j).write(dims[j]);
-                        st.add(j).write(stride);
-                        stride = stride.saturating_mul(dims[j].max(1));
-                    }
-                }
-                state.set(SLOT_CURRENT);
-            }
-            _ => return None,
-        }
-        Some((d, st))
-    }
-
-    /// Argument `i`'s tensor is replaced: the dims lent stay where they are.
-    fn retire(&self, i: usize) {
-        if let Some(state) = self.state.get(i) {
-            if state.get() == SLOT_CURRENT {
-                state.set(SLOT_SPENT);
-            }
-        }
-    }
-}
-
-/// # Safety
-/// `p` is the `OpforgeKernelInit*` the host passed to create (R7).
-unsafe fn init<'a>(
-    p: *const OpforgeKernelInit,
-) -> Result<(&'a OpKernelConstruction<'a>, &'a Arena)> {
-    if p.is_null() {
-        return Err(Status::invalid_argument("a NULL OpforgeKernelInit"));
-    }
-    // SAFETY: a non-null init is the KernelInit the host made for this
-    // create call, alive during it (R7).
-    let i = unsafe { &*p.cast::<KernelInit>() };
-    // SAFETY: both point to values that live across the create call.
-    Ok(unsafe { (&*i.c.cast(), &*i.arena) })
-}
-
-/// # Safety
-/// `p` is the `OpforgeKernelCtx*` the host passed to compute (R7).
-#[inline]
-unsafe fn kctx<'a>(p: *const OpforgeKernelCtx) -> Result<&'a KernelCtx<'a>> {
-    if p.is_null() {
-        return Err(Status::invalid_argument("a NULL OpforgeKernelCtx"));
-    }
-    // SAFETY: a non-null ctx is the KernelCtx the host made for this compute.
-    Ok(unsafe { &*p.cast::<KernelCtx>() })
-}
-
-impl<'a> KernelCtx<'a> {
-    #[allow(clippy::mut_from_ref)]
-    fn ctx(&self) -> &mut OpKernelContext<'static> {
-        // SAFETY: the OpKernelContext outlives the compute call this
-        // KernelCtx exists for, and the plugin calls context functions only
-        // from the compute's thread (R9), one at a time, so no two
-        // references are used at once.
-        unsafe { &mut *self.ctx }
-    }
-
-    /// The context's [`Extra`], made on first use.
-    fn extra(&self) -> &Extra {
-        self.extra.get_or_init(Box::default)
-    }
-
-    fn new(
-        ctx: *mut OpKernelContext<'static>,
-        def: &'a PluginKernelDef,
-        slots: &'a [SlotStorage; 2],
-    ) -> KernelCtx<'a> {
-        KernelCtx {
-            ctx,
-            def,
-            extra: std::cell::OnceCell::new(),
-            moved: Cell::new(0),
-            inputs: ShapeSlots::new(&slots[0]),
-            outputs: ShapeSlots::new(&slots[1]),
-        }
-    }
-
-    #[inline]
-    fn check_input(&self, i: usize) -> Result<()> {
-        let n = self.ctx().num_inputs();
-        if i >= n {
-            return Err(Status::invalid_argument(format!(
-                "{}: input index {i} is out of range (the node has {n} inputs)",
-                self.def.op
-            )));
-        }
-        Ok(())
-    }
-
-    #[inline]
-    fn check_output(&self, i: usize) -> Result<()> {
-        let n = self.ctx().num_outputs();
-        if i >= n {
-            return Err(Status::invalid_argument(format!(
-                "{}: output index {i} is out of range (the node has {n} outputs)",
-                self.def.op
-            )));
-        }
-        Ok(())
-    }
-
-    /// Keeps output `i`'s current tensor (if any) alive until compute
-    /// returns, before the output is set again: views of it stay valid (R7).
-    fn retire_output(&self, i: usize) {
-        self.outputs.retire(i);
-        if let Some(old) = self.ctx().output(i).cloned() {
-            self.extra().temps.borrow_mut().push(old);
-        }
-    }
-
-    #[inline]
-    fn moved(&self, i: usize) -> bool {
-        if i < 64 {
-            self.moved.get() & (1u64 << i) != 0
-        } else {
-            self.extra().moved_hi.borrow().contains(&i)
-        }
-    }
-
-    fn set_moved(&self, i: usize) {
-        if i < 64 {
-            self.moved.set(self.moved.get() | (1u64 << i));
-        } else {
-            self.extra().moved_hi.borrow_mut().push(i);
-        }
-    }
-
-    /// Writes the view of input `i` into `dst`, for the views entry: what
-    /// [`input_view`](Self::input_view) gives, built in place; an input the
-    /// host cannot lend (a resource or variant tensor) gets a bare view
-    /// (dtype and dims, NULL data, flags 0), and `input` says why when
-    /// asked.
-    #[inline(always)]
-    fn write_input_view(&self, i: usize, dst: &mut MaybeUninit<OpforgeTensor>) {
-        let t = &self.ctx().inputs()[i];
-        match dense_bytes(t) {
-            Some(data) => {
-                let (dims, strides) = self.input_shape(i, t);
-                dst.write(dense_view(t, data, dims, strides));
-            }
-            None => {
-                dst.write(
-                    self.input_view(i)
-                        .unwrap_or_else(|_| self.bare_input_view(i)),
-                );
-            }
-        }
-    }
-
-    #[cold]
-    fn bare_input_view(&self, i: usize) -> OpforgeTensor {
-        let t = &self.ctx().inputs()[i];
-        let mut v = OpforgeTensor::new();
-        v.dtype = t.dtype() as i32;
-        v.rank = u32::try_from(t.rank()).unwrap_or(u32::MAX);
-        v.num_elements = t.num_elements() as i64;
-        with_arena_shape(v, t.dims(), &self.extra().arena)
-    }
-
-    /// Input `i`'s dims and strides, lent until compute returns.
-    #[inline(always)]
-    fn input_shape(&self, i: usize, t: &Tensor) -> (*const i64, *const i64) {
-        self.inputs
-            .shape(i, t.dims())
-            .unwrap_or_else(|| arena_shape(t.dims(), &self.extra().arena))
-    }
-
-    /// Output `i`'s dims and strides, lent until compute returns.
-    #[inline(always)]
-    fn output_shape(&self, i: usize, dims: &[i64]) -> (*const i64, *const i64) {
-        self.outputs
-            .shape(i, dims)
-            .unwrap_or_else(|| arena_shape(dims, &self.extra().arena))
-    }
-
-    /// The read-only view of input `i` (checked, not moved).
-    #[inline]
-    fn input_view(&self, i: usize) -> Result<OpforgeTensor> {
-        let t = &self.ctx().inputs()[i];
-        match dense_bytes(t) {
-            Some(data) => {
-                let (dims, strides) = self.input_shape(i, t);
-                Ok(dense_view(t, data, dims, strides))
-            }
-            None => {
-                let v = view_body(t, &self.extra().arena)?;
-                let (dims, strides) = self.input_shape(i, t);
-                Ok(OpforgeTensor { dims, strides, ..v })
-            }
-        }
-    }
-
-    /// The view of output `i`'s current tensor (checked, set): writable
-    /// unless it is shared.
-    #[inline]
-    fn output_view(&self, i: usize) -> Result<OpforgeTensor> {
-        let t = self.ctx().output_mut(i)?;
-        let (dims, strides) = self.output_shape(i, t.dims());
-        if !special_dtype(t.dtype()) {
-            let (dtype, rank, n) = (t.dtype(), t.rank(), t.num_elements());
-            if let Some((data, len)) = t.host_data_mut() {
-                return Ok(view_of_parts(
-                    dtype, rank, n, data, len, true, dims, strides,
-                ));
-            }
-            // Shared: read-only (below).
-        }
-        let v = view_body(t, &self.extra().arena)?;
-        Ok(OpforgeTensor { dims, strides, ..v })
-    }
-
-    /// The view of declared output `o`, just set with the dims of the
-    /// input whose view (made in this compute) is `like`, written into
-    /// `dst` (the views entry's array). The output lends `like`'s dims and
-    /// strides, which live until compute returns and are never rewritten
-    /// (an input's slot is written once per compute), so they are not
-    /// computed twice; anything but a dense host tensor the host may write
-    /// takes [`output_view`](Self::output_view).
-    #[inline(always)]
-    fn write_declared_output_view(
-        &self,
-        o: usize,
-        like: &OpforgeTensor,
-        dst: &mut MaybeUninit<OpforgeTensor>,
-    ) -> Result<()> {
-        let t = self.ctx().output_mut(o)?;
-        debug_assert_eq!(
-            // SAFETY: `like` is a view this host made in this compute.
-            unsafe { dims_of_view(like) },
-            t.dims(),
-            "a declared output has its input's dims"
-        );
-        let dtype = t.dtype();
-        if !special_dtype(dtype) {
-            if let Some((data, len)) = t.host_data_mut() {
-                dst.write(OpforgeTensor {
-                    struct_size: size_of::<OpforgeTensor>(),
-                    dtype: dtype as i32,
-                    rank: like.rank,
-                    dims: like.dims,
-                    strides: like.strides,
-                    data: data.cast(),
-                    byte_len: len as u64,
-                    num_elements: like.num_elements,
-                    flags: OPFORGE_TENSOR_CONTIGUOUS
-                        | OPFORGE_TENSOR_HOST_MEMORY
-                        | OPFORGE_TENSOR_WRITABLE,
-                });
-                return Ok(());
-            }
-        }
-        self.write_output_view_slow(o, dst)
-    }
-
-    /// [`output_view`](Self::output_view) written into `dst`.
-    #[cold]
-    #[inline(never)]
-    fn write_output_view_slow(&self, o: usize, dst: &mut MaybeUninit<OpforgeTensor>) -> Result<()> {
-        dst.write(self.output_view(o)?);
-        Ok(())
-    }
-}
-
-/// String, resource and variant tensors: no raw bytes to lend.
-#[inline(always)]
-fn special_dtype(d: DataType) -> bool {
-    matches!(d, DataType::String | DataType::Resource | DataType::Variant)
-}
-
-/// Where the bytes of a dense host tensor are (address and length),
-/// `None` for anything else (strings, resources, variants, device memory,
-/// a taken input: the slow path says what to do).
-#[inline(always)]
-fn dense_bytes(t: &Tensor) -> Option<(*const u8, usize)> {
-    if special_dtype(t.dtype()) {
-        return None;
-    }
-    t.host_data()
-}
-
-/// The read-only view of a dense host tensor `t` whose bytes are `data`
-/// ([`dense_bytes`]).
-#[inline(always)]
-fn dense_view(
-    t: &Tensor,
-    (data, len): (*const u8, usize),
-    dims: *const i64,
-    strides: *const i64,
-) -> OpforgeTensor {
-    view_of_parts(
-        t.dtype(),
-        t.rank(),
-        t.num_elements(),
-        data.cast_mut(),
-        len,
-        false,
-        dims,
-        strides,
-    )
-}
-
-/// The view of a dense host tensor (read-only unless `writable`), built in
-/// one piece: no field-by-field stores that the copy to its destination
-/// would then stall on. `data` holds `len` bytes.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn view_of_parts(
-    dtype: DataType,
-    rank: usize,
-    num_elements: usize,
-    data: *mut u8,
-    len: usize,
-    writable: bool,
-    dims: *const i64,
-    strides: *const i64,
-) -> OpforgeTensor {
-    OpforgeTensor {
-        struct_size: size_of::<OpforgeTensor>(),
-        dtype: dtype as i32,
-        rank: u32::try_from(rank).unwrap_or(u32::MAX),
-        dims,
-        strides,
-        data: data.cast(),
-        byte_len: len as u64,
-        num_elements: num_elements as i64,
-        flags: OPFORGE_TENSOR_CONTIGUOUS
-            | OPFORGE_TENSOR_HOST_MEMORY
-            | if writable { OPFORGE_TENSOR_WRITABLE } else { 0 },
-    }
-}
-
-/// `dims` and their row-major strides copied into `arena`.
-fn arena_shape(dims: &[i64], arena: &Arena) -> (*const i64, *const i64) {
-    (arena.i64s(dims), arena.i64s(&row_major_strides(dims)))
-}
-
-/// A view of `t` lent to the plugin, its dims and strides in `arena`.
-fn view(t: &mut Tensor, writable: bool, arena: &Arena) -> Result<OpforgeTensor> {
-    let v = view_body_mut(t, writable, arena)?;
-    Ok(with_arena_shape(v, t.dims(), arena))
-}
-
-/// `v` with `dims` and their row-major strides copied into `arena`.
-fn with_arena_shape(mut v: OpforgeTensor, dims: &[i64], arena: &Arena) -> OpforgeTensor {
-    v.dims = arena.i64s(dims);
-    v.strides = arena.i64s(&row_major_strides(dims));
-    v
-}
-
-/// A view of `t` without dims and strides; writable when `writable` and
-/// `t` is not shared.
-#[inline(always)]
-fn view_body_mut(t: &mut Tensor, writable: bool, arena: &Arena) -> Result<OpforgeTensor> {
-    if writable
-        && !matches!(
-            t.dtype(),
-            DataType::String | DataType::Resource | DataType::Variant
-        )
-    {
-        // A shared output gets a read-only view (below).
-        let (num_elements, rank) = (t.num_elements() as i64, t.rank());
-        let dtype = t.dtype() as i32;
-        if let Ok(b) = t.bytes_mut() {
-            let mut v = OpforgeTensor::new();
-            v.dtype = dtype;
-            v.rank = u32::try_from(rank).unwrap_or(u32::MAX);
-            v.num_elements = num_elements;
-            v.flags =
-                OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY | OPFORGE_TENSOR_WRITABLE;
-            v.byte_len = b.len() as u64;
-            v.data = b.as_mut_ptr().cast();
-            return Ok(v);
-        }
-    }
-    view_body(t, arena)
-}
-
-/// A read-only view of `t` without dims and strides.
-#[inline(always)]
-fn view_body(t: &Tensor, arena: &Arena) -> Result<OpforgeTensor> {
-    let dtype = t.dtype();
-    if matches!(
-        dtype,
-        DataType::String | DataType::Resource | DataType::Variant
-    ) {
-        return view_body_special(t, arena);
-    }
-    let mut v = OpforgeTensor::new();
-    v.dtype = dtype as i32;
-    v.rank = u32::try_from(t.rank()).unwrap_or(u32::MAX);
-    v.num_elements = t.num_elements() as i64;
-    v.flags = OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY;
-    let b = t.bytes()?;
-    v.byte_len = b.len() as u64;
-    v.data = b.as_ptr().cast_mut().cast();
-    Ok(v)
-}
-
-/// [`view_body`] of a string tensor (a string table in `arena`), or the
-/// error for resource and variant tensors.
-#[cold]
-fn view_body_special(t: &Tensor, arena: &Arena) -> Result<OpforgeTensor> {
-    if t.dtype() != DataType::String {
-        return Err(Status::unimplemented(format!(
-            "{} tensors are not readable through the 1.0 ABI",
-            t.dtype()
-        )));
-    }
-    let mut v = OpforgeTensor::new();
-    v.dtype = t.dtype() as i32;
-    v.rank = u32::try_from(t.rank()).unwrap_or(u32::MAX);
-    v.num_elements = t.num_elements() as i64;
-    v.flags = OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY;
-    let strs: Vec<OpforgeStr> = t.strings()?.iter().map(|s| arena.str(s)).collect();
-    v.byte_len = (strs.len() * size_of::<OpforgeStr>()) as u64;
-    v.data = arena.strs(strs).cast_mut().cast();
-    Ok(v)
-}
-
-/// A host string lent as is (EMPTY when empty, as the arena lends it).
-fn lend_str(s: &str) -> OpforgeStr {
-    if s.is_empty() {
-        OpforgeStr::EMPTY
-    } else {
-        OpforgeStr::from_text(s)
-    }
-}
-
-fn shape_of(dims: *const i64, rank: u32) -> Result<TensorShape> {
-    // SAFETY: the plugin passes `rank` dims (header).
-    let dims = unsafe { slice(dims, rank as usize, "dims")? };
-    TensorShape::new(dims)
-}
-
-fn dtype_of(d: OpforgeDType) -> Result<DataType> {
-    DataType::from_i32(d)
-        .filter(|d| !d.is_ref())
-        .ok_or_else(|| {
-            Status::invalid_argument(format!("{d} is not a dtype number this host knows"))
-        })
-}
-
-mod api;
+pub(crate) use api::write_arg_range;
 use api::*;
+use context::view;
 
 /// The kernel table every library shares.
 pub(crate) static KERNEL_API: OpforgeKernelApi = {
@@ -1141,7 +401,7 @@ pub(crate) static KERNEL_API: OpforgeKernelApi = {
     t
 };
 
-/// [`arg_range_of`] for the shape bridge.
+/// [`arg_range_of`] for the other bridges.
 pub(crate) fn arg_range_pub(
     op_def: &opforge_core::proto::OpDef,
     attrs: &opforge_core::attrs::AttrMap,

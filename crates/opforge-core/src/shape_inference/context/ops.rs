@@ -484,6 +484,57 @@ mod tests {
         InferenceContext::new(&OpDef::default(), "n", &AttrMap::new(), shapes, 1)
     }
 
+    /// The rank-cap error a context reports after a shape function made a
+    /// shape of rank `rank`.
+    fn rank_error(c: &InferenceContext, rank: usize) {
+        let e = c.check_accesses().unwrap_err();
+        assert_eq!(e.code(), crate::Code::InvalidArgument, "{e}");
+        assert!(
+            e.message()
+                .contains(&format!("a shape of rank {rank}; a shape has at most 254")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn every_shape_made_is_capped_at_254_dimensions() {
+        assert_eq!(MAX_RANK, 254);
+        // At the cap: fine.
+        let mut c = ctx(&[]);
+        let s = c.make_partial_shape(Some(&[1; MAX_RANK]));
+        assert_eq!(c.rank(s), Some(MAX_RANK));
+        c.check_accesses().unwrap();
+        // Above it, each way a shape is made: an unknown shape, and the
+        // run fails.
+        let mut c = ctx(&[]);
+        let s = c.make_partial_shape(Some(&[1; MAX_RANK + 1]));
+        assert_eq!(c.rank(s), None);
+        rank_error(&c, MAX_RANK + 1);
+        let mut c = ctx(&[]);
+        let d = c.make_dim(3);
+        let s = c.make_shape_from_dims(vec![d; 100_000]);
+        assert_eq!(c.rank(s), None);
+        rank_error(&c, 100_000);
+        let mut c = ctx(&[]);
+        let s = c.make_shape(&[DimOrConst::Const(2); 300]);
+        assert_eq!(c.rank(s), None);
+        rank_error(&c, 300);
+        let mut c = ctx(&[]);
+        let s = c.unknown_shape_of_rank(100_000);
+        assert_eq!(c.rank(s), None);
+        rank_error(&c, 100_000);
+        // Two shapes below the cap whose concatenation is above it.
+        let mut c = ctx(&[Some(vec![1; 200]), Some(vec![1; 200])]);
+        let (a, b) = (c.input(0), c.input(1));
+        let s = c.concatenate(a, b).unwrap();
+        assert_eq!(c.rank(s), None);
+        rank_error(&c, 400);
+        // An input shape above the cap.
+        let c = ctx(&[Some(vec![1; MAX_RANK + 1])]);
+        assert_eq!(c.rank(c.input(0)), None);
+        rank_error(&c, MAX_RANK + 1);
+    }
+
     #[test]
     fn handle_indices_and_checked_lookups() {
         let c = ctx(&[Some(vec![1, 2])]);
