@@ -1,17 +1,28 @@
 //! Gradient helpers shared by the op families' gradient functions.
 
 use opforge_core::attrs::{FromAttrValue, IntoAttrValue};
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym};
 use opforge_core::{DataType, Result, Tensor};
 
 /// Attr `name` of the forward op, or `default` when the call did not
 /// set it (eager calls record only the attrs they were given).
-pub fn attr_or<T: FromAttrValue>(op: &GradOp<'_>, name: &str, default: T) -> Result<T> {
-    if op.attrs.contains_key(name) {
-        op.attr(name)
+pub fn attr_or<T: FromAttrValue>(ctx: &GradientContext<'_>, name: &str, default: T) -> Result<T> {
+    if ctx.attrs().contains_key(name) {
+        ctx.get_attr(name)
     } else {
         Ok(default)
     }
+}
+
+/// Sets the gradient of each flat input `i` whose `grads[i]` is `Some`
+/// (for helpers that compute an optional gradient per input).
+pub fn set_input_grads(ctx: &mut GradientContext<'_>, grads: &[Option<Sym>]) -> Result<()> {
+    for (i, g) in grads.iter().enumerate() {
+        if let Some(g) = *g {
+            ctx.set_input_grad(i, g)?;
+        }
+    }
+    Ok(())
 }
 
 /// An int32 scalar constant.
@@ -86,16 +97,16 @@ pub fn reduced_shape(o: &mut dyn Ops, x: Sym, input_shape: Sym, axes: Sym) -> Re
 /// The gradient `grad` of a reduction of `x` over `axes`, reshaped to
 /// the kept-dims shape (unless `keep_dims`) and broadcast to `x`'s shape.
 /// Also returns `x`'s shape and the kept-dims shape.
-pub fn broadcast_reduced(o: &mut dyn Ops, op: &GradOp<'_>, grad: Sym) -> Result<(Sym, Sym, Sym)> {
-    let (x, axes) = (op.inputs[0], op.inputs[1]);
-    let input_shape = o.shape_of(x)?;
-    let kept = if attr_or(op, "keep_dims", false)? {
-        o.shape_of(op.outputs[0])?
+pub fn broadcast_reduced(ctx: &mut GradientContext<'_>, grad: Sym) -> Result<(Sym, Sym, Sym)> {
+    let (x, axes) = (ctx.input(0), ctx.input(1));
+    let input_shape = ctx.shape_of(x)?;
+    let kept = if attr_or(ctx, "keep_dims", false)? {
+        ctx.shape_of(ctx.output(0))?
     } else {
-        reduced_shape(o, x, input_shape, axes)?
+        reduced_shape(ctx, x, input_shape, axes)?
     };
-    let g = o.reshape(grad, kept)?;
-    let g = o.op1("BroadcastTo", &[g, input_shape], &[])?;
+    let g = ctx.reshape(grad, kept)?;
+    let g = ctx.op1("BroadcastTo", &[g, input_shape], &[])?;
     Ok((g, input_shape, kept))
 }
 
