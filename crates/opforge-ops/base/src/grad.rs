@@ -14,15 +14,37 @@ pub fn attr_or<T: FromAttrValue>(ctx: &GradientContext<'_>, name: &str, default:
     }
 }
 
-/// Sets the gradient of each flat input `i` whose `grads[i]` is `Some`
-/// (for helpers that compute an optional gradient per input).
-pub fn set_input_grads(ctx: &mut GradientContext<'_>, grads: &[Option<Sym>]) -> Result<()> {
-    for (i, g) in grads.iter().enumerate() {
-        if let Some(g) = *g {
+/// Sets the gradient of flat input `i` to the `i`-th of `grads` (`Sym`s,
+/// or `Option<Sym>`s where `None` leaves an input without one): for
+/// helpers that compute a gradient per input.
+pub fn set_input_grads<G: Into<Option<Sym>>>(
+    ctx: &mut GradientContext<'_>,
+    grads: impl IntoIterator<Item = G>,
+) -> Result<()> {
+    for (i, g) in grads.into_iter().enumerate() {
+        if let Some(g) = g.into() {
             ctx.set_input_grad(i, g)?;
         }
     }
     Ok(())
+}
+
+/// The gradient of each output passed to the input of the same index
+/// (`Identity`, `IdentityN`, `PlaceholderWithDefault`: TensorFlow's `_IdGrad`).
+pub fn identity_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    for i in 0..ctx.num_outputs().min(ctx.num_inputs()) {
+        if let Some(g) = ctx.output_grad(i) {
+            ctx.set_input_grad(i, g)?;
+        }
+    }
+    Ok(())
+}
+
+/// Sets input 0's gradient to `op(grad)`, for the ops whose gradient is
+/// one op applied to the incoming gradient (`Diag` and `DiagPart`, ...).
+pub fn one_op_grad(ctx: &mut GradientContext<'_>, op: &str) -> Result<()> {
+    let dx = ctx.op1(op, &[ctx.grad()?], &[])?;
+    ctx.set_input_grad(0, dx)
 }
 
 /// An int32 scalar constant.

@@ -10,7 +10,7 @@ use opforge_ops_base::grad::{set_input_grads, unbroadcast_grads};
 fn reduced(ctx: &mut GradientContext<'_>, gx: Sym, gy: Sym) -> Result<()> {
     let (x, y) = (ctx.input(0), ctx.input(1));
     let (gx, gy) = unbroadcast_grads(ctx, x, y, Some(gx), Some(gy))?;
-    set_input_grads(ctx, &[gx, gy])
+    set_input_grads(ctx, [gx, gy])
 }
 
 fn add_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
@@ -115,7 +115,7 @@ fn squared_difference_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
         Some(gy) => Some(ctx.neg(gy)?),
         None => None,
     };
-    set_input_grads(ctx, &[gx, gy])
+    set_input_grads(ctx, [gx, gy])
 }
 
 /// `AddN`: the gradient, to every input.
