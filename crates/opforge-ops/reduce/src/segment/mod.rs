@@ -7,7 +7,7 @@
 //! each output row adds its rows in input order, as TensorFlow's CPU kernel
 //! does; sharded over output rows). Negative segment ids are dropped.
 
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym, SymArg};
 use opforge_core::kernel::{KernelDefBuilder, OpKernel, OpKernelContext};
 use opforge_core::shape_inference::InferenceContext;
 use opforge_core::{
@@ -184,19 +184,10 @@ pub(crate) fn gather_drop_negatives(o: &mut dyn Ops, params: Sym, ids: Sym) -> R
 
 /// `UnsortedSegmentSum`: TensorFlow's `_UnsortedSegmentSumGrad`, the
 /// gradient's rows gathered back by segment id (zeros for negative ids).
-fn unsorted_segment_sum_grad(
-    o: &mut dyn Ops,
-    op: &GradOp<'_>,
-    grads: &[Option<Sym>],
-) -> Result<Vec<Option<Sym>>> {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None, None]);
-    };
-    Ok(vec![
-        Some(gather_drop_negatives(o, g, op.inputs[1])?),
-        None,
-        None,
-    ])
+fn unsorted_segment_sum_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, ids) = (ctx.grad()?, ctx.input(1));
+    let dx = gather_drop_negatives(ctx, g, ids)?;
+    ctx.set_input_grad(0, dx)
 }
 
 register_gradient!("UnsortedSegmentSum", unsorted_segment_sum_grad);
