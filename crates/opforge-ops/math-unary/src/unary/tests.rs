@@ -893,14 +893,9 @@ mod shape_and_gradient_tests {
             .unwrap();
         let g = tape.ones_like(yf).unwrap();
         let attrs = Default::default();
-        let mut gctx = opforge_core::autodiff::GradientContext::new(
-            &mut tape,
-            "Cast",
-            &attrs,
-            &[xi],
-            &[yf],
-            &[Some(g)],
-        );
+        let (xs, ys, gs) = ([xi], [yf], [Some(g)]);
+        let mut gctx =
+            opforge_core::autodiff::GradientContext::new(&mut tape, "Cast", &attrs, &xs, &ys, &gs);
         cast_grad(&mut gctx).unwrap();
         assert_eq!(gctx.into_input_grads().unwrap(), vec![None]);
         // ... and the tape gives None for the integer source.
