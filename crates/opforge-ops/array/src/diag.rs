@@ -11,7 +11,6 @@
 //! band of the incoming gradient).
 
 use opforge_core::autodiff::{GradientContext, OpsExt};
-use opforge_ops_base::grad::one_op_grad;
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
@@ -25,6 +24,7 @@ use opforge_core::{
 use opforge_ops_base::cpu::mover::{
     for_each_chunk, for_each_rows, move_to_output, Carrier, MoveElements,
 };
+use opforge_ops_base::grad::one_op_grad;
 use opforge_ops_base::shape::*;
 use opforge_ops_base::types::POD_TYPES;
 

@@ -12,7 +12,6 @@
 
 use opforge_core::attrs::AttrMap;
 use opforge_core::autodiff::{GradientContext, Ops, SymArg};
-use opforge_ops_base::grad::set_input_grads;
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
@@ -23,6 +22,7 @@ use opforge_core::{
 };
 use opforge_ops_base::args::{fmt_float, fmt_shape};
 use opforge_ops_base::cpu::par::{chunks_in_shards, elementwise_shards, par_map, par_zip};
+use opforge_ops_base::grad::set_input_grads;
 
 /// The integer grid of a FakeQuant op: `[quant_min, quant_max]`, from its
 /// `num_bits` and `narrow_range` attrs.

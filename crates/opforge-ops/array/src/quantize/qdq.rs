@@ -10,8 +10,8 @@ use opforge_core::kernel::{
 use opforge_core::{dispatch, ensure, register_gradient, register_kernel, DataType, Element};
 use opforge_core::{Result, Status};
 use opforge_ops_base::args::{dims_product, fmt_float};
-use opforge_ops_base::grad::identity_grad;
 use opforge_ops_base::cpu::par::{chunks_in_shards, elementwise_shards, par_map};
+use opforge_ops_base::grad::identity_grad;
 use opforge_ops_base::types::unsupported;
 use std::ops::{Div, Mul};
 

@@ -2,10 +2,10 @@
 
 use opforge_core::attrs::{AttrMap, IntoAttrValue};
 use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym, SymArg};
-use opforge_ops_base::grad::set_input_grads;
 use opforge_core::{
     register_gradient, register_not_differentiable, DataType, Result, Status, Tensor,
 };
+use opforge_ops_base::grad::set_input_grads;
 
 /// An index vector constant of `dtype` (int32 or int64).
 fn index_vector(o: &mut dyn Ops, dtype: DataType, v: &[i64]) -> Result<Sym> {

@@ -34,7 +34,12 @@ fn strided_slice_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     attrs.insert("out_type".to_string(), idx);
     let shape = call1(ctx, "Shape", &[x], &attrs)?;
     let masks = masks(ctx);
-    let dx = call1(ctx, "StridedSliceGrad", &[shape, begin, end, strides, g], &masks)?;
+    let dx = call1(
+        ctx,
+        "StridedSliceGrad",
+        &[shape, begin, end, strides, g],
+        &masks,
+    )?;
     ctx.set_input_grad(0, dx)
 }
 

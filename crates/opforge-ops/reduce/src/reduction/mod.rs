@@ -363,7 +363,11 @@ fn min_or_max_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
         (ctx.output(0), g, ctx.shape_of(ctx.output(0))?)
     } else {
         let kept = reduced_shape(ctx, x, input_shape, axes)?;
-        (ctx.reshape(ctx.output(0), kept)?, ctx.reshape(g, kept)?, kept)
+        (
+            ctx.reshape(ctx.output(0), kept)?,
+            ctx.reshape(g, kept)?,
+            kept,
+        )
     };
     let dtype = ctx.dtype(g);
     let eq = ctx.op1("Equal", &[y, x], &[])?;
