@@ -33,7 +33,7 @@ const NO_VALUE: Sym = Sym {
 /// flows to; inputs left unset get none (integer indices, shapes).
 ///
 /// ```
-/// use opforge_core::autodiff::{GradientContext, OpsExt};
+/// use opforge_core::autodiff::{GradientContext, Ops, OpsExt};
 /// fn square_grad(ctx: &mut GradientContext<'_>) -> opforge_core::Result<()> {
 ///     let (g, x) = (ctx.grad()?, ctx.input(0));
 ///     let two = ctx.scalar(ctx.dtype(x), 2.0)?;
