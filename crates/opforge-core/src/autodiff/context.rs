@@ -387,19 +387,63 @@ mod tests {
         attrs
     }
 
+    /// One forward call: fresh inputs and outputs, a fresh gradient
+    /// flowing into the last output.
+    struct Call {
+        op: &'static str,
+        attrs: AttrMap,
+        ins: Vec<Sym>,
+        outs: Vec<Sym>,
+        grads: Vec<Option<Sym>>,
+    }
+
+    impl Call {
+        fn new(
+            fake: &mut Fake,
+            op: &'static str,
+            attrs: AttrMap,
+            n_in: usize,
+            n_out: usize,
+        ) -> Call {
+            let (ins, outs) = (fake.syms(n_in), fake.syms(n_out));
+            let mut grads = vec![None; n_out];
+            grads[n_out - 1] = Some(fake.fresh());
+            Call {
+                op,
+                attrs,
+                ins,
+                outs,
+                grads,
+            }
+        }
+
+        fn g(&self) -> Sym {
+            self.grads.iter().flatten().copied().next().unwrap()
+        }
+
+        fn context<'a>(&'a self, fake: &'a mut Fake) -> GradientContext<'a> {
+            GradientContext::new(
+                fake,
+                self.op,
+                &self.attrs,
+                &self.ins,
+                &self.outs,
+                &self.grads,
+            )
+        }
+    }
+
     #[test]
     fn ranges_of_list_arguments() {
         let mut fake = Fake::new();
-        let (ins, outs, g) = (fake.syms(4), fake.syms(1), fake.fresh());
-        let attrs = concat_attrs(3);
-        let grads = [Some(g)];
-        let ctx = GradientContext::new(&mut fake, "GradTestConcat", &attrs, &ins, &outs, &grads);
+        let c = Call::new(&mut fake, "GradTestConcat", concat_attrs(3), 4, 1);
+        let ctx = c.context(&mut fake);
         assert_eq!(ctx.input_range("values").unwrap(), 0..3);
         assert_eq!(ctx.input_range("axis").unwrap(), 3..4);
         assert_eq!(ctx.output_range("output").unwrap(), 0..1);
         assert_eq!(ctx.get_attr::<i64>("N").unwrap(), 3);
         assert_eq!((ctx.num_inputs(), ctx.num_outputs()), (4, 1));
-        assert_eq!((ctx.input(3), ctx.output(0)), (ins[3], outs[0]));
+        assert_eq!((ctx.input(3), ctx.output(0)), (c.ins[3], c.outs[0]));
         let err = ctx.input_range("value").unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument);
         let msg = err.message();
@@ -415,12 +459,10 @@ mod tests {
         );
 
         // A node without its list's length attr: the argument and op named.
-        let mut fake = Fake::new();
-        let ins = fake.syms(4);
         let mut attrs = concat_attrs(1);
         attrs.remove("N");
-        let ctx = GradientContext::new(&mut fake, "GradTestConcat", &attrs, &ins, &outs, &grads);
-        let err = ctx.input_range("axis").unwrap_err();
+        let c = Call::new(&mut fake, "GradTestConcat", attrs, 4, 1);
+        let err = c.context(&mut fake).input_range("axis").unwrap_err();
         let msg = err.message();
         assert!(
             msg.starts_with("the range of input argument 'axis' of op 'GradTestConcat': ")
@@ -432,19 +474,16 @@ mod tests {
     #[test]
     fn ranges_of_type_lists_and_several_outputs() {
         let mut fake = Fake::new();
-        let (ins, outs, g) = (fake.syms(3), fake.syms(2), fake.fresh());
         let mut attrs = AttrMap::new();
-        attrs.insert(
-            "Tin".into(),
-            vec![DataType::Float, DataType::Int32].into_attr_value(),
-        );
-        let grads = [None, Some(g)];
-        let ctx = GradientContext::new(&mut fake, "GradTestTwo", &attrs, &ins, &outs, &grads);
+        let tin = vec![DataType::Float, DataType::Int32];
+        attrs.insert("Tin".into(), tin.into_attr_value());
+        let c = Call::new(&mut fake, "GradTestTwo", attrs, 3, 2);
+        let ctx = c.context(&mut fake);
         assert_eq!(ctx.input_range("xs").unwrap(), 0..2);
         assert_eq!(ctx.input_range("y").unwrap(), 2..3);
         assert_eq!(ctx.output_range("b").unwrap(), 1..2);
         assert_eq!(ctx.output_grad(0), None);
-        assert_eq!(ctx.output_grad(1), Some(g));
+        assert_eq!(ctx.output_grad(1), Some(c.g()));
         assert_eq!(ctx.output_grad(2), None);
         let err = ctx.grad().unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument);
@@ -458,26 +497,21 @@ mod tests {
     #[test]
     fn grad_of_a_one_output_op() {
         let mut fake = Fake::new();
-        let (ins, outs, g) = (fake.syms(2), fake.syms(1), fake.fresh());
-        let attrs = concat_attrs(1);
-        let grads = [Some(g)];
-        let ctx = GradientContext::new(&mut fake, "GradTestConcat", &attrs, &ins, &outs, &grads);
-        assert_eq!(ctx.grad().unwrap(), g);
+        let mut c = Call::new(&mut fake, "GradTestConcat", concat_attrs(1), 2, 1);
+        assert_eq!(c.context(&mut fake).grad().unwrap(), c.g());
         // Not reachable from backprop (it calls only when a gradient
         // flows), but an adapter may: Internal, not a panic.
-        let none = [None];
-        let ctx = GradientContext::new(&mut fake, "GradTestConcat", &attrs, &ins, &outs, &none);
-        assert_eq!(ctx.grad().unwrap_err().code(), Code::Internal);
+        c.grads = vec![None];
+        let err = c.context(&mut fake).grad().unwrap_err();
+        assert_eq!(err.code(), Code::Internal);
     }
 
     #[test]
     fn set_input_grad_range_and_sums() {
         let mut fake = Fake::new();
-        let (ins, outs, g, h) = (fake.syms(3), fake.syms(1), fake.fresh(), fake.fresh());
-        let attrs = concat_attrs(2);
-        let grads = [Some(g)];
-        let mut ctx =
-            GradientContext::new(&mut fake, "GradTestConcat", &attrs, &ins, &outs, &grads);
+        let c = Call::new(&mut fake, "GradTestConcat", concat_attrs(2), 3, 1);
+        let (g, h) = (c.g(), fake.fresh());
+        let mut ctx = c.context(&mut fake);
         let err = ctx.set_input_grad(3, g).unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument);
         let msg = err.message();
@@ -499,11 +533,8 @@ mod tests {
     #[test]
     fn an_index_out_of_range_fails_the_gradient() {
         let mut fake = Fake::new();
-        let (ins, outs, g) = (fake.syms(2), fake.syms(1), fake.fresh());
-        let attrs = concat_attrs(1);
-        let grads = [Some(g)];
-        let mut ctx =
-            GradientContext::new(&mut fake, "GradTestConcat", &attrs, &ins, &outs, &grads);
+        let c = Call::new(&mut fake, "GradTestConcat", concat_attrs(1), 2, 1);
+        let mut ctx = c.context(&mut fake);
         let bad = ctx.input(2);
         assert_eq!(ctx.dtype(bad), DataType::Invalid);
         let err = ctx.op1("Neg", &[bad], &[]).unwrap_err();

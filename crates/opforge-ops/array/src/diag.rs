@@ -531,21 +531,10 @@ register_kernel!(
 // Gradients (TensorFlow's array_grad.py)
 // ---------------------------------------------------------------------------
 
-fn diag_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    one_op_grad(ctx, "DiagPart")
-}
-
-fn diag_part_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    one_op_grad(ctx, "Diag")
-}
-
-fn matrix_diag_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    one_op_grad(ctx, "MatrixDiagPart")
-}
-
-register_gradient!("Diag", diag_grad);
-register_gradient!("DiagPart", diag_part_grad);
-register_gradient!("MatrixDiag", matrix_diag_grad);
+// `Diag`, `DiagPart`, `MatrixDiag`: the adjoint op on the gradient.
+register_gradient!("Diag", |ctx| one_op_grad(ctx, "DiagPart"));
+register_gradient!("DiagPart", |ctx| one_op_grad(ctx, "Diag"));
+register_gradient!("MatrixDiag", |ctx| one_op_grad(ctx, "MatrixDiagPart"));
 
 /// `MatrixDiagPart`: the gradient on the diagonal of zeros shaped like the
 /// input (TensorFlow's `matrix_set_diag(zeros_like(input), grad)`, which

@@ -23,10 +23,6 @@ fn neg_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     ctx.set_input_grad(0, dx)
 }
 
-fn abs_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    times_unary_of_x(ctx, "Sign")
-}
-
 fn sign_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     let dx = ctx.zeros_like(ctx.input(0))?;
     ctx.set_input_grad(0, dx)
@@ -37,26 +33,6 @@ fn helper_of_output(ctx: &mut GradientContext<'_>, helper: &str) -> Result<()> {
     let (g, y) = (ctx.grad()?, ctx.output(0));
     let dx = ctx.op1(helper, &[y, g], &[])?;
     ctx.set_input_grad(0, dx)
-}
-
-fn reciprocal_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    helper_of_output(ctx, "ReciprocalGrad")
-}
-
-fn sqrt_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    helper_of_output(ctx, "SqrtGrad")
-}
-
-fn rsqrt_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    helper_of_output(ctx, "RsqrtGrad")
-}
-
-fn tanh_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    helper_of_output(ctx, "TanhGrad")
-}
-
-fn sigmoid_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    helper_of_output(ctx, "SigmoidGrad")
 }
 
 fn square_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
@@ -71,20 +47,12 @@ fn exp_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     times(ctx, g, y)
 }
 
-fn log_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    times_unary_of_x(ctx, "Reciprocal")
-}
-
 fn log1p_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     let (g, x) = (ctx.grad()?, ctx.input(0));
     let one = ctx.scalar(ctx.dtype(x), 1.0)?;
     let one_plus_x = ctx.add(one, x)?;
     let inv = ctx.op1("Reciprocal", &[one_plus_x], &[])?;
     times(ctx, g, inv)
-}
-
-fn sin_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    times_unary_of_x(ctx, "Cos")
 }
 
 fn cos_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
@@ -192,18 +160,18 @@ fn reciprocal_grad_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
 }
 
 register_gradient!("Neg", neg_grad);
-register_gradient!("Abs", abs_grad);
+register_gradient!("Abs", |ctx| times_unary_of_x(ctx, "Sign"));
 register_gradient!("Sign", sign_grad);
-register_gradient!("Reciprocal", reciprocal_grad);
+register_gradient!("Reciprocal", |ctx| helper_of_output(ctx, "ReciprocalGrad"));
 register_gradient!("Square", square_grad);
-register_gradient!("Sqrt", sqrt_grad);
-register_gradient!("Rsqrt", rsqrt_grad);
+register_gradient!("Sqrt", |ctx| helper_of_output(ctx, "SqrtGrad"));
+register_gradient!("Rsqrt", |ctx| helper_of_output(ctx, "RsqrtGrad"));
 register_gradient!("Exp", exp_grad);
-register_gradient!("Log", log_grad);
+register_gradient!("Log", |ctx| times_unary_of_x(ctx, "Reciprocal"));
 register_gradient!("Log1p", log1p_grad);
-register_gradient!("Tanh", tanh_grad);
-register_gradient!("Sigmoid", sigmoid_grad);
-register_gradient!("Sin", sin_grad);
+register_gradient!("Tanh", |ctx| helper_of_output(ctx, "TanhGrad"));
+register_gradient!("Sigmoid", |ctx| helper_of_output(ctx, "SigmoidGrad"));
+register_gradient!("Sin", |ctx| times_unary_of_x(ctx, "Cos"));
 register_gradient!("Cos", cos_grad);
 register_gradient!("Floor", no_grad);
 register_gradient!("Ceil", no_grad);

@@ -68,14 +68,6 @@ fn max_min_grad(ctx: &mut GradientContext<'_>, selector: &str) -> Result<()> {
     reduced(ctx, gx, gy)
 }
 
-fn maximum_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    max_min_grad(ctx, "GreaterEqual")
-}
-
-fn minimum_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
-    max_min_grad(ctx, "LessEqual")
-}
-
 /// `Pow`: `(grad * y * x^(y - 1), grad * z * log(x))`, with `log(x)`
 /// taken as 0 where `x <= 0` (no false singularity at 0).
 fn pow_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
@@ -176,8 +168,8 @@ register_gradient!("Div", div_grad);
 register_gradient!("RealDiv", div_grad);
 register_gradient!("FloorDiv", floor_div_grad);
 register_gradient!("FloorMod", floor_mod_grad);
-register_gradient!("Maximum", maximum_grad);
-register_gradient!("Minimum", minimum_grad);
+register_gradient!("Maximum", |ctx| max_min_grad(ctx, "GreaterEqual"));
+register_gradient!("Minimum", |ctx| max_min_grad(ctx, "LessEqual"));
 register_gradient!("Pow", pow_grad);
 register_gradient!("SquaredDifference", squared_difference_grad);
 register_gradient!("AddN", add_n_grad);
