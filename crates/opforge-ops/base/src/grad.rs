@@ -1,8 +1,9 @@
 //! Gradient helpers shared by the op families' gradient functions.
 
+use opforge_core::attrs::AttrMap;
 use opforge_core::attrs::{FromAttrValue, IntoAttrValue};
-use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym};
-use opforge_core::{DataType, Result, Tensor};
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym, SymArg};
+use opforge_core::{DataType, Result, Status, Tensor};
 
 /// Attr `name` of the forward op, or `default` when the call did not
 /// set it (eager calls record only the attrs they were given).
@@ -50,6 +51,23 @@ pub fn one_op_grad(ctx: &mut GradientContext<'_>, op: &str) -> Result<()> {
 /// An int32 scalar constant.
 pub fn int_scalar(o: &mut dyn Ops, v: i32) -> Result<Sym> {
     o.constant(Tensor::scalar(v))
+}
+
+/// `ConcatV2(xs, axis)` (one value: itself).
+pub fn concat(o: &mut dyn Ops, xs: &[Sym], axis: Sym) -> Result<Sym> {
+    if let [one] = xs {
+        return Ok(*one);
+    }
+    let args = [SymArg::List(xs.to_vec()), SymArg::One(axis)];
+    o.call("ConcatV2", &args, &AttrMap::new())?
+        .pop()
+        .ok_or_else(|| Status::internal("ConcatV2 has no output"))
+}
+
+/// The vectors `xs` joined end to end (`ConcatV2` on axis 0), as shapes are.
+pub fn concat_vectors(o: &mut dyn Ops, xs: &[Sym]) -> Result<Sym> {
+    let axis = int_scalar(o, 0)?;
+    concat(o, xs, axis)
 }
 
 /// `Sum(x, axes)` (optionally keeping the reduced dims).

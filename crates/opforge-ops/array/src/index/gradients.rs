@@ -1,10 +1,10 @@
 //! Gradients of the indexing ops.
 
-use opforge_core::attrs::{AttrMap, IntoAttrValue};
-use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym, SymArg};
+use opforge_core::attrs::IntoAttrValue;
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym};
 use opforge_core::proto::AttrValue;
 use opforge_core::{register_gradient, register_not_differentiable, DataType, Result, Status};
-use opforge_ops_base::grad::{attr_or, cast};
+use opforge_ops_base::grad::{attr_or, cast, concat_vectors};
 
 fn transpose_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     let (g, perm) = (ctx.grad()?, ctx.input(1));
@@ -17,17 +17,6 @@ fn reverse_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     let (g, axes) = (ctx.grad()?, ctx.input(1));
     let dx = ctx.op1(ctx.op_name(), &[g, axes], &[])?;
     ctx.set_input_grad(0, dx)
-}
-
-fn concat(o: &mut dyn Ops, xs: &[Sym]) -> Result<Sym> {
-    let axis = o.constant(opforge_core::Tensor::scalar(0i32))?;
-    let mut r = o.call(
-        "ConcatV2",
-        &[SymArg::List(xs.to_vec()), SymArg::One(axis)],
-        &AttrMap::new(),
-    )?;
-    r.pop()
-        .ok_or_else(|| Status::internal("ConcatV2 has no output"))
 }
 
 fn gather_v2_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
@@ -83,19 +72,19 @@ fn gather_params_grad(
     let k = o.op1("Size", &[indices], &[("out_type", i32t)])?;
     let k_v = o.reshape(k, one_v)?;
     // g as [outer, K, inner] -> [K, outer * inner].
-    let s3 = concat(o, &[outer, k_v, inner])?;
+    let s3 = concat_vectors(o, &[outer, k_v, inner])?;
     let g3 = o.reshape(g, s3)?;
     let perm = o.int_vector(&[1, 0, 2])?;
     let gt = o.op1("Transpose", &[g3, perm], &[])?;
     let m = o.mul(outer, inner)?;
-    let s2 = concat(o, &[k_v, m])?;
+    let s2 = concat_vectors(o, &[k_v, m])?;
     let g2 = o.reshape(gt, s2)?;
     // Summed per index: [N, outer * inner].
     let flat = o.reshape(indices, minus_one_v)?;
     let empty = o.int_vector(&[])?;
     let depth = o.reshape(n, empty)?;
     let r = o.op1("UnsortedSegmentSum", &[g2, flat, depth], &[])?;
-    let s3b = concat(o, &[n, outer, inner])?;
+    let s3b = concat_vectors(o, &[n, outer, inner])?;
     let r3 = o.reshape(r, s3b)?;
     let rt = o.op1("Transpose", &[r3, perm], &[])?;
     o.reshape(rt, ps)

@@ -5,7 +5,7 @@ use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym, SymArg};
 use opforge_core::{
     register_gradient, register_not_differentiable, DataType, Result, Status, Tensor,
 };
-use opforge_ops_base::grad::set_input_grads;
+use opforge_ops_base::grad::{concat, set_input_grads};
 
 /// An index vector constant of `dtype` (int32 or int64).
 fn index_vector(o: &mut dyn Ops, dtype: DataType, v: &[i64]) -> Result<Sym> {
@@ -21,18 +21,6 @@ fn index_vector(o: &mut dyn Ops, dtype: DataType, v: &[i64]) -> Result<Sym> {
 fn one_output(mut r: Vec<Sym>, op: &str) -> Result<Sym> {
     r.pop()
         .ok_or_else(|| Status::internal(format!("{op} has no output")))
-}
-
-fn concat_list(o: &mut dyn Ops, xs: &[Sym], axis: Sym) -> Result<Sym> {
-    if let [one] = xs {
-        return Ok(*one);
-    }
-    let r = o.call(
-        "ConcatV2",
-        &[SymArg::List(xs.to_vec()), SymArg::One(axis)],
-        &AttrMap::new(),
-    )?;
-    one_output(r, "ConcatV2")
 }
 
 fn pack_list(o: &mut dyn Ops, xs: &[Sym], axis: i64) -> Result<Sym> {
@@ -133,7 +121,7 @@ fn unpack_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
 
 fn split_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     let (gs, axis) = (filled(ctx)?, ctx.input(0));
-    let dvalue = concat_list(ctx, &gs, axis)?;
+    let dvalue = concat(ctx, &gs, axis)?;
     ctx.set_input_grad(1, dvalue)
 }
 
@@ -148,7 +136,7 @@ fn slice_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     let rest = ctx.sub(rest, begin)?;
     let after = ctx.reshape(rest, col)?;
     let one = ctx.constant(Tensor::scalar(1i32))?;
-    let paddings = concat_list(ctx, &[before, after], one)?;
+    let paddings = concat(ctx, &[before, after], one)?;
     let dx = ctx.op1("Pad", &[g, paddings], &[])?;
     ctx.set_input_grad(0, dx)
 }

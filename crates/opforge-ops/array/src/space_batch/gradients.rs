@@ -6,10 +6,10 @@
 //! gradient of every patch element back onto the input pixel it was taken
 //! from.
 
-use opforge_core::attrs::{AttrMap, IntoAttrValue};
-use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym, SymArg};
+use opforge_core::attrs::IntoAttrValue;
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym};
 use opforge_core::{register_gradient, DataType, Result, Status, Tensor};
-use opforge_ops_base::grad::attr_or;
+use opforge_ops_base::grad::{attr_or, concat_vectors};
 
 /// `SpaceToBatchND` <-> `BatchToSpaceND`: the opposite op on the gradient,
 /// with the forward op's block shape and paddings (crops).
@@ -78,18 +78,6 @@ register_gradient!("BatchToSpace", v1_grad);
 register_gradient!("SpaceToDepth", depth_grad);
 register_gradient!("DepthToSpace", depth_grad);
 
-/// `ConcatV2` of vectors.
-fn concat(o: &mut dyn Ops, xs: &[Sym]) -> Result<Sym> {
-    let axis = o.constant(Tensor::scalar(0i32))?;
-    o.call(
-        "ConcatV2",
-        &[SymArg::List(xs.to_vec()), SymArg::One(axis)],
-        &AttrMap::new(),
-    )?
-    .pop()
-    .ok_or_else(|| Status::internal("ConcatV2 has no output"))
-}
-
 /// Elements `idx` of vector `v` (`GatherV2` on axis 0).
 fn pick(o: &mut dyn Ops, v: Sym, idx: &[i32]) -> Result<Sym> {
     let idx = o.int_vector(idx)?;
@@ -141,7 +129,7 @@ fn extract_image_patches_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     let limit = ctx.add(pixels, one)?;
     let ids = ctx.op1("Range", &[one, limit, one], &[])?;
     let ones = ctx.constant(Tensor::from_vec(&[1], vec![1i64])?)?;
-    let image_shape = concat(ctx, &[ones, rows_cols, ones])?;
+    let image_shape = concat_vectors(ctx, &[ones, rows_cols, ones])?;
     let image = ctx.reshape(ids, image_shape)?;
     let patches = ctx.op1("ExtractImagePatches", &[image], &forward_attrs)?;
     let minus_one = ctx.constant(Tensor::from_vec(&[1], vec![-1i64])?)?;
@@ -153,13 +141,13 @@ fn extract_image_patches_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     let out_rows_cols = pick(ctx, y_shape, &[1, 2])?;
     let kernel = ctx.constant(Tensor::from_vec(&[2], vec![ksize_rows, ksize_cols])?)?;
     let channels = pick(ctx, x_shape, &[3])?;
-    let g6_shape = concat(ctx, &[batch, out_rows_cols, kernel, channels])?;
+    let g6_shape = concat_vectors(ctx, &[batch, out_rows_cols, kernel, channels])?;
     let g6 = ctx.reshape(g, g6_shape)?;
     let perm = ctx.int_vector(&[1, 2, 3, 4, 0, 5])?;
     let g6 = ctx.op1("Transpose", &[g6, perm], &[])?;
     let batch_channels = pick(ctx, x_shape, &[0, 3])?;
     let batch_channels = product(ctx, batch_channels)?;
-    let g2_shape = concat(ctx, &[minus_one, batch_channels])?;
+    let g2_shape = concat_vectors(ctx, &[minus_one, batch_channels])?;
     let g2 = ctx.reshape(g6, g2_shape)?;
 
     // The segment sum: [pixels, batch * channels] (padding's -1 dropped).

@@ -67,9 +67,9 @@ mod bias;
 // ---- Gradients ----
 
 use opforge_core::attrs::IntoAttrValue;
-use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym, SymArg};
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym};
 use opforge_core::register_gradient;
-use opforge_ops_base::grad::{attr_or, int_scalar, reduce_sum, slice_vector};
+use opforge_ops_base::grad::{attr_or, concat, int_scalar, reduce_sum, slice_vector};
 
 /// `Sum(x, -1, keep_dims=True)`.
 fn sum_last(o: &mut dyn Ops, x: Sym) -> Result<Sym> {
@@ -198,30 +198,21 @@ fn bias_add_grad_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     let bias_shape = ctx.shape_of(g)?;
     let one = ctx.int_vector(&[1])?;
     let axis = int_scalar(ctx, 0)?;
-    let concat = |o: &mut dyn Ops, parts: Vec<Sym>| -> Result<Sym> {
-        let mut out = o.call(
-            "ConcatV2",
-            &[SymArg::List(parts), SymArg::One(axis)],
-            &Default::default(),
-        )?;
-        out.pop()
-            .ok_or_else(|| Status::internal("ConcatV2 has no output"))
-    };
     let (expanded_shape, tile_mults) = if nchw {
         let first = slice_vector(ctx, shape, 0, Some(1))?;
         let rest = slice_vector(ctx, shape, 2, None)?;
         let first_ones = ctx.ones_like(first)?;
         let rest_ones = ctx.ones_like(rest)?;
         (
-            concat(ctx, vec![first_ones, bias_shape, rest_ones])?,
-            concat(ctx, vec![first, one, rest])?,
+            concat(ctx, &[first_ones, bias_shape, rest_ones], axis)?,
+            concat(ctx, &[first, one, rest], axis)?,
         )
     } else {
         let lead = slice_vector(ctx, shape, 0, Some(-1))?;
         let lead_ones = ctx.ones_like(lead)?;
         (
-            concat(ctx, vec![lead_ones, bias_shape])?,
-            concat(ctx, vec![lead, one])?,
+            concat(ctx, &[lead_ones, bias_shape], axis)?,
+            concat(ctx, &[lead, one], axis)?,
         )
     };
     let expanded = ctx.reshape(g, expanded_shape)?;
