@@ -7,7 +7,7 @@
 use crate::host::*;
 use opforge_abi::*;
 use opforge_core::attrs::AttrMap;
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym, SymArg};
 use opforge_core::proto::{AttrValue, OpDef};
 use opforge_core::{Result, Status};
 
@@ -207,20 +207,19 @@ impl DeclGradient {
         Ok(())
     }
 
-    /// Builds the gradient through `ops`.
-    pub(crate) fn eval(
-        &self,
-        ops: &mut dyn Ops,
-        fwd: &GradOp<'_>,
-        out_grads: &[Option<Sym>],
-    ) -> Result<Vec<Option<Sym>>> {
+    /// Builds the gradient of the call `ctx` and sets its input gradients.
+    pub(crate) fn eval(&self, ctx: &mut GradientContext<'_>) -> Result<()> {
         let err = |what: String| {
             Status::invalid_argument(format!(
                 "the declarative gradient of op '{}': {what}",
                 self.op
             ))
         };
-        let fwd_def = ops.registry().op_def(fwd.op)?;
+        let (fwd_op, fwd_attrs) = (ctx.op_name(), ctx.attrs());
+        let (fwd_inputs, fwd_outputs) = (ctx.inputs(), ctx.outputs());
+        let out_grads: Vec<Option<Sym>> =
+            (0..fwd_outputs.len()).map(|i| ctx.output_grad(i)).collect();
+        let fwd_def = ctx.registry().op_def(fwd_op)?;
         let mut node_outs: Vec<(Vec<Sym>, OpDef, AttrMap)> = Vec::new();
         let resolve = |ops: &mut dyn Ops,
                        s: &Source,
@@ -253,18 +252,18 @@ impl DeclGradient {
                     })
                 };
             match s.kind {
-                OPFORGE_GRAD_SRC_INPUT => pick(fwd.inputs, &fwd_def, fwd.attrs, false),
-                OPFORGE_GRAD_SRC_OUTPUT => pick(fwd.outputs, &fwd_def, fwd.attrs, true),
+                OPFORGE_GRAD_SRC_INPUT => pick(fwd_inputs, &fwd_def, fwd_attrs, false),
+                OPFORGE_GRAD_SRC_OUTPUT => pick(fwd_outputs, &fwd_def, fwd_attrs, true),
                 OPFORGE_GRAD_SRC_OUTPUT_GRAD => {
-                    let idx: Vec<usize> = (0..fwd.outputs.len()).collect();
+                    let idx: Vec<usize> = (0..fwd_outputs.len()).collect();
                     let flat: Vec<Sym> = idx.iter().map(|&i| Sym::new(0, i as u32)).collect();
-                    let chosen = pick(&flat, &fwd_def, fwd.attrs, true)?;
+                    let chosen = pick(&flat, &fwd_def, fwd_attrs, true)?;
                     let mut out = Vec::new();
                     for c in chosen {
                         let i = c.index() as usize;
                         out.push(match out_grads.get(i).copied().flatten() {
                             Some(g) => g,
-                            None => ops.zeros_like(fwd.outputs[i])?,
+                            None => ops.zeros_like(fwd_outputs[i])?,
                         });
                     }
                     Ok(out)
@@ -286,7 +285,7 @@ impl DeclGradient {
         for (i, n) in self.nodes.iter().enumerate() {
             let mut inputs = Vec::new();
             for a in &n.inputs {
-                let v = gather(ops, a, &node_outs)?;
+                let v = gather(ctx, a, &node_outs)?;
                 if a.is_list {
                     inputs.push(SymArg::List(v));
                 } else if v.len() == 1 {
@@ -304,40 +303,39 @@ impl DeclGradient {
             for (name, a) in &n.attrs {
                 let v = match a {
                     Attr::Value(v) => (**v).clone(),
-                    Attr::Placeholder(p) => fwd.attrs.get(p).cloned().ok_or_else(|| {
+                    Attr::Placeholder(p) => fwd_attrs.get(p).cloned().ok_or_else(|| {
                         err(format!("node {i}: the forward node has no attr '{p}'"))
                     })?,
                 };
                 attrs.insert(name.clone(), v);
             }
-            let outs = ops.call(&n.op, &inputs, &attrs).map_err(|e| {
+            let outs = ctx.call(&n.op, &inputs, &attrs).map_err(|e| {
                 e.prepend(format!(
                     "the declarative gradient of op '{}', node {i} ({}): ",
                     self.op, n.op
                 ))
             })?;
-            let def = ops.registry().op_def(&n.op)?;
+            let def = ctx.registry().op_def(&n.op)?;
             node_outs.push((outs, def, attrs));
         }
-        let mut grads: Vec<Option<Sym>> = vec![None; fwd.inputs.len()];
         for (k, a) in self.input_grads.iter().enumerate() {
             if a.sources.is_empty() {
                 continue;
             }
             let arg = &fwd_def.input_arg[k].name;
-            let (start, stop) = crate::kernel::arg_range_pub(&fwd_def, fwd.attrs, arg, false)?;
-            let v = gather(ops, a, &node_outs)?;
-            if v.len() != stop - start {
+            let range = ctx.input_range(arg)?;
+            let v = gather(ctx, a, &node_outs)?;
+            if v.len() != range.len() {
                 return Err(err(format!(
                     "the gradient of input '{arg}' has {} values, the argument has {}",
                     v.len(),
-                    stop - start
+                    range.len()
                 )));
             }
-            for (j, s) in v.into_iter().enumerate() {
-                grads[start + j] = Some(s);
+            for (i, s) in range.zip(v) {
+                ctx.set_input_grad(i, s)?;
             }
         }
-        Ok(grads)
+        Ok(())
     }
 }

@@ -16,7 +16,7 @@ use crate::kernel::write_arg_range;
 use crate::library::LibInner;
 use opforge_abi::*;
 use opforge_core::attrs::AttrMap;
-use opforge_core::autodiff::{GradOp, Ops, Sym, SymArg};
+use opforge_core::autodiff::{GradientContext, Ops, Sym, SymArg};
 use opforge_core::proto::attr_value::{ListValue, Value as AV};
 use opforge_core::proto::{tensor_shape_proto, AttrValue, OpDef, TensorShapeProto};
 use opforge_core::{DataType, Result, Status, Tensor, TensorShape};
@@ -27,34 +27,37 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub(crate) type GradCallback =
     unsafe extern "C" fn(*mut OpforgeGradCtx, *mut c_void, *mut OpforgeStatus) -> OpforgeCode;
 
-/// Runs a plugin gradient callback (the registered `GradientFn`).
+/// Runs a plugin gradient callback (the registered `GradientFn`) for the
+/// call `gctx`: the callback sees the forward op through the header's
+/// gradient API, and the input gradients it sets go to `gctx`.
 pub(crate) fn run_grad_fn(
     lib: &Arc<LibInner>,
     f: GradCallback,
     user: SendPtr,
-    ops: &mut dyn Ops,
-    op: &GradOp<'_>,
-    out_grads: &[Option<Sym>],
-) -> Result<Vec<Option<Sym>>> {
-    let op_def = ops.registry().op_def(op.op)?;
+    gctx: &mut GradientContext<'_>,
+) -> Result<()> {
+    let (op_name, attrs) = (gctx.op_name(), gctx.attrs());
+    let (inputs, outputs) = (gctx.inputs(), gctx.outputs());
+    let out_grads: Vec<Option<Sym>> = (0..outputs.len()).map(|i| gctx.output_grad(i)).collect();
+    let op_def = gctx.registry().op_def(op_name)?;
     let mut syms: Vec<Sym> = Vec::new();
-    syms.extend_from_slice(op.inputs);
-    syms.extend_from_slice(op.outputs);
+    syms.extend_from_slice(inputs);
+    syms.extend_from_slice(outputs);
     let state = Mutex::new(State {
         syms,
-        input_grads: vec![None; op.inputs.len()],
+        input_grads: vec![None; inputs.len()],
     });
     // SAFETY (of the lifetime erasure below): `ctx` lives on this frame
     // across the callback only; the references it holds outlive it.
-    let ops_ptr: *mut (dyn Ops + '_) = ops;
+    let ops_ptr: *mut (dyn Ops + '_) = &mut *gctx;
     let ctx = GradCtx {
         ops: ops_ptr,
-        op_name: op.op,
-        attrs: op.attrs,
+        op_name,
+        attrs,
         op_def: &op_def,
-        n_in: op.inputs.len(),
-        n_out: op.outputs.len(),
-        out_grads,
+        n_in: inputs.len(),
+        n_out: outputs.len(),
+        out_grads: &out_grads,
         state,
         arena: Arena::default(),
         epoch: Epoch::next(),
@@ -68,7 +71,7 @@ pub(crate) fn run_grad_fn(
     if code != OPFORGE_OK {
         return Err(callback_error(
             &lib.label(),
-            &format!("the gradient function of op '{}'", op.op),
+            &format!("the gradient function of op '{op_name}'"),
             code,
             &status,
         ));
@@ -77,7 +80,12 @@ pub(crate) fn run_grad_fn(
         .state
         .into_inner()
         .unwrap_or_else(PoisonError::into_inner);
-    Ok(st.input_grads)
+    for (i, g) in st.input_grads.into_iter().enumerate() {
+        if let Some(g) = g {
+            gctx.set_input_grad(i, g)?;
+        }
+    }
+    Ok(())
 }
 
 struct State {

@@ -8,7 +8,7 @@ use crate::attrs::attr_to_py;
 use crate::errors;
 use crate::graph_grad::{graph_sym, graph_tensor};
 use crate::tensor::PyTensor;
-use opforge::autodiff::{GradOp, Gradient, GradientFn, Ops, Sym};
+use opforge::autodiff::{Gradient, GradientContext, GradientFn, Ops, Sym};
 use opforge::registry::{OwnerId, Registry};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -52,59 +52,67 @@ fn result_sym(ops: &mut dyn Ops, scope: u32, item: &Bound<'_, PyAny>) -> PyResul
     }
 }
 
-/// Calls the Python gradient `f` for `op`.
-fn call(
-    f: &Py<PyAny>,
-    ops: &mut dyn Ops,
-    op: &GradOp<'_>,
-    grads: &[Option<Sym>],
-) -> opforge::Result<Vec<Option<Sym>>> {
-    let scope = op
-        .inputs
-        .iter()
-        .chain(op.outputs)
-        .next()
-        .map_or(0, |s| s.scope());
+/// Calls the Python gradient `f` as TensorFlow does, `f(op, *grads)`, for
+/// the call `ctx`, and sets the input gradients it returns.
+fn call(f: &Py<PyAny>, ctx: &mut GradientContext<'_>) -> opforge::Result<()> {
+    let (inputs, outputs) = (ctx.inputs(), ctx.outputs());
+    let scope = inputs.iter().chain(outputs).next().map_or(0, |s| s.scope());
     Python::attach(|py| {
         let mut run = || -> PyResult<Vec<Option<Sym>>> {
-            let inputs = PyList::empty(py);
-            for &s in op.inputs {
-                inputs.append(value(py, &*ops, s, "input")?)?;
+            let py_inputs = PyList::empty(py);
+            for &s in inputs {
+                py_inputs.append(value(py, &*ctx, s, "input")?)?;
             }
-            let outputs = PyList::empty(py);
-            for &s in op.outputs {
-                outputs.append(value(py, &*ops, s, "output")?)?;
+            let py_outputs = PyList::empty(py);
+            for &s in outputs {
+                py_outputs.append(value(py, &*ctx, s, "output")?)?;
             }
             let attrs = PyDict::new(py);
-            for (k, v) in op.attrs {
+            for (k, v) in ctx.attrs() {
                 attrs.set_item(k, attr_to_py(py, v)?)?;
             }
-            let mut args: Vec<Bound<'_, PyAny>> = Vec::with_capacity(grads.len() + 1);
-            let op_obj =
-                crate::hooks::hook(py, "grad_op")?.call1((op.op, inputs, outputs, attrs))?;
+            let mut args: Vec<Bound<'_, PyAny>> = Vec::with_capacity(outputs.len() + 1);
+            let op_obj = crate::hooks::hook(py, "grad_op")?.call1((
+                ctx.op_name(),
+                py_inputs,
+                py_outputs,
+                attrs,
+            ))?;
             args.push(op_obj);
-            for g in grads {
-                args.push(match g {
-                    Some(s) => value(py, &*ops, *s, "gradient")?,
+            for i in 0..outputs.len() {
+                args.push(match ctx.output_grad(i) {
+                    Some(s) => value(py, &*ctx, s, "gradient")?,
                     None => py.None().into_bound(py),
                 });
             }
             let result = crate::hooks::hook(py, "call_gradient")?.call1((
                 f.bind(py),
                 PyTuple::new(py, args)?,
-                op.inputs.len(),
+                inputs.len(),
             ))?;
-            let mut out = Vec::with_capacity(op.inputs.len());
+            let mut out = Vec::with_capacity(inputs.len());
             for item in result.cast::<PyList>().map_err(PyErr::from)?.iter() {
                 if item.is_none() {
                     out.push(None);
                     continue;
                 }
-                out.push(Some(result_sym(ops, scope, &item)?));
+                out.push(Some(result_sym(&mut *ctx, scope, &item)?));
             }
             Ok(out)
         };
-        run().map_err(|e| errors::stash(py, e, &format!("the Python gradient of op '{}'", op.op)))
+        let grads = run().map_err(|e| {
+            errors::stash(
+                py,
+                e,
+                &format!("the Python gradient of op '{}'", ctx.op_name()),
+            )
+        })?;
+        for (i, g) in grads.into_iter().enumerate() {
+            if let Some(g) = g {
+                ctx.set_input_grad(i, g)?;
+            }
+        }
+        Ok(())
     })
 }
 
@@ -119,9 +127,7 @@ pub fn register_gradient(
     r#override: bool,
     location: &str,
 ) -> PyResult<()> {
-    let g = Arc::new(GradientFn::from_fn(move |ops, gop, grads| {
-        call(&f, ops, gop, grads)
-    }));
+    let g = Arc::new(GradientFn::from_fn(move |ctx| call(&f, ctx)));
     set(py, op, g, r#override, location)
 }
 

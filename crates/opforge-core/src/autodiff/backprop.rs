@@ -2,7 +2,7 @@
 //! shared by graph `gradients()` and the eager `GradientTape`.
 
 use super::{
-    is_differentiable_dtype, GradOp, Gradient, GradientFn, Ops, OpsExt, Sym, AUTODIFF_OPS,
+    is_differentiable_dtype, Gradient, GradientContext, GradientFn, Ops, OpsExt, Sym, AUTODIFF_OPS,
 };
 use crate::attrs::AttrMap;
 use crate::{Result, Status};
@@ -111,22 +111,10 @@ pub fn backprop(
                 )))
             }
         };
-        let grad_op = GradOp {
-            op: &r.op,
-            attrs: &r.attrs,
-            inputs: &r.inputs,
-            outputs: &r.outputs,
-        };
-        let in_grads = f(o, &grad_op, &out_grads)
+        let mut ctx = GradientContext::new(o, &r.op, &r.attrs, &r.inputs, &r.outputs, &out_grads);
+        let in_grads = f(&mut ctx)
+            .and_then(|()| ctx.into_input_grads())
             .map_err(|e| e.prepend(format!("In the gradient of {}: ", r.op)))?;
-        if in_grads.len() != r.inputs.len() {
-            return Err(Status::internal(format!(
-                "The gradient of {} returned {} gradients for {} inputs",
-                r.op,
-                in_grads.len(),
-                r.inputs.len()
-            )));
-        }
         for (&input, g) in r.inputs.iter().zip(in_grads) {
             if let Some(g) = g {
                 if is_differentiable_dtype(o.dtype(input)) {

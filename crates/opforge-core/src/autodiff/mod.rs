@@ -1,18 +1,22 @@
-//! Automatic differentiation. Gradient functions are written once against
-//! [`Ops`], an op-calling interface whose values are opaque [`Sym`] handles;
-//! a graph builder ([`gradients`]) and the eager [`GradientTape`] both
-//! implement it, so the same gradient code builds gradient subgraphs and
-//! computes gradients eagerly. Gradient computations are themselves ops, so
+//! Automatic differentiation. Gradient functions (one form:
+//! `fn(&mut GradientContext<'_>) -> Result<()>`) are written once against
+//! [`Ops`], an op-calling interface whose values are opaque [`Sym`] handles
+//! and which the [`GradientContext`] implements; a graph builder
+//! ([`gradients`]) and the eager [`GradientTape`] both implement it, so the
+//! same gradient code builds gradient subgraphs and computes gradients
+//! eagerly. Gradient computations are themselves ops, so
 //! higher-order gradients work wherever the gradient functions are
 //! differentiable.
 
 mod backprop;
 mod checker;
+mod context;
 mod graph_grad;
 mod tape;
 
 pub use backprop::{backprop, Record, Syms};
 pub use checker::{compute_gradient, compute_gradient_error, Jacobians};
+pub use context::GradientContext;
 pub use graph_grad::{gradients, GraphOps};
 pub use tape::GradientTape;
 
@@ -244,31 +248,11 @@ mod num_traits_lite {
     }
 }
 
-/// The forward op a gradient function differentiates.
-pub struct GradOp<'a> {
-    /// The op's name.
-    pub op: &'a str,
-    /// The node's attrs.
-    pub attrs: &'a AttrMap,
-    /// The op's flat inputs.
-    pub inputs: &'a [Sym],
-    /// The op's flat outputs.
-    pub outputs: &'a [Sym],
-}
-
-impl GradOp<'_> {
-    /// Attr `name` as a `T`.
-    pub fn attr<T: crate::attrs::FromAttrValue>(&self, name: &str) -> Result<T> {
-        crate::attrs::get_attr(self.op, self.attrs, name)
-    }
-}
-
-/// A gradient function: given the forward op and the gradients of its
-/// outputs (`None` where no gradient flows), the gradients of its flat
-/// inputs (`None` for inputs without one, such as integer indices). Any
+/// A gradient function (TensorFlow's gradient function, opforge's one
+/// form): it reads the forward op and the gradients of its outputs from the
+/// [`GradientContext`] and sets the gradients of its inputs there. Any
 /// closure: a Rust function, a plugin's callback, a Python callable.
-pub type GradFunction =
-    dyn Fn(&mut dyn Ops, &GradOp<'_>, &[Option<Sym>]) -> Result<Vec<Option<Sym>>> + Send + Sync;
+pub type GradFunction = dyn Fn(&mut GradientContext<'_>) -> Result<()> + Send + Sync;
 
 /// What is registered for an op's differentiation: the value of its
 /// [`Gradient`] attribute.
@@ -283,10 +267,7 @@ pub enum GradientFn {
 impl GradientFn {
     /// A gradient function from a closure.
     pub fn from_fn(
-        f: impl Fn(&mut dyn Ops, &GradOp<'_>, &[Option<Sym>]) -> Result<Vec<Option<Sym>>>
-            + Send
-            + Sync
-            + 'static,
+        f: impl Fn(&mut GradientContext<'_>) -> Result<()> + Send + Sync + 'static,
     ) -> GradientFn {
         GradientFn::Fn(Arc::new(f))
     }
@@ -325,8 +306,9 @@ impl OpAttr for Gradient {
 }
 
 /// Registers a gradient function for an op, next to its code:
-/// `register_gradient!("Tanh", tanh_grad);` (a function or a closure
-/// without captures). It becomes the op's [`Gradient`] attribute in
+/// `register_gradient!("Tanh", tanh_grad);`, where `tanh_grad` is a
+/// `fn(&mut GradientContext<'_>) -> Result<()>` (or a closure without
+/// captures of that form). It becomes the op's [`Gradient`] attribute in
 /// [`Registry::global`](crate::registry::Registry::global).
 #[macro_export]
 macro_rules! register_gradient {

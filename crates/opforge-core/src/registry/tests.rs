@@ -426,9 +426,10 @@ fn typed_attributes_and_their_duplicate_policy() {
     assert_eq!(*r.attr::<Cost>("A").unwrap(), 7);
     // Gradients are closures: a captured value flows into the function.
     let scale = 3.0;
-    let grad = GradientFn::from_fn(move |o, _op, dys| {
-        let k = o.scalar(DataType::Float, scale)?;
-        Ok(vec![dys[0].map(|d| o.mul(d, k)).transpose()?])
+    let grad = GradientFn::from_fn(move |ctx| {
+        let k = ctx.scalar(DataType::Float, scale)?;
+        let d = ctx.mul(ctx.grad()?, k)?;
+        ctx.set_input_grad(0, d)
     });
     r.set_attr::<Gradient>("A", Arc::new(grad)).unwrap();
     let not_diff = Arc::new(GradientFn::NotDifferentiable);

@@ -497,9 +497,7 @@ pub(super) unsafe extern "C" fn reg_gradient_fn(
             }
             let lib = st.lib()?;
             let user = SendPtr(user);
-            let g = GradientFn::from_fn(move |ops, fwd, grads| {
-                run_grad_fn(&lib, f, user, ops, fwd, grads)
-            });
+            let g = GradientFn::from_fn(move |ctx| run_grad_fn(&lib, f, user, ctx));
             st.records
                 .push(json!({"kind": "gradient", "op": op, "form": "fn"}));
             st.gradients.push((op, "fn", g));
@@ -540,8 +538,8 @@ pub(super) unsafe extern "C" fn reg_gradient_function(
                 decl.validate(&find)?;
             }
             let label = st.lib()?.label();
-            let g = GradientFn::from_fn(move |ops, fwd, grads| {
-                decl.eval(ops, fwd, grads)
+            let g = GradientFn::from_fn(move |ctx| {
+                decl.eval(ctx)
                     .map_err(|e| e.append(format!(" [library {label}]")))
             });
             st.records

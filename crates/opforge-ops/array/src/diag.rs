@@ -10,7 +10,7 @@
 //! TensorFlow's checks of `num_lower`/`num_upper` and its gradient (the
 //! band of the incoming gradient).
 
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
+use opforge_core::autodiff::{GradientContext, OpsExt};
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
@@ -24,6 +24,7 @@ use opforge_core::{
 use opforge_ops_base::cpu::mover::{
     for_each_chunk, for_each_rows, move_to_output, Carrier, MoveElements,
 };
+use opforge_ops_base::grad::one_op_grad;
 use opforge_ops_base::shape::*;
 use opforge_ops_base::types::POD_TYPES;
 
@@ -530,53 +531,30 @@ register_kernel!(
 // Gradients (TensorFlow's array_grad.py)
 // ---------------------------------------------------------------------------
 
-type Grads = Result<Vec<Option<Sym>>>;
-
-/// A gradient that is one op applied to the incoming gradient.
-fn one_op(o: &mut dyn Ops, op: &str, grads: &[Option<Sym>]) -> Grads {
-    Ok(vec![match grads[0] {
-        Some(g) => Some(o.op1(op, &[g], &[])?),
-        None => None,
-    }])
-}
-
-fn diag_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    one_op(o, "DiagPart", grads)
-}
-
-fn diag_part_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    one_op(o, "Diag", grads)
-}
-
-fn matrix_diag_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    one_op(o, "MatrixDiagPart", grads)
-}
-
-register_gradient!("Diag", diag_grad);
-register_gradient!("DiagPart", diag_part_grad);
-register_gradient!("MatrixDiag", matrix_diag_grad);
+// `Diag`, `DiagPart`, `MatrixDiag`: the adjoint op on the gradient.
+register_gradient!("Diag", |ctx| one_op_grad(ctx, "DiagPart"));
+register_gradient!("DiagPart", |ctx| one_op_grad(ctx, "Diag"));
+register_gradient!("MatrixDiag", |ctx| one_op_grad(ctx, "MatrixDiagPart"));
 
 /// `MatrixDiagPart`: the gradient on the diagonal of zeros shaped like the
 /// input (TensorFlow's `matrix_set_diag(zeros_like(input), grad)`, which
 /// for square matrices is its `matrix_diag(grad)`).
-fn matrix_diag_part_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None]);
-    };
-    let zeros = o.zeros_like(op.inputs[0])?;
-    Ok(vec![Some(o.op1("MatrixSetDiag", &[zeros, g], &[])?)])
+fn matrix_diag_part_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let zeros = ctx.zeros_like(ctx.input(0))?;
+    let dx = ctx.op1("MatrixSetDiag", &[zeros, g], &[])?;
+    ctx.set_input_grad(0, dx)
 }
 
 /// `MatrixSetDiag`: the gradient with its diagonals zeroed for `input`, its
 /// diagonals for `diagonal` (TensorFlow's `_MatrixSetDiagGrad`).
-fn matrix_set_diag_grad(o: &mut dyn Ops, _: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let diag = o.op1("MatrixDiagPart", &[g], &[])?;
-    let zeros = o.zeros_like(diag)?;
-    let input = o.op1("MatrixSetDiag", &[g, zeros], &[])?;
-    Ok(vec![Some(input), Some(diag)])
+fn matrix_set_diag_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let diag = ctx.op1("MatrixDiagPart", &[g], &[])?;
+    let zeros = ctx.zeros_like(diag)?;
+    let input = ctx.op1("MatrixSetDiag", &[g, zeros], &[])?;
+    ctx.set_input_grad(0, input)?;
+    ctx.set_input_grad(1, diag)
 }
 
 register_gradient!("MatrixDiagPart", matrix_diag_part_grad);
@@ -584,12 +562,10 @@ register_gradient!("MatrixSetDiag", matrix_set_diag_grad);
 
 /// `MatrixBandPart`: the same band of the gradient (`array_grad.py`'s
 /// `_MatrixBandPartGrad`); the band limits get none.
-fn matrix_band_part_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None, None]);
-    };
-    let band = o.op1("MatrixBandPart", &[g, op.inputs[1], op.inputs[2]], &[])?;
-    Ok(vec![Some(band), None, None])
+fn matrix_band_part_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, lower, upper) = (ctx.grad()?, ctx.input(1), ctx.input(2));
+    let band = ctx.op1("MatrixBandPart", &[g, lower, upper], &[])?;
+    ctx.set_input_grad(0, band)
 }
 
 register_gradient!("MatrixBandPart", matrix_band_part_grad);

@@ -115,16 +115,8 @@ register_kernel!(KernelDefBuilder::new("PlaceholderWithDefault"), PassThrough);
 /// `PlaceholderWithDefault` passes its gradient through (TensorFlow's
 /// `_IdGrad`); `NoOp` and `Placeholder` have no inputs to differentiate.
 mod gradients {
-    use opforge_core::autodiff::{GradOp, Ops, Sym};
-    use opforge_core::{register_gradient, Result};
-
-    fn identity_grad(
-        _: &mut dyn Ops,
-        _: &GradOp<'_>,
-        grads: &[Option<Sym>],
-    ) -> Result<Vec<Option<Sym>>> {
-        Ok(vec![grads[0]])
-    }
+    use opforge_core::register_gradient;
+    use opforge_ops_base::grad::identity_grad;
 
     register_gradient!("PlaceholderWithDefault", identity_grad);
 }

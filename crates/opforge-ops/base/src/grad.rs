@@ -1,22 +1,73 @@
 //! Gradient helpers shared by the op families' gradient functions.
 
+use opforge_core::attrs::AttrMap;
 use opforge_core::attrs::{FromAttrValue, IntoAttrValue};
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
-use opforge_core::{DataType, Result, Tensor};
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym, SymArg};
+use opforge_core::{DataType, Result, Status, Tensor};
 
 /// Attr `name` of the forward op, or `default` when the call did not
 /// set it (eager calls record only the attrs they were given).
-pub fn attr_or<T: FromAttrValue>(op: &GradOp<'_>, name: &str, default: T) -> Result<T> {
-    if op.attrs.contains_key(name) {
-        op.attr(name)
+pub fn attr_or<T: FromAttrValue>(ctx: &GradientContext<'_>, name: &str, default: T) -> Result<T> {
+    if ctx.attrs().contains_key(name) {
+        ctx.get_attr(name)
     } else {
         Ok(default)
     }
 }
 
+/// Sets the gradient of flat input `i` to the `i`-th of `grads` (`Sym`s,
+/// or `Option<Sym>`s where `None` leaves an input without one): for
+/// helpers that compute a gradient per input.
+pub fn set_input_grads<G: Into<Option<Sym>>>(
+    ctx: &mut GradientContext<'_>,
+    grads: impl IntoIterator<Item = G>,
+) -> Result<()> {
+    for (i, g) in grads.into_iter().enumerate() {
+        if let Some(g) = g.into() {
+            ctx.set_input_grad(i, g)?;
+        }
+    }
+    Ok(())
+}
+
+/// The gradient of each output passed to the input of the same index
+/// (`Identity`, `IdentityN`, `PlaceholderWithDefault`: TensorFlow's `_IdGrad`).
+pub fn identity_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    for i in 0..ctx.num_outputs().min(ctx.num_inputs()) {
+        if let Some(g) = ctx.output_grad(i) {
+            ctx.set_input_grad(i, g)?;
+        }
+    }
+    Ok(())
+}
+
+/// Sets input 0's gradient to `op(grad)`, for the ops whose gradient is
+/// one op applied to the incoming gradient (`Diag` and `DiagPart`, ...).
+pub fn one_op_grad(ctx: &mut GradientContext<'_>, op: &str) -> Result<()> {
+    let dx = ctx.op1(op, &[ctx.grad()?], &[])?;
+    ctx.set_input_grad(0, dx)
+}
+
 /// An int32 scalar constant.
 pub fn int_scalar(o: &mut dyn Ops, v: i32) -> Result<Sym> {
     o.constant(Tensor::scalar(v))
+}
+
+/// `ConcatV2(xs, axis)` (one value: itself).
+pub fn concat(o: &mut dyn Ops, xs: &[Sym], axis: Sym) -> Result<Sym> {
+    if let [one] = xs {
+        return Ok(*one);
+    }
+    let args = [SymArg::List(xs.to_vec()), SymArg::One(axis)];
+    o.call("ConcatV2", &args, &AttrMap::new())?
+        .pop()
+        .ok_or_else(|| Status::internal("ConcatV2 has no output"))
+}
+
+/// The vectors `xs` joined end to end (`ConcatV2` on axis 0), as shapes are.
+pub fn concat_vectors(o: &mut dyn Ops, xs: &[Sym]) -> Result<Sym> {
+    let axis = int_scalar(o, 0)?;
+    concat(o, xs, axis)
 }
 
 /// `Sum(x, axes)` (optionally keeping the reduced dims).
@@ -86,16 +137,16 @@ pub fn reduced_shape(o: &mut dyn Ops, x: Sym, input_shape: Sym, axes: Sym) -> Re
 /// The gradient `grad` of a reduction of `x` over `axes`, reshaped to
 /// the kept-dims shape (unless `keep_dims`) and broadcast to `x`'s shape.
 /// Also returns `x`'s shape and the kept-dims shape.
-pub fn broadcast_reduced(o: &mut dyn Ops, op: &GradOp<'_>, grad: Sym) -> Result<(Sym, Sym, Sym)> {
-    let (x, axes) = (op.inputs[0], op.inputs[1]);
-    let input_shape = o.shape_of(x)?;
-    let kept = if attr_or(op, "keep_dims", false)? {
-        o.shape_of(op.outputs[0])?
+pub fn broadcast_reduced(ctx: &mut GradientContext<'_>, grad: Sym) -> Result<(Sym, Sym, Sym)> {
+    let (x, axes) = (ctx.input(0), ctx.input(1));
+    let input_shape = ctx.shape_of(x)?;
+    let kept = if attr_or(ctx, "keep_dims", false)? {
+        ctx.shape_of(ctx.output(0))?
     } else {
-        reduced_shape(o, x, input_shape, axes)?
+        reduced_shape(ctx, x, input_shape, axes)?
     };
-    let g = o.reshape(grad, kept)?;
-    let g = o.op1("BroadcastTo", &[g, input_shape], &[])?;
+    let g = ctx.reshape(grad, kept)?;
+    let g = ctx.op1("BroadcastTo", &[g, input_shape], &[])?;
     Ok((g, input_shape, kept))
 }
 

@@ -1,69 +1,45 @@
 //! Gradients of the indexing ops.
 
-use opforge_core::attrs::{AttrMap, IntoAttrValue};
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::attrs::IntoAttrValue;
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym};
 use opforge_core::proto::AttrValue;
 use opforge_core::{register_gradient, register_not_differentiable, DataType, Result, Status};
-use opforge_ops_base::grad::{attr_or, cast};
+use opforge_ops_base::grad::{attr_or, cast, concat_vectors};
 
-type Grads = Result<Vec<Option<Sym>>>;
-
-fn transpose_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let inv = o.op1("InvertPermutation", &[op.inputs[1]], &[])?;
-    Ok(vec![Some(o.op1("Transpose", &[g, inv], &[])?), None])
+fn transpose_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, perm) = (ctx.grad()?, ctx.input(1));
+    let inv = ctx.op1("InvertPermutation", &[perm], &[])?;
+    let dx = ctx.op1("Transpose", &[g, inv], &[])?;
+    ctx.set_input_grad(0, dx)
 }
 
-fn reverse_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    Ok(vec![Some(o.op1(op.op, &[g, op.inputs[1]], &[])?), None])
+fn reverse_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, axes) = (ctx.grad()?, ctx.input(1));
+    let dx = ctx.op1(ctx.op_name(), &[g, axes], &[])?;
+    ctx.set_input_grad(0, dx)
 }
 
-fn concat(o: &mut dyn Ops, xs: &[Sym]) -> Result<Sym> {
-    let axis = o.constant(opforge_core::Tensor::scalar(0i32))?;
-    let mut r = o.call(
-        "ConcatV2",
-        &[SymArg::List(xs.to_vec()), SymArg::One(axis)],
-        &AttrMap::new(),
-    )?;
-    r.pop()
-        .ok_or_else(|| Status::internal("ConcatV2 has no output"))
-}
-
-fn gather_v2_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None, None]);
-    };
-    let batch_dims: i64 = op.attr("batch_dims").unwrap_or(0);
+fn gather_v2_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let batch_dims: i64 = ctx.get_attr("batch_dims").unwrap_or(0);
     if batch_dims != 0 {
         return Err(Status::unimplemented(
             "the gradient of GatherV2 with batch_dims != 0",
         ));
     }
-    let (params, indices, axis) = (op.inputs[0], op.inputs[1], op.inputs[2]);
-    Ok(vec![
-        Some(gather_params_grad(o, g, params, indices, axis)?),
-        None,
-        None,
-    ])
+    let (params, indices, axis) = (ctx.input(0), ctx.input(1), ctx.input(2));
+    let dx = gather_params_grad(ctx, g, params, indices, axis)?;
+    ctx.set_input_grad(0, dx)
 }
 
 /// `Gather`'s gradient: `GatherV2`'s along axis 0 (TensorFlow builds the
 /// same `IndexedSlices` for both).
-fn gather_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let axis = o.constant(opforge_core::Tensor::scalar(0i32))?;
-    let (params, indices) = (op.inputs[0], op.inputs[1]);
-    Ok(vec![
-        Some(gather_params_grad(o, g, params, indices, axis)?),
-        None,
-    ])
+fn gather_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let axis = ctx.constant(opforge_core::Tensor::scalar(0i32))?;
+    let (params, indices) = (ctx.input(0), ctx.input(1));
+    let dx = gather_params_grad(ctx, g, params, indices, axis)?;
+    ctx.set_input_grad(0, dx)
 }
 
 /// The gradient `g` of a gather of `params` along `axis` at `indices`,
@@ -96,19 +72,19 @@ fn gather_params_grad(
     let k = o.op1("Size", &[indices], &[("out_type", i32t)])?;
     let k_v = o.reshape(k, one_v)?;
     // g as [outer, K, inner] -> [K, outer * inner].
-    let s3 = concat(o, &[outer, k_v, inner])?;
+    let s3 = concat_vectors(o, &[outer, k_v, inner])?;
     let g3 = o.reshape(g, s3)?;
     let perm = o.int_vector(&[1, 0, 2])?;
     let gt = o.op1("Transpose", &[g3, perm], &[])?;
     let m = o.mul(outer, inner)?;
-    let s2 = concat(o, &[k_v, m])?;
+    let s2 = concat_vectors(o, &[k_v, m])?;
     let g2 = o.reshape(gt, s2)?;
     // Summed per index: [N, outer * inner].
     let flat = o.reshape(indices, minus_one_v)?;
     let empty = o.int_vector(&[])?;
     let depth = o.reshape(n, empty)?;
     let r = o.op1("UnsortedSegmentSum", &[g2, flat, depth], &[])?;
-    let s3b = concat(o, &[n, outer, inner])?;
+    let s3b = concat_vectors(o, &[n, outer, inner])?;
     let r3 = o.reshape(r, s3b)?;
     let rt = o.op1("Transpose", &[r3, perm], &[])?;
     o.reshape(rt, ps)
@@ -118,8 +94,8 @@ fn gather_params_grad(
 /// gradient: `IGNORE` is passed on (an ignored index contributes nothing to
 /// the forward result, so its gradient is dropped too, where TensorFlow's
 /// gradient would fail on it); the other policies are the default.
-fn policy_attrs(op: &GradOp<'_>) -> Result<Vec<(&'static str, AttrValue)>> {
-    let policy: String = attr_or(op, "bad_indices_policy", String::new())?;
+fn policy_attrs(ctx: &GradientContext<'_>) -> Result<Vec<(&'static str, AttrValue)>> {
+    let policy: String = attr_or(ctx, "bad_indices_policy", String::new())?;
     Ok(if policy == "IGNORE" {
         vec![("bad_indices_policy", policy.into_attr_value())]
     } else {
@@ -134,54 +110,48 @@ fn policy_attrs(op: &GradOp<'_>) -> Result<Vec<(&'static str, AttrValue)>> {
 /// are cast to int32 (`ScatterNd`'s CPU kernel takes int32/int64). A
 /// vector of indices (one index tuple), which `ScatterNd` does not take
 /// (TensorFlow's gradient fails on it), is scattered as a batch of one.
-fn gather_nd_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(mut g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let (params, mut indices) = (op.inputs[0], op.inputs[1]);
-    if o.dtype(indices) == DataType::Int16 {
-        indices = cast(o, indices, DataType::Int32)?;
+fn gather_nd_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let mut g = ctx.grad()?;
+    let (params, mut indices) = (ctx.input(0), ctx.input(1));
+    if ctx.dtype(indices) == DataType::Int16 {
+        indices = cast(ctx, indices, DataType::Int32)?;
     }
-    if o.shape(indices).is_some_and(|s| s.len() == 1) {
-        let zero = o.constant(opforge_core::Tensor::scalar(0i32))?;
-        indices = o.op1("ExpandDims", &[indices, zero], &[])?;
-        g = o.op1("ExpandDims", &[g, zero], &[])?;
+    if ctx.shape(indices).is_some_and(|s| s.len() == 1) {
+        let zero = ctx.constant(opforge_core::Tensor::scalar(0i32))?;
+        indices = ctx.op1("ExpandDims", &[indices, zero], &[])?;
+        g = ctx.op1("ExpandDims", &[g, zero], &[])?;
     }
-    let out_type = o.dtype(indices).into_attr_value();
-    let shape = o.op1("Shape", &[params], &[("out_type", out_type)])?;
-    let attrs = policy_attrs(op)?;
-    let dx = o.op1("ScatterNd", &[indices, g, shape], &attrs)?;
-    Ok(vec![Some(dx), None])
+    let out_type = ctx.dtype(indices).into_attr_value();
+    let shape = ctx.op1("Shape", &[params], &[("out_type", out_type)])?;
+    let attrs = policy_attrs(ctx)?;
+    let dx = ctx.op1("ScatterNd", &[indices, g, shape], &attrs)?;
+    ctx.set_input_grad(0, dx)
 }
 
 /// `ScatterNd`: TensorFlow's `_ScatterNdGrad`, `GatherNd(grad, indices)`
 /// for `updates`; none for `indices` and `shape`.
-fn scatter_nd_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None, None]);
-    };
-    let attrs = policy_attrs(op)?;
-    let du = o.op1("GatherNd", &[g, op.inputs[0]], &attrs)?;
-    Ok(vec![None, Some(du), None])
+fn scatter_nd_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, indices) = (ctx.grad()?, ctx.input(0));
+    let attrs = policy_attrs(ctx)?;
+    let du = ctx.op1("GatherNd", &[g, indices], &attrs)?;
+    ctx.set_input_grad(1, du)
 }
 
 /// `ReverseSequence` only permutes: its gradient permutes back, the same
 /// `ReverseSequence` of the incoming gradient.
-fn reverse_sequence_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let seq_dim: i64 = op.attr("seq_dim")?;
-    let batch_dim: i64 = op.attr("batch_dim")?;
-    let r = o.op1(
+fn reverse_sequence_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, seq_lengths) = (ctx.grad()?, ctx.input(1));
+    let seq_dim: i64 = ctx.get_attr("seq_dim")?;
+    let batch_dim: i64 = ctx.get_attr("batch_dim")?;
+    let r = ctx.op1(
         "ReverseSequence",
-        &[g, op.inputs[1]],
+        &[g, seq_lengths],
         &[
             ("seq_dim", seq_dim.into_attr_value()),
             ("batch_dim", batch_dim.into_attr_value()),
         ],
     )?;
-    Ok(vec![Some(r), None])
+    ctx.set_input_grad(0, r)
 }
 
 register_gradient!("Transpose", transpose_grad);

@@ -11,7 +11,7 @@
 //! (so outputs match bit for bit).
 
 use opforge_core::attrs::AttrMap;
-use opforge_core::autodiff::{GradOp, Ops, Sym, SymArg};
+use opforge_core::autodiff::{GradientContext, Ops, SymArg};
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
@@ -22,6 +22,7 @@ use opforge_core::{
 };
 use opforge_ops_base::args::{fmt_float, fmt_shape};
 use opforge_ops_base::cpu::par::{chunks_in_shards, elementwise_shards, par_map, par_zip};
+use opforge_ops_base::grad::set_input_grads;
 
 /// The integer grid of a FakeQuant op: `[quant_min, quant_max]`, from its
 /// `num_bits` and `narrow_range` attrs.
@@ -465,26 +466,20 @@ vars_kernel!("FakeQuantWithMinMaxVarsPerChannelGradient", true, true);
 
 /// The gradient of a FakeQuant op: its `*Gradient` op on the incoming
 /// gradient and the op's inputs, with the op's quantization attrs.
-fn fake_quant_grad(
-    o: &mut dyn Ops,
-    op: &GradOp<'_>,
-    grads: &[Option<Sym>],
-) -> Result<Vec<Option<Sym>>> {
-    let Some(grad) = grads[0] else {
-        return Ok(vec![None; op.inputs.len()]);
-    };
+fn fake_quant_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let grad = ctx.grad()?;
     let mut attrs = AttrMap::new();
     for name in ["min", "max", "num_bits", "narrow_range"] {
-        if let Some(v) = op.attrs.get(name) {
+        if let Some(v) = ctx.attrs().get(name) {
             attrs.insert(name.to_string(), v.clone());
         }
     }
     let args: Vec<SymArg> = std::iter::once(grad)
-        .chain(op.inputs.iter().copied())
+        .chain(ctx.inputs().iter().copied())
         .map(SymArg::One)
         .collect();
-    let outs = o.call(&format!("{}Gradient", op.op), &args, &attrs)?;
-    Ok(outs.into_iter().map(Some).collect())
+    let outs = ctx.call(&format!("{}Gradient", ctx.op_name()), &args, &attrs)?;
+    set_input_grads(ctx, outs)
 }
 
 register_gradient!("FakeQuantWithMinMaxArgs", fake_quant_grad);

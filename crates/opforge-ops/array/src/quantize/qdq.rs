@@ -3,7 +3,6 @@
 //! double), one engine for both, and their pass-through gradients
 //! (`array_grad.py`).
 
-use opforge_core::autodiff::{GradOp, Ops, Sym};
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
@@ -12,6 +11,7 @@ use opforge_core::{dispatch, ensure, register_gradient, register_kernel, DataTyp
 use opforge_core::{Result, Status};
 use opforge_ops_base::args::{dims_product, fmt_float};
 use opforge_ops_base::cpu::par::{chunks_in_shards, elementwise_shards, par_map};
+use opforge_ops_base::grad::identity_grad;
 use opforge_ops_base::types::unsupported;
 use std::ops::{Div, Mul};
 
@@ -410,18 +410,8 @@ register_kernel!(
     QuantizeAndDequantizeV2Op
 );
 
-/// The gradient passes through to the input (array_grad.py's
-/// `_QuantizeAndDequantizeGrad` and `_QuantizeAndDequantizeV2Grad`; none
-/// for V2's range inputs).
-fn quantize_and_dequantize_grad(
-    _: &mut dyn Ops,
-    op: &GradOp<'_>,
-    grads: &[Option<Sym>],
-) -> Result<Vec<Option<Sym>>> {
-    let mut out = vec![None; op.inputs.len()];
-    out[0] = grads[0];
-    Ok(out)
-}
-
-register_gradient!("QuantizeAndDequantize", quantize_and_dequantize_grad);
-register_gradient!("QuantizeAndDequantizeV2", quantize_and_dequantize_grad);
+// The gradient passes through to the input (array_grad.py's
+// `_QuantizeAndDequantizeGrad` and `_QuantizeAndDequantizeV2Grad`; none
+// for V2's range inputs).
+register_gradient!("QuantizeAndDequantize", identity_grad);
+register_gradient!("QuantizeAndDequantizeV2", identity_grad);

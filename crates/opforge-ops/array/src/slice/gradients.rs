@@ -1,12 +1,11 @@
 //! Gradients of the joining, splitting, slicing and padding ops.
 
 use opforge_core::attrs::{AttrMap, IntoAttrValue};
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym, SymArg};
 use opforge_core::{
     register_gradient, register_not_differentiable, DataType, Result, Status, Tensor,
 };
-
-type Grads = Result<Vec<Option<Sym>>>;
+use opforge_ops_base::grad::{concat, set_input_grads};
 
 /// An index vector constant of `dtype` (int32 or int64).
 fn index_vector(o: &mut dyn Ops, dtype: DataType, v: &[i64]) -> Result<Sym> {
@@ -24,18 +23,6 @@ fn one_output(mut r: Vec<Sym>, op: &str) -> Result<Sym> {
         .ok_or_else(|| Status::internal(format!("{op} has no output")))
 }
 
-fn concat_list(o: &mut dyn Ops, xs: &[Sym], axis: Sym) -> Result<Sym> {
-    if let [one] = xs {
-        return Ok(*one);
-    }
-    let r = o.call(
-        "ConcatV2",
-        &[SymArg::List(xs.to_vec()), SymArg::One(axis)],
-        &AttrMap::new(),
-    )?;
-    one_output(r, "ConcatV2")
-}
-
 fn pack_list(o: &mut dyn Ops, xs: &[Sym], axis: i64) -> Result<Sym> {
     let mut attrs = AttrMap::new();
     attrs.insert("axis".to_string(), axis.into_attr_value());
@@ -43,183 +30,160 @@ fn pack_list(o: &mut dyn Ops, xs: &[Sym], axis: i64) -> Result<Sym> {
     one_output(r, "Pack")
 }
 
-fn concat_v2_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let n = op.inputs.len() - 1;
-    let mut out = vec![None; n + 1];
-    let Some(g) = grads[0] else {
-        return Ok(out);
+fn concat_v2_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let values = &ctx.inputs()[ctx.input_range("values")?];
+    let axis = ctx.input(ctx.input_range("axis")?.start);
+    let (Some(&first), i32t) = (values.first(), DataType::Int32.into_attr_value()) else {
+        return Ok(());
     };
-    let values = &op.inputs[..n];
-    let i32t = DataType::Int32.into_attr_value();
-    let rank = o.op1("Rank", &[values[0]], &[])?;
-    let ax = o.op1("Cast", &[op.inputs[n]], &[("DstT", i32t)])?;
-    let ax = o.op1("FloorMod", &[ax, rank], &[])?;
-    let one_i = o.constant(Tensor::scalar(1i32))?;
-    let zero_i = o.constant(Tensor::scalar(0i32))?;
-    let mask = o.op1("OneHot", &[ax, rank, one_i, zero_i], &[])?;
-    let ax_v = o.int_vector(&[1])?;
-    let ax_v = o.reshape(ax, ax_v)?;
-    let one_v = o.int_vector(&[1])?;
+    let rank = ctx.op1("Rank", &[first], &[])?;
+    let ax = ctx.op1("Cast", &[axis], &[("DstT", i32t)])?;
+    let ax = ctx.op1("FloorMod", &[ax, rank], &[])?;
+    let one_i = ctx.constant(Tensor::scalar(1i32))?;
+    let zero_i = ctx.constant(Tensor::scalar(0i32))?;
+    let mask = ctx.op1("OneHot", &[ax, rank, one_i, zero_i], &[])?;
+    let ax_v = ctx.int_vector(&[1])?;
+    let ax_v = ctx.reshape(ax, ax_v)?;
+    let one_v = ctx.int_vector(&[1])?;
     let mut offset: Option<Sym> = None;
     for (i, &x) in values.iter().enumerate() {
-        let s = o.shape_of(x)?;
+        let s = ctx.shape_of(x)?;
         let begin = match offset {
-            None => o.zeros_like(s)?,
-            Some(off) => o.mul(mask, off)?,
+            None => ctx.zeros_like(s)?,
+            Some(off) => ctx.mul(mask, off)?,
         };
-        out[i] = Some(o.op1("Slice", &[g, begin, s], &[])?);
-        let size = o.op1("Slice", &[s, ax_v, one_v], &[])?;
+        let dx = ctx.op1("Slice", &[g, begin, s], &[])?;
+        ctx.set_input_grad(i, dx)?;
+        let size = ctx.op1("Slice", &[s, ax_v, one_v], &[])?;
         offset = Some(match offset {
             None => size,
-            Some(off) => o.add(off, size)?,
+            Some(off) => ctx.add(off, size)?,
         });
     }
-    Ok(out)
+    Ok(())
 }
 
 /// `Concat`'s gradient, as TensorFlow's `_ConcatGradHelper`: the slices of
 /// the incoming gradient at the `ConcatOffset`s of the inputs (the
 /// dimension taken modulo the rank), of the inputs' shapes.
-fn concat_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let n = op.inputs.len() - 1;
-    let mut out = vec![None; n + 1];
-    let Some(g) = grads[0] else {
-        return Ok(out);
+fn concat_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let range = ctx.input_range("values")?;
+    let values = &ctx.inputs()[range.clone()];
+    let Some(&first) = values.first() else {
+        return Ok(());
     };
-    let values = &op.inputs[1..];
-    let rank = o.op1("Rank", &[values[0]], &[])?;
-    let dim = o.op1("FloorMod", &[op.inputs[0], rank], &[])?;
+    let rank = ctx.op1("Rank", &[first], &[])?;
+    let dim = ctx.op1("FloorMod", &[ctx.input(0), rank], &[])?;
     let shapes = values
         .iter()
-        .map(|&x| o.shape_of(x))
+        .map(|&x| ctx.shape_of(x))
         .collect::<Result<Vec<_>>>()?;
-    let offsets = o.call(
+    let offsets = ctx.call(
         "ConcatOffset",
         &[SymArg::One(dim), SymArg::List(shapes.clone())],
         &AttrMap::new(),
     )?;
-    for (i, (&begin, &size)) in offsets.iter().zip(&shapes).enumerate() {
-        out[i + 1] = Some(o.op1("Slice", &[g, begin, size], &[])?);
+    for (i, (&begin, &size)) in range.zip(offsets.iter().zip(&shapes)) {
+        let dx = ctx.op1("Slice", &[g, begin, size], &[])?;
+        ctx.set_input_grad(i, dx)?;
     }
-    Ok(out)
+    Ok(())
 }
 
-fn pack_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let n = op.inputs.len();
-    let Some(g) = grads[0] else {
-        return Ok(vec![None; n]);
-    };
-    let axis: i64 = op.attr("axis")?;
+fn pack_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, n) = (ctx.grad()?, ctx.num_inputs());
+    let axis: i64 = ctx.get_attr("axis")?;
     let mut attrs = AttrMap::new();
     attrs.insert("num".to_string(), (n as i64).into_attr_value());
     attrs.insert("axis".to_string(), axis.into_attr_value());
-    let r = o.call("Unpack", &[SymArg::One(g)], &attrs)?;
-    Ok(r.into_iter().map(Some).collect())
+    let r = ctx.call("Unpack", &[SymArg::One(g)], &attrs)?;
+    set_input_grads(ctx, r)
 }
 
 /// Gradients of a multi-output op, with zeros for the outputs without one.
-fn filled(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Result<Vec<Sym>> {
-    grads
-        .iter()
-        .zip(op.outputs)
-        .map(|(g, &y)| match g {
-            Some(g) => Ok(*g),
-            None => o.zeros_like(y),
+fn filled(ctx: &mut GradientContext<'_>) -> Result<Vec<Sym>> {
+    (0..ctx.num_outputs())
+        .map(|i| match ctx.output_grad(i) {
+            Some(g) => Ok(g),
+            None => ctx.zeros_like(ctx.output(i)),
         })
         .collect()
 }
 
-fn unpack_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    if grads.iter().all(Option::is_none) {
-        return Ok(vec![None]);
-    }
-    let axis: i64 = op.attr("axis")?;
-    let gs = filled(o, op, grads)?;
-    Ok(vec![Some(pack_list(o, &gs, axis)?)])
+fn unpack_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let axis: i64 = ctx.get_attr("axis")?;
+    let gs = filled(ctx)?;
+    let dx = pack_list(ctx, &gs, axis)?;
+    ctx.set_input_grad(0, dx)
 }
 
-fn split_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    if grads.iter().all(Option::is_none) {
-        return Ok(vec![None, None]);
-    }
-    let gs = filled(o, op, grads)?;
-    Ok(vec![None, Some(concat_list(o, &gs, op.inputs[0])?)])
+fn split_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (gs, axis) = (filled(ctx)?, ctx.input(0));
+    let dvalue = concat(ctx, &gs, axis)?;
+    ctx.set_input_grad(1, dvalue)
 }
 
-fn slice_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None, None]);
-    };
-    let (x, begin) = (op.inputs[0], op.inputs[1]);
-    let idx = o.dtype(begin).into_attr_value();
-    let out_size = o.op1("Shape", &[op.outputs[0]], &[("out_type", idx.clone())])?;
-    let in_size = o.op1("Shape", &[x], &[("out_type", idx)])?;
-    let col = o.int_vector(&[-1, 1])?;
-    let before = o.reshape(begin, col)?;
-    let rest = o.sub(in_size, out_size)?;
-    let rest = o.sub(rest, begin)?;
-    let after = o.reshape(rest, col)?;
-    let one = o.constant(Tensor::scalar(1i32))?;
-    let paddings = concat_list(o, &[before, after], one)?;
-    Ok(vec![Some(o.op1("Pad", &[g, paddings], &[])?), None, None])
+fn slice_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, x, begin, y) = (ctx.grad()?, ctx.input(0), ctx.input(1), ctx.output(0));
+    let idx = ctx.dtype(begin).into_attr_value();
+    let out_size = ctx.op1("Shape", &[y], &[("out_type", idx.clone())])?;
+    let in_size = ctx.op1("Shape", &[x], &[("out_type", idx)])?;
+    let col = ctx.int_vector(&[-1, 1])?;
+    let before = ctx.reshape(begin, col)?;
+    let rest = ctx.sub(in_size, out_size)?;
+    let rest = ctx.sub(rest, begin)?;
+    let after = ctx.reshape(rest, col)?;
+    let one = ctx.constant(Tensor::scalar(1i32))?;
+    let paddings = concat(ctx, &[before, after], one)?;
+    let dx = ctx.op1("Pad", &[g, paddings], &[])?;
+    ctx.set_input_grad(0, dx)
 }
 
-fn tile_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let (x, multiples) = (op.inputs[0], op.inputs[1]);
-    let idx = o.dtype(multiples).into_attr_value();
-    let in_shape = o.op1("Shape", &[x], &[("out_type", idx)])?;
+fn tile_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, x, multiples) = (ctx.grad()?, ctx.input(0), ctx.input(1));
+    let idx = ctx.dtype(multiples).into_attr_value();
+    let in_shape = ctx.op1("Shape", &[x], &[("out_type", idx)])?;
     // [m0, d0, m1, d1, ...]
-    let pairs = pack_list(o, &[multiples, in_shape], 1)?;
-    let mdt = o.dtype(multiples);
-    let flat = index_vector(o, mdt, &[-1])?;
-    let split_shape = o.reshape(pairs, flat)?;
-    let n = o.op1("Size", &[split_shape], &[])?;
-    let zero = o.constant(Tensor::scalar(0i32))?;
-    let two = o.constant(Tensor::scalar(2i32))?;
-    let axes = o.op1("Range", &[zero, n, two], &[])?;
-    let g = o.reshape(g, split_shape)?;
-    let summed = o.op1("Sum", &[g, axes], &[("keep_dims", false.into_attr_value())])?;
-    Ok(vec![Some(summed), None])
+    let pairs = pack_list(ctx, &[multiples, in_shape], 1)?;
+    let mdt = ctx.dtype(multiples);
+    let flat = index_vector(ctx, mdt, &[-1])?;
+    let split_shape = ctx.reshape(pairs, flat)?;
+    let n = ctx.op1("Size", &[split_shape], &[])?;
+    let zero = ctx.constant(Tensor::scalar(0i32))?;
+    let two = ctx.constant(Tensor::scalar(2i32))?;
+    let axes = ctx.op1("Range", &[zero, n, two], &[])?;
+    let g = ctx.reshape(g, split_shape)?;
+    let summed = ctx.op1("Sum", &[g, axes], &[("keep_dims", false.into_attr_value())])?;
+    ctx.set_input_grad(0, summed)
 }
 
-fn pad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let mut out = vec![None; op.inputs.len()];
-    let Some(g) = grads[0] else {
-        return Ok(out);
-    };
-    let (x, paddings) = (op.inputs[0], op.inputs[1]);
-    let dt = o.dtype(paddings);
-    let b = index_vector(o, dt, &[0, 0])?;
-    let s = index_vector(o, dt, &[-1, 1])?;
-    let before = o.op1("Slice", &[paddings, b, s], &[])?;
-    let flat = index_vector(o, dt, &[-1])?;
-    let begin = o.reshape(before, flat)?;
-    let sizes = o.op1("Shape", &[x], &[("out_type", dt.into_attr_value())])?;
-    out[0] = Some(o.op1("Slice", &[g, begin, sizes], &[])?);
-    Ok(out)
+fn pad_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, x, paddings) = (ctx.grad()?, ctx.input(0), ctx.input(1));
+    let dt = ctx.dtype(paddings);
+    let b = index_vector(ctx, dt, &[0, 0])?;
+    let s = index_vector(ctx, dt, &[-1, 1])?;
+    let before = ctx.op1("Slice", &[paddings, b, s], &[])?;
+    let flat = index_vector(ctx, dt, &[-1])?;
+    let begin = ctx.reshape(before, flat)?;
+    let sizes = ctx.op1("Shape", &[x], &[("out_type", dt.into_attr_value())])?;
+    let dx = ctx.op1("Slice", &[g, begin, sizes], &[])?;
+    ctx.set_input_grad(0, dx)
 }
 
 /// `MirrorPad`'s gradient is `MirrorPadGrad` of the incoming gradient, and
 /// `MirrorPadGrad`'s is `MirrorPad` (both linear, adjoint to each other).
-fn mirror_pad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let adjoint = if op.op == "MirrorPad" {
+fn mirror_pad_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, paddings) = (ctx.grad()?, ctx.input(1));
+    let adjoint = if ctx.op_name() == "MirrorPad" {
         "MirrorPadGrad"
     } else {
         "MirrorPad"
     };
-    let mode: String = op.attr("mode")?;
-    let r = o.op1(
-        adjoint,
-        &[g, op.inputs[1]],
-        &[("mode", mode.into_attr_value())],
-    )?;
-    Ok(vec![Some(r), None])
+    let mode: String = ctx.get_attr("mode")?;
+    let r = ctx.op1(adjoint, &[g, paddings], &[("mode", mode.into_attr_value())])?;
+    ctx.set_input_grad(0, r)
 }
 
 register_gradient!("ConcatV2", concat_v2_grad);

@@ -82,19 +82,15 @@ fn space_to_depth_and_depth_to_space_grads() {
 fn depth_grads_refuse_nchw_vect_c() {
     // The gradient function's own check (the forward op has no CPU kernel
     // for NCHW_VECT_C, so it is called directly).
-    use opforge_core::autodiff::GradOp;
+    use opforge_core::autodiff::GradientContext;
     let mut tape = GradientTape::new(ctx(), false);
     let x = tape.watch(t(&[1, 1, 1, 1, 4], vec![0f32; 4]));
     let mut attrs = opforge_core::attrs::AttrMap::new();
     attrs.insert("block_size".into(), 2i64.into_attr_value());
     attrs.insert("data_format".into(), "NCHW_VECT_C".into_attr_value());
-    let op = GradOp {
-        op: "SpaceToDepth",
-        attrs: &attrs,
-        inputs: &[x],
-        outputs: &[x],
-    };
-    let e = super::gradients::depth_grad(&mut tape, &op, &[Some(x)]).unwrap_err();
+    let (xs, grads) = ([x], [Some(x)]);
+    let mut gctx = GradientContext::new(&mut tape, "SpaceToDepth", &attrs, &xs, &xs, &grads);
+    let e = super::gradients::depth_grad(&mut gctx).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
     assert_eq!(
         e.message(),

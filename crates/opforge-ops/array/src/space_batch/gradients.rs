@@ -6,69 +6,61 @@
 //! gradient of every patch element back onto the input pixel it was taken
 //! from.
 
-use opforge_core::attrs::{AttrMap, IntoAttrValue};
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::attrs::IntoAttrValue;
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym};
 use opforge_core::{register_gradient, DataType, Result, Status, Tensor};
-use opforge_ops_base::grad::attr_or;
-
-type Grads = Result<Vec<Option<Sym>>>;
+use opforge_ops_base::grad::{attr_or, concat_vectors};
 
 /// `SpaceToBatchND` <-> `BatchToSpaceND`: the opposite op on the gradient,
 /// with the forward op's block shape and paddings (crops).
-fn nd_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None, None]);
-    };
-    let opposite = if op.op == "SpaceToBatchND" {
+fn nd_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, block_shape, paddings) = (ctx.grad()?, ctx.input(1), ctx.input(2));
+    let opposite = if ctx.op_name() == "SpaceToBatchND" {
         "BatchToSpaceND"
     } else {
         "SpaceToBatchND"
     };
-    let dx = o.op1(opposite, &[g, op.inputs[1], op.inputs[2]], &[])?;
-    Ok(vec![Some(dx), None, None])
+    let dx = ctx.op1(opposite, &[g, block_shape, paddings], &[])?;
+    ctx.set_input_grad(0, dx)
 }
 
 /// `SpaceToBatch` <-> `BatchToSpace`: the opposite op on the gradient, with
 /// the forward op's paddings (crops) and block size.
-fn v1_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let opposite = if op.op == "SpaceToBatch" {
+fn v1_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, paddings) = (ctx.grad()?, ctx.input(1));
+    let opposite = if ctx.op_name() == "SpaceToBatch" {
         "BatchToSpace"
     } else {
         "SpaceToBatch"
     };
-    let block_size: i64 = op.attr("block_size")?;
-    let dx = o.op1(
+    let block_size: i64 = ctx.get_attr("block_size")?;
+    let dx = ctx.op1(
         opposite,
-        &[g, op.inputs[1]],
+        &[g, paddings],
         &[("block_size", block_size.into_attr_value())],
     )?;
-    Ok(vec![Some(dx), None])
+    ctx.set_input_grad(0, dx)
 }
 
 /// `SpaceToDepth` <-> `DepthToSpace`: the opposite op on the gradient, with
 /// the forward op's block size and data format (NCHW_VECT_C, for qint8,
 /// has no gradient, as in TensorFlow).
-pub(super) fn depth_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None]);
-    };
-    let block_size: i64 = op.attr("block_size")?;
-    let format: String = attr_or(op, "data_format", "NHWC".to_string())?;
+pub(super) fn depth_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let block_size: i64 = ctx.get_attr("block_size")?;
+    let format: String = attr_or(ctx, "data_format", "NHWC".to_string())?;
     if format == "NCHW_VECT_C" {
         return Err(Status::invalid_argument(format!(
             "Cannot compute {} gradient with NCHW_VECT_C. NCHW_VECT_C requires qint8 data type.",
-            op.op
+            ctx.op_name()
         )));
     }
-    let opposite = if op.op == "SpaceToDepth" {
+    let opposite = if ctx.op_name() == "SpaceToDepth" {
         "DepthToSpace"
     } else {
         "SpaceToDepth"
     };
-    let dx = o.op1(
+    let dx = ctx.op1(
         opposite,
         &[g],
         &[
@@ -76,7 +68,7 @@ pub(super) fn depth_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]
             ("data_format", format.into_attr_value()),
         ],
     )?;
-    Ok(vec![Some(dx)])
+    ctx.set_input_grad(0, dx)
 }
 
 register_gradient!("SpaceToBatchND", nd_grad);
@@ -85,18 +77,6 @@ register_gradient!("SpaceToBatch", v1_grad);
 register_gradient!("BatchToSpace", v1_grad);
 register_gradient!("SpaceToDepth", depth_grad);
 register_gradient!("DepthToSpace", depth_grad);
-
-/// `ConcatV2` of vectors.
-fn concat(o: &mut dyn Ops, xs: &[Sym]) -> Result<Sym> {
-    let axis = o.constant(Tensor::scalar(0i32))?;
-    o.call(
-        "ConcatV2",
-        &[SymArg::List(xs.to_vec()), SymArg::One(axis)],
-        &AttrMap::new(),
-    )?
-    .pop()
-    .ok_or_else(|| Status::internal("ConcatV2 has no output"))
-}
 
 /// Elements `idx` of vector `v` (`GatherV2` on axis 0).
 fn pick(o: &mut dyn Ops, v: Sym, idx: &[i32]) -> Result<Sym> {
@@ -120,14 +100,16 @@ fn product(o: &mut dyn Ops, v: Sym) -> Result<Sym> {
 /// sum does. Memory stays linear in the image size. The index image is
 /// int64 (TensorFlow uses float32 for XLA's sake, exact only up to 2^24
 /// pixels).
-fn extract_image_patches_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None]);
-    };
+fn extract_image_patches_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, x, y) = (ctx.grad()?, ctx.input(0), ctx.output(0));
+    let forward_attrs: Vec<(&str, _)> = ["ksizes", "strides", "rates", "padding"]
+        .into_iter()
+        .filter_map(|name| ctx.attrs().get(name).map(|v| (name, v.clone())))
+        .collect();
     let i64t = DataType::Int64.into_attr_value();
-    let x_shape = o.op1("Shape", &[op.inputs[0]], &[("out_type", i64t.clone())])?;
-    let y_shape = o.op1("Shape", &[op.outputs[0]], &[("out_type", i64t)])?;
-    let ksizes: Vec<i64> = op.attr("ksizes")?;
+    let x_shape = ctx.op1("Shape", &[x], &[("out_type", i64t.clone())])?;
+    let y_shape = ctx.op1("Shape", &[y], &[("out_type", i64t)])?;
+    let ksizes: Vec<i64> = ctx.get_attr("ksizes")?;
     let (ksize_rows, ksize_cols) = match ksizes.as_slice() {
         [_, r, c, _, ..] => (*r, *c),
         _ => {
@@ -139,45 +121,42 @@ fn extract_image_patches_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<
     };
 
     // The index image [1, rows, cols, 1] and its patches.
-    let rows_cols = pick(o, x_shape, &[1, 2])?;
-    let pixels = product(o, rows_cols)?;
-    let scalar_shape = o.constant(Tensor::from_vec::<i64>(&[0], vec![])?)?;
-    let pixels = o.reshape(pixels, scalar_shape)?;
-    let one = o.constant(Tensor::scalar(1i64))?;
-    let limit = o.add(pixels, one)?;
-    let ids = o.op1("Range", &[one, limit, one], &[])?;
-    let ones = o.constant(Tensor::from_vec(&[1], vec![1i64])?)?;
-    let image_shape = concat(o, &[ones, rows_cols, ones])?;
-    let image = o.reshape(ids, image_shape)?;
-    let forward_attrs: Vec<(&str, _)> = ["ksizes", "strides", "rates", "padding"]
-        .into_iter()
-        .filter_map(|name| op.attrs.get(name).map(|v| (name, v.clone())))
-        .collect();
-    let patches = o.op1("ExtractImagePatches", &[image], &forward_attrs)?;
-    let minus_one = o.constant(Tensor::from_vec(&[1], vec![-1i64])?)?;
-    let flat = o.reshape(patches, minus_one)?;
-    let segments = o.sub(flat, one)?;
+    let rows_cols = pick(ctx, x_shape, &[1, 2])?;
+    let pixels = product(ctx, rows_cols)?;
+    let scalar_shape = ctx.constant(Tensor::from_vec::<i64>(&[0], vec![])?)?;
+    let pixels = ctx.reshape(pixels, scalar_shape)?;
+    let one = ctx.constant(Tensor::scalar(1i64))?;
+    let limit = ctx.add(pixels, one)?;
+    let ids = ctx.op1("Range", &[one, limit, one], &[])?;
+    let ones = ctx.constant(Tensor::from_vec(&[1], vec![1i64])?)?;
+    let image_shape = concat_vectors(ctx, &[ones, rows_cols, ones])?;
+    let image = ctx.reshape(ids, image_shape)?;
+    let patches = ctx.op1("ExtractImagePatches", &[image], &forward_attrs)?;
+    let minus_one = ctx.constant(Tensor::from_vec(&[1], vec![-1i64])?)?;
+    let flat = ctx.reshape(patches, minus_one)?;
+    let segments = ctx.sub(flat, one)?;
 
     // The gradient as [out_rows * out_cols * ksize_rows * ksize_cols, batch * channels].
-    let batch = pick(o, x_shape, &[0])?;
-    let out_rows_cols = pick(o, y_shape, &[1, 2])?;
-    let kernel = o.constant(Tensor::from_vec(&[2], vec![ksize_rows, ksize_cols])?)?;
-    let channels = pick(o, x_shape, &[3])?;
-    let g6_shape = concat(o, &[batch, out_rows_cols, kernel, channels])?;
-    let g6 = o.reshape(g, g6_shape)?;
-    let perm = o.int_vector(&[1, 2, 3, 4, 0, 5])?;
-    let g6 = o.op1("Transpose", &[g6, perm], &[])?;
-    let batch_channels = pick(o, x_shape, &[0, 3])?;
-    let batch_channels = product(o, batch_channels)?;
-    let g2_shape = concat(o, &[minus_one, batch_channels])?;
-    let g2 = o.reshape(g6, g2_shape)?;
+    let batch = pick(ctx, x_shape, &[0])?;
+    let out_rows_cols = pick(ctx, y_shape, &[1, 2])?;
+    let kernel = ctx.constant(Tensor::from_vec(&[2], vec![ksize_rows, ksize_cols])?)?;
+    let channels = pick(ctx, x_shape, &[3])?;
+    let g6_shape = concat_vectors(ctx, &[batch, out_rows_cols, kernel, channels])?;
+    let g6 = ctx.reshape(g, g6_shape)?;
+    let perm = ctx.int_vector(&[1, 2, 3, 4, 0, 5])?;
+    let g6 = ctx.op1("Transpose", &[g6, perm], &[])?;
+    let batch_channels = pick(ctx, x_shape, &[0, 3])?;
+    let batch_channels = product(ctx, batch_channels)?;
+    let g2_shape = concat_vectors(ctx, &[minus_one, batch_channels])?;
+    let g2 = ctx.reshape(g6, g2_shape)?;
 
     // The segment sum: [pixels, batch * channels] (padding's -1 dropped).
-    let summed = o.op1("UnsortedSegmentSum", &[g2, segments, pixels], &[])?;
-    let hwbc = pick(o, x_shape, &[1, 2, 0, 3])?;
-    let summed = o.reshape(summed, hwbc)?;
-    let perm = o.int_vector(&[2, 0, 1, 3])?;
-    Ok(vec![Some(o.op1("Transpose", &[summed, perm], &[])?)])
+    let summed = ctx.op1("UnsortedSegmentSum", &[g2, segments, pixels], &[])?;
+    let hwbc = pick(ctx, x_shape, &[1, 2, 0, 3])?;
+    let summed = ctx.reshape(summed, hwbc)?;
+    let perm = ctx.int_vector(&[2, 0, 1, 3])?;
+    let dx = ctx.op1("Transpose", &[summed, perm], &[])?;
+    ctx.set_input_grad(0, dx)
 }
 
 register_gradient!("ExtractImagePatches", extract_image_patches_grad);

@@ -1,10 +1,8 @@
 //! The gradient of `StridedSlice`.
 
 use opforge_core::attrs::{AttrMap, IntoAttrValue};
-use opforge_core::autodiff::{GradOp, Ops, Sym, SymArg};
+use opforge_core::autodiff::{GradientContext, Ops, Sym, SymArg};
 use opforge_core::{register_gradient, Result, Status};
-
-type Grads = Result<Vec<Option<Sym>>>;
 
 const MASKS: [&str; 5] = [
     "begin_mask",
@@ -14,10 +12,10 @@ const MASKS: [&str; 5] = [
     "shrink_axis_mask",
 ];
 
-fn masks(op: &GradOp<'_>) -> AttrMap {
+fn masks(ctx: &GradientContext<'_>) -> AttrMap {
     MASKS
         .iter()
-        .filter_map(|&k| op.attrs.get(k).map(|v| (k.to_string(), v.clone())))
+        .filter_map(|&k| ctx.attrs().get(k).map(|v| (k.to_string(), v.clone())))
         .collect()
 }
 
@@ -28,31 +26,29 @@ fn call1(o: &mut dyn Ops, name: &str, inputs: &[Sym], attrs: &AttrMap) -> Result
         .ok_or_else(|| Status::internal(format!("{name} has no output")))
 }
 
-fn strided_slice_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None; 4]);
-    };
-    let (begin, end, strides) = (op.inputs[1], op.inputs[2], op.inputs[3]);
-    let idx = o.dtype(begin).into_attr_value();
+fn strided_slice_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let (x, begin, end, strides) = (ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3));
+    let idx = ctx.dtype(begin).into_attr_value();
     let mut attrs = AttrMap::new();
     attrs.insert("out_type".to_string(), idx);
-    let x = call1(o, "Shape", &[op.inputs[0]], &attrs)?;
+    let shape = call1(ctx, "Shape", &[x], &attrs)?;
+    let masks = masks(ctx);
     let dx = call1(
-        o,
+        ctx,
         "StridedSliceGrad",
-        &[x, begin, end, strides, g],
-        &masks(op),
+        &[shape, begin, end, strides, g],
+        &masks,
     )?;
-    Ok(vec![Some(dx), None, None, None])
+    ctx.set_input_grad(0, dx)
 }
 
-fn strided_slice_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None; 5]);
-    };
-    let (begin, end, strides) = (op.inputs[1], op.inputs[2], op.inputs[3]);
-    let ddy = call1(o, "StridedSlice", &[g, begin, end, strides], &masks(op))?;
-    Ok(vec![None, None, None, None, Some(ddy)])
+fn strided_slice_grad_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let (begin, end, strides) = (ctx.input(1), ctx.input(2), ctx.input(3));
+    let masks = masks(ctx);
+    let ddy = call1(ctx, "StridedSlice", &[g, begin, end, strides], &masks)?;
+    ctx.set_input_grad(4, ddy)
 }
 
 register_gradient!("StridedSlice", strided_slice_grad);

@@ -816,7 +816,7 @@ register_kernel!(
 // ---- Gradients ----
 
 use opforge_core::attrs::IntoAttrValue;
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym, SymArg};
 use opforge_core::register_gradient;
 use opforge_ops_base::grad::{attr_or, reduce_sum, slice_vector};
 
@@ -870,36 +870,24 @@ fn product_grads(
 }
 
 /// TensorFlow's `_MatMulGrad`.
-fn mat_mul_grad(
-    o: &mut dyn Ops,
-    op: &GradOp<'_>,
-    grads: &[Option<Sym>],
-) -> Result<Vec<Option<Sym>>> {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let ta = attr_or(op, "transpose_a", false)?;
-    let tb = attr_or(op, "transpose_b", false)?;
-    let (ga, gb) = product_grads(o, &MAT_MUL, (op.inputs[0], op.inputs[1], g), (ta, tb))?;
-    Ok(vec![Some(ga), Some(gb)])
+fn mat_mul_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, a, b) = (ctx.grad()?, ctx.input(0), ctx.input(1));
+    let ta = attr_or(ctx, "transpose_a", false)?;
+    let tb = attr_or(ctx, "transpose_b", false)?;
+    let (ga, gb) = product_grads(ctx, &MAT_MUL, (a, b, g), (ta, tb))?;
+    ctx.set_input_grad(0, ga)?;
+    ctx.set_input_grad(1, gb)
 }
 
 /// TensorFlow's `_BatchMatMulV2` gradient: the `MatMul` formulas on the
 /// matrices, then, where the batch dims broadcast, a `Sum` over the
 /// `BroadcastGradientArgs` of the batch shapes and a `Reshape` back.
-fn batch_mat_mul_v2_grad(
-    o: &mut dyn Ops,
-    op: &GradOp<'_>,
-    grads: &[Option<Sym>],
-) -> Result<Vec<Option<Sym>>> {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let adj_x = attr_or(op, "adj_x", false)?;
-    let adj_y = attr_or(op, "adj_y", false)?;
-    let (x, y) = (op.inputs[0], op.inputs[1]);
-    let (gx, gy) = product_grads(o, &BATCH_MAT_MUL_V2, (x, y, g), (adj_x, adj_y))?;
-    let (sx, sy) = (o.shape(x), o.shape(y));
+fn batch_mat_mul_v2_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, x, y) = (ctx.grad()?, ctx.input(0), ctx.input(1));
+    let adj_x = attr_or(ctx, "adj_x", false)?;
+    let adj_y = attr_or(ctx, "adj_y", false)?;
+    let (gx, gy) = product_grads(ctx, &BATCH_MAT_MUL_V2, (x, y, g), (adj_x, adj_y))?;
+    let (sx, sy) = (ctx.shape(x), ctx.shape(y));
     let may_have_batch =
         sx.as_ref().is_none_or(|s| s.len() > 2) || sy.as_ref().is_none_or(|s| s.len() > 2);
     let batch_shapes_match = match (&sx, &sy) {
@@ -910,21 +898,23 @@ fn batch_mat_mul_v2_grad(
         _ => false,
     };
     if !may_have_batch || batch_shapes_match {
-        return Ok(vec![Some(gx), Some(gy)]);
+        ctx.set_input_grad(0, gx)?;
+        return ctx.set_input_grad(1, gy);
     }
-    let (shape_x, shape_y) = (o.shape_of(x)?, o.shape_of(y)?);
-    let bx = slice_vector(o, shape_x, 0, Some(-2))?;
-    let by = slice_vector(o, shape_y, 0, Some(-2))?;
-    let r = o.call(
+    let (shape_x, shape_y) = (ctx.shape_of(x)?, ctx.shape_of(y)?);
+    let bx = slice_vector(ctx, shape_x, 0, Some(-2))?;
+    let by = slice_vector(ctx, shape_y, 0, Some(-2))?;
+    let r = ctx.call(
         "BroadcastGradientArgs",
         &[SymArg::One(bx), SymArg::One(by)],
         &Default::default(),
     )?;
-    let gx = reduce_sum(o, gx, r[0], false)?;
-    let gx = o.reshape(gx, shape_x)?;
-    let gy = reduce_sum(o, gy, r[1], false)?;
-    let gy = o.reshape(gy, shape_y)?;
-    Ok(vec![Some(gx), Some(gy)])
+    let gx = reduce_sum(ctx, gx, r[0], false)?;
+    let gx = ctx.reshape(gx, shape_x)?;
+    let gy = reduce_sum(ctx, gy, r[1], false)?;
+    let gy = ctx.reshape(gy, shape_y)?;
+    ctx.set_input_grad(0, gx)?;
+    ctx.set_input_grad(1, gy)
 }
 
 register_gradient!("MatMul", mat_mul_grad);

@@ -893,13 +893,11 @@ mod shape_and_gradient_tests {
             .unwrap();
         let g = tape.ones_like(yf).unwrap();
         let attrs = Default::default();
-        let op = opforge_core::autodiff::GradOp {
-            op: "Cast",
-            attrs: &attrs,
-            inputs: &[xi],
-            outputs: &[yf],
-        };
-        assert_eq!(cast_grad(&mut tape, &op, &[Some(g)]).unwrap(), vec![None]);
+        let (xs, ys, gs) = ([xi], [yf], [Some(g)]);
+        let mut gctx =
+            opforge_core::autodiff::GradientContext::new(&mut tape, "Cast", &attrs, &xs, &ys, &gs);
+        cast_grad(&mut gctx).unwrap();
+        assert_eq!(gctx.into_input_grads().unwrap(), vec![None]);
         // ... and the tape gives None for the integer source.
         let mut tape = GradientTape::new(ctx(), false);
         let xi = tape.watch(t(&[2], vec![1i32, 2]));

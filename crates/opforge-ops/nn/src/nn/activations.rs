@@ -491,33 +491,35 @@ register_activations!(
 
 // ---- Gradients (TensorFlow's nn_grad.py) ----
 
-/// `LeakyRelu`'s `alpha` as the attrs of a `LeakyReluGrad` call.
-fn alpha_attr(op: &GradOp<'_>) -> Result<Vec<(&'static str, opforge_core::proto::AttrValue)>> {
-    let alpha: f32 = attr_or(op, "alpha", 0.2f32)?;
+/// The attrs of a call of `grad_op`: `LeakyRelu`'s `alpha` for
+/// `LeakyReluGrad`, none for the others.
+fn grad_op_attrs(
+    ctx: &GradientContext<'_>,
+    grad_op: &str,
+) -> Result<Vec<(&'static str, opforge_core::proto::AttrValue)>> {
+    if grad_op != "LeakyReluGrad" {
+        return Ok(Vec::new());
+    }
+    let alpha: f32 = attr_or(ctx, "alpha", 0.2f32)?;
     Ok(vec![("alpha", alpha.into_attr_value())])
 }
 
-/// `<grad op>(dy, op.outputs[0])` (`Elu`, `Selu`) or `(dy, op.inputs[0])`
+/// `<grad op>(dy, y)` (`Relu`, `Relu6`, `Elu`, `Selu`) or `(dy, x)`
 /// (`Softplus`, `Softsign`, `LeakyRelu`).
-fn activation_grad(
+pub(super) fn activation_grad(
     grad_op: &'static str,
     of_output: bool,
-) -> impl Fn(&mut dyn Ops, &GradOp<'_>, &[Option<Sym>]) -> Grads + Send + Sync + 'static {
-    move |o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]| {
-        let Some(g) = grads[0] else {
-            return Ok(vec![None]);
-        };
+) -> impl Fn(&mut GradientContext<'_>) -> Result<()> + Send + Sync + 'static {
+    move |ctx: &mut GradientContext<'_>| {
+        let g = ctx.grad()?;
         let second = if of_output {
-            op.outputs[0]
+            ctx.output(0)
         } else {
-            op.inputs[0]
+            ctx.input(0)
         };
-        let attrs = if grad_op == "LeakyReluGrad" {
-            alpha_attr(op)?
-        } else {
-            Vec::new()
-        };
-        Ok(vec![Some(o.op1(grad_op, &[g, second], &attrs)?)])
+        let attrs = grad_op_attrs(ctx, grad_op)?;
+        let dx = ctx.op1(grad_op, &[g, second], &attrs)?;
+        ctx.set_input_grad(0, dx)
     }
 }
 
@@ -525,53 +527,53 @@ fn activation_grad(
 /// for the gradients, `where(y < 0, grad * dy, 0)` for the outputs.
 fn exp_linear_grad_grad(
     grad_op: &'static str,
-) -> impl Fn(&mut dyn Ops, &GradOp<'_>, &[Option<Sym>]) -> Grads + Send + Sync + 'static {
-    move |o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]| {
-        let Some(g) = grads[0] else {
-            return Ok(vec![None, None]);
-        };
-        let (dy, y) = (op.inputs[0], op.inputs[1]);
-        let ddy = o.op1(grad_op, &[g, y], &[])?;
-        let dtype = o.dtype(y);
-        let zero = o.scalar(dtype, 0.0)?;
-        let negative = o.op1("Less", &[y, zero], &[])?;
-        let g_dy = o.mul(g, dy)?;
-        let zeros = o.zeros_like(y)?;
-        let dy_out = o.op1("SelectV2", &[negative, g_dy, zeros], &[])?;
-        Ok(vec![Some(ddy), Some(dy_out)])
+) -> impl Fn(&mut GradientContext<'_>) -> Result<()> + Send + Sync + 'static {
+    move |ctx: &mut GradientContext<'_>| {
+        let (g, dy, y) = (ctx.grad()?, ctx.input(0), ctx.input(1));
+        let ddy = ctx.op1(grad_op, &[g, y], &[])?;
+        let dtype = ctx.dtype(y);
+        let zero = ctx.scalar(dtype, 0.0)?;
+        let negative = ctx.op1("Less", &[y, zero], &[])?;
+        let g_dy = ctx.mul(g, dy)?;
+        let zeros = ctx.zeros_like(y)?;
+        let dy_out = ctx.op1("SelectV2", &[negative, g_dy, zeros], &[])?;
+        ctx.set_input_grad(0, ddy)?;
+        ctx.set_input_grad(1, dy_out)
     }
 }
 
 /// TensorFlow's `_SoftplusGradGrad`: `SoftplusGrad(grad, x)` for the
 /// gradients, `grad * dy / (exp(-x) + 2 + exp(x))` for the features.
-fn softplus_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let (dy, x) = (op.inputs[0], op.inputs[1]);
-    let ddy = o.op1("SoftplusGrad", &[g, x], &[])?;
-    let neg_x = o.neg(x)?;
-    let exp_neg = o.op1("Exp", &[neg_x], &[])?;
-    let exp_pos = o.op1("Exp", &[x], &[])?;
-    let dtype = o.dtype(x);
-    let two = o.scalar(dtype, 2.0)?;
-    let denom = o.add(exp_neg, two)?;
-    let denom = o.add(denom, exp_pos)?;
-    let num = o.mul(g, dy)?;
-    let d2x = o.div(num, denom)?;
-    Ok(vec![Some(ddy), Some(d2x)])
+fn softplus_grad_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, dy, x) = (ctx.grad()?, ctx.input(0), ctx.input(1));
+    let ddy = ctx.op1("SoftplusGrad", &[g, x], &[])?;
+    let neg_x = ctx.neg(x)?;
+    let exp_neg = ctx.op1("Exp", &[neg_x], &[])?;
+    let exp_pos = ctx.op1("Exp", &[x], &[])?;
+    let dtype = ctx.dtype(x);
+    let two = ctx.scalar(dtype, 2.0)?;
+    let denom = ctx.add(exp_neg, two)?;
+    let denom = ctx.add(denom, exp_pos)?;
+    let num = ctx.mul(g, dy)?;
+    let d2x = ctx.div(num, denom)?;
+    ctx.set_input_grad(0, ddy)?;
+    ctx.set_input_grad(1, d2x)
 }
 
-/// TensorFlow's `_LeakyReluGradGrad`: `LeakyReluGrad(grad, x, alpha)` for
-/// the gradients, zeros for the features.
-fn leaky_relu_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let x = op.inputs[1];
-    let attrs = alpha_attr(op)?;
-    let gg = o.op1("LeakyReluGrad", &[g, x], &attrs)?;
-    Ok(vec![Some(gg), Some(o.zeros_like(x)?)])
+/// TensorFlow's `_ReluGradGrad`, `_Relu6GradGrad` and `_LeakyReluGradGrad`:
+/// `<grad op>(grad, features)` (with `LeakyRelu`'s `alpha`) for the
+/// gradients, zeros for the features.
+pub(super) fn piecewise_linear_grad_grad(
+    grad_op: &'static str,
+) -> impl Fn(&mut GradientContext<'_>) -> Result<()> + Send + Sync + 'static {
+    move |ctx: &mut GradientContext<'_>| {
+        let (g, x) = (ctx.grad()?, ctx.input(1));
+        let attrs = grad_op_attrs(ctx, grad_op)?;
+        let gg = ctx.op1(grad_op, &[g, x], &attrs)?;
+        let zeros = ctx.zeros_like(x)?;
+        ctx.set_input_grad(0, gg)?;
+        ctx.set_input_grad(1, zeros)
+    }
 }
 
 register_gradient!("Elu", activation_grad("EluGrad", true));
@@ -582,4 +584,4 @@ register_gradient!("LeakyRelu", activation_grad("LeakyReluGrad", false));
 register_gradient!("EluGrad", exp_linear_grad_grad("EluGrad"));
 register_gradient!("SeluGrad", exp_linear_grad_grad("SeluGrad"));
 register_gradient!("SoftplusGrad", softplus_grad_grad);
-register_gradient!("LeakyReluGrad", leaky_relu_grad_grad);
+register_gradient!("LeakyReluGrad", piecewise_linear_grad_grad("LeakyReluGrad"));

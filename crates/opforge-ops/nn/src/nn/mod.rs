@@ -67,49 +67,9 @@ mod bias;
 // ---- Gradients ----
 
 use opforge_core::attrs::IntoAttrValue;
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym};
 use opforge_core::register_gradient;
-use opforge_ops_base::grad::{attr_or, int_scalar, reduce_sum, slice_vector};
-
-type Grads = Result<Vec<Option<Sym>>>;
-
-/// TensorFlow's `_ReluGrad`: `ReluGrad(grad, relu(x))`.
-fn relu_grad_fn(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None]);
-    };
-    Ok(vec![Some(o.op1("ReluGrad", &[g, op.outputs[0]], &[])?)])
-}
-
-/// TensorFlow's `_ReluGradGrad`: `ReluGrad(grad, features)` for the
-/// gradients, zeros for the features.
-fn relu_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let x = op.inputs[1];
-    let gg = o.op1("ReluGrad", &[g, x], &[])?;
-    Ok(vec![Some(gg), Some(o.zeros_like(x)?)])
-}
-
-/// TensorFlow's `_Relu6Grad`: `Relu6Grad(grad, relu6(x))`.
-fn relu6_grad_fn(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None]);
-    };
-    Ok(vec![Some(o.op1("Relu6Grad", &[g, op.outputs[0]], &[])?)])
-}
-
-/// TensorFlow's `_Relu6GradGrad`: `Relu6Grad(grad, features)` for the
-/// gradients, zeros for the features.
-fn relu6_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let x = op.inputs[1];
-    let gg = o.op1("Relu6Grad", &[g, x], &[])?;
-    Ok(vec![Some(gg), Some(o.zeros_like(x)?)])
-}
+use opforge_ops_base::grad::{attr_or, concat, int_scalar, reduce_sum, slice_vector};
 
 /// `Sum(x, -1, keep_dims=True)`.
 fn sum_last(o: &mut dyn Ops, x: Sym) -> Result<Sym> {
@@ -118,26 +78,23 @@ fn sum_last(o: &mut dyn Ops, x: Sym) -> Result<Sym> {
 }
 
 /// TensorFlow's `_SoftmaxGrad`: `(grad - sum(grad * softmax, -1)) * softmax`.
-fn softmax_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None]);
-    };
-    let y = op.outputs[0];
-    let gy = o.mul(g, y)?;
-    let s = sum_last(o, gy)?;
-    let d = o.sub(g, s)?;
-    Ok(vec![Some(o.mul(d, y)?)])
+fn softmax_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, y) = (ctx.grad()?, ctx.output(0));
+    let gy = ctx.mul(g, y)?;
+    let s = sum_last(ctx, gy)?;
+    let d = ctx.sub(g, s)?;
+    let dx = ctx.mul(d, y)?;
+    ctx.set_input_grad(0, dx)
 }
 
 /// TensorFlow's `_LogSoftmaxGrad`: `grad - sum(grad, -1) * exp(logsoftmax)`.
-fn log_softmax_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None]);
-    };
-    let softmax = o.op1("Exp", &[op.outputs[0]], &[])?;
-    let s = sum_last(o, g)?;
-    let p = o.mul(s, softmax)?;
-    Ok(vec![Some(o.sub(g, p)?)])
+fn log_softmax_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let softmax = ctx.op1("Exp", &[ctx.output(0)], &[])?;
+    let s = sum_last(ctx, g)?;
+    let p = ctx.mul(s, softmax)?;
+    let dx = ctx.sub(g, p)?;
+    ctx.set_input_grad(0, dx)
 }
 
 /// TensorFlow's `_BroadcastMul`: `vec[..., None] * mat`.
@@ -151,72 +108,71 @@ fn broadcast_mul(o: &mut dyn Ops, vec: Sym, mat: Sym) -> Result<Sym> {
 /// `grad_loss[:, None] * backprop` (plus, for a gradient of the backprop
 /// output, `(grad_grad - sum(grad_grad * softmax)) * softmax`), the labels
 /// `grad_loss[:, None] * -log_softmax(features)`.
-fn softmax_cross_entropy_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let (grad_loss, grad_grad) = (grads[0], grads.get(1).copied().flatten());
-    let logits = op.inputs[0];
+fn softmax_cross_entropy_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (grad_loss, grad_grad) = (ctx.output_grad(0), ctx.output_grad(1));
+    let (logits, backprop) = (ctx.input(0), ctx.output(1));
     let mut features = match grad_loss {
-        Some(gl) => Some(broadcast_mul(o, gl, op.outputs[1])?),
+        Some(gl) => Some(broadcast_mul(ctx, gl, backprop)?),
         None => None,
     };
     if let Some(gg) = grad_grad {
-        let softmax = o.op1("Softmax", &[logits], &[])?;
+        let softmax = ctx.op1("Softmax", &[logits], &[])?;
         // TensorFlow: squeeze(matmul(grad_grad[:, None, :], softmax[:, :, None]), 1).
-        let one = int_scalar(o, 1)?;
-        let two = int_scalar(o, 2)?;
-        let a = o.op1("ExpandDims", &[gg, one], &[])?;
-        let b = o.op1("ExpandDims", &[softmax, two], &[])?;
-        let m = o.op1("BatchMatMulV2", &[a, b], &[])?;
-        let dot = o.op1(
+        let one = int_scalar(ctx, 1)?;
+        let two = int_scalar(ctx, 2)?;
+        let a = ctx.op1("ExpandDims", &[gg, one], &[])?;
+        let b = ctx.op1("ExpandDims", &[softmax, two], &[])?;
+        let m = ctx.op1("BatchMatMulV2", &[a, b], &[])?;
+        let dot = ctx.op1(
             "Squeeze",
             &[m],
             &[("squeeze_dims", vec![1i64].into_attr_value())],
         )?;
-        let d = o.sub(gg, dot)?;
-        let extra = o.mul(d, softmax)?;
+        let d = ctx.sub(gg, dot)?;
+        let extra = ctx.mul(d, softmax)?;
         features = Some(match features {
-            Some(f) => o.add(f, extra)?,
+            Some(f) => ctx.add(f, extra)?,
             None => extra,
         });
     }
-    let labels = match grad_loss {
-        Some(gl) => {
-            let ls = o.op1("LogSoftmax", &[logits], &[])?;
-            let neg = o.neg(ls)?;
-            Some(broadcast_mul(o, gl, neg)?)
-        }
-        None => None,
-    };
-    Ok(vec![features, labels])
+    if let Some(f) = features {
+        ctx.set_input_grad(0, f)?;
+    }
+    if let Some(gl) = grad_loss {
+        let ls = ctx.op1("LogSoftmax", &[logits], &[])?;
+        let neg = ctx.neg(ls)?;
+        let labels = broadcast_mul(ctx, gl, neg)?;
+        ctx.set_input_grad(1, labels)?;
+    }
+    Ok(())
 }
 
 /// TensorFlow's `_SparseSoftmaxCrossEntropyWithLogitsGrad`: the features get
 /// `grad_loss[:, None] * backprop`, the labels none. Like TensorFlow (whose
 /// `PreventGradient` raises), a gradient through the backprop output is an
 /// error.
-fn sparse_softmax_cross_entropy_grad(
-    o: &mut dyn Ops,
-    op: &GradOp<'_>,
-    grads: &[Option<Sym>],
-) -> Grads {
-    if grads.get(1).copied().flatten().is_some() {
+fn sparse_softmax_cross_entropy_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    if ctx.output_grad(1).is_some() {
         return Err(Status::unimplemented(
             "Currently there is no way to take the second derivative of \
              sparse_softmax_cross_entropy_with_logits due to the fused implementation's \
              interaction with tf.gradients()",
         ));
     }
-    let Some(gl) = grads[0] else {
-        return Ok(vec![None, None]);
+    let Some(gl) = ctx.output_grad(0) else {
+        return Ok(());
     };
-    Ok(vec![Some(broadcast_mul(o, gl, op.outputs[1])?), None])
+    let backprop = ctx.output(1);
+    let df = broadcast_mul(ctx, gl, backprop)?;
+    ctx.set_input_grad(0, df)
 }
 
 /// The forward op's `data_format` attr, as given (none if not set).
 fn data_format_attr(
-    op: &GradOp<'_>,
+    ctx: &GradientContext<'_>,
 ) -> Result<Vec<(&'static str, opforge_core::proto::AttrValue)>> {
-    Ok(if op.attrs.contains_key("data_format") {
-        let f: String = op.attr("data_format")?;
+    Ok(if ctx.attrs().contains_key("data_format") {
+        let f: String = ctx.get_attr("data_format")?;
         vec![("data_format", f.into_attr_value())]
     } else {
         Vec::new()
@@ -225,60 +181,56 @@ fn data_format_attr(
 
 /// TensorFlow's `_BiasAddGrad`: the gradient for the value, its
 /// `BiasAddGrad` for the bias.
-fn bias_add_grad_fn(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let attrs = data_format_attr(op)?;
-    let gb = o.op1("BiasAddGrad", &[g], &attrs)?;
-    Ok(vec![Some(g), Some(gb)])
+fn bias_add_grad_fn(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let attrs = data_format_attr(ctx)?;
+    let gb = ctx.op1("BiasAddGrad", &[g], &attrs)?;
+    ctx.set_input_grad(0, g)?;
+    ctx.set_input_grad(1, gb)
 }
 
 /// TensorFlow's `_BiasAddGradGrad`: the received gradient reshaped to
 /// `[1, ..., C, ...]` and tiled to the input's shape.
-fn bias_add_grad_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None]);
-    };
-    let nchw = attr_or(op, "data_format", "NHWC".to_string())? == "NCHW";
-    let shape = o.shape_of(op.inputs[0])?;
-    let bias_shape = o.shape_of(g)?;
-    let one = o.int_vector(&[1])?;
-    let axis = int_scalar(o, 0)?;
-    let concat = |o: &mut dyn Ops, parts: Vec<Sym>| -> Result<Sym> {
-        let mut out = o.call(
-            "ConcatV2",
-            &[SymArg::List(parts), SymArg::One(axis)],
-            &Default::default(),
-        )?;
-        out.pop()
-            .ok_or_else(|| Status::internal("ConcatV2 has no output"))
-    };
+fn bias_add_grad_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let nchw = attr_or(ctx, "data_format", "NHWC".to_string())? == "NCHW";
+    let shape = ctx.shape_of(ctx.input(0))?;
+    let bias_shape = ctx.shape_of(g)?;
+    let one = ctx.int_vector(&[1])?;
+    let axis = int_scalar(ctx, 0)?;
     let (expanded_shape, tile_mults) = if nchw {
-        let first = slice_vector(o, shape, 0, Some(1))?;
-        let rest = slice_vector(o, shape, 2, None)?;
-        let first_ones = o.ones_like(first)?;
-        let rest_ones = o.ones_like(rest)?;
+        let first = slice_vector(ctx, shape, 0, Some(1))?;
+        let rest = slice_vector(ctx, shape, 2, None)?;
+        let first_ones = ctx.ones_like(first)?;
+        let rest_ones = ctx.ones_like(rest)?;
         (
-            concat(o, vec![first_ones, bias_shape, rest_ones])?,
-            concat(o, vec![first, one, rest])?,
+            concat(ctx, &[first_ones, bias_shape, rest_ones], axis)?,
+            concat(ctx, &[first, one, rest], axis)?,
         )
     } else {
-        let lead = slice_vector(o, shape, 0, Some(-1))?;
-        let lead_ones = o.ones_like(lead)?;
+        let lead = slice_vector(ctx, shape, 0, Some(-1))?;
+        let lead_ones = ctx.ones_like(lead)?;
         (
-            concat(o, vec![lead_ones, bias_shape])?,
-            concat(o, vec![lead, one])?,
+            concat(ctx, &[lead_ones, bias_shape], axis)?,
+            concat(ctx, &[lead, one], axis)?,
         )
     };
-    let expanded = o.reshape(g, expanded_shape)?;
-    Ok(vec![Some(o.op1("Tile", &[expanded, tile_mults], &[])?)])
+    let expanded = ctx.reshape(g, expanded_shape)?;
+    let dx = ctx.op1("Tile", &[expanded, tile_mults], &[])?;
+    ctx.set_input_grad(0, dx)
 }
 
-register_gradient!("Relu", relu_grad_fn);
-register_gradient!("ReluGrad", relu_grad_grad);
-register_gradient!("Relu6", relu6_grad_fn);
-register_gradient!("Relu6Grad", relu6_grad_grad);
+// TensorFlow's `_ReluGrad` and `_Relu6Grad`: `<grad op>(grad, y)`.
+register_gradient!("Relu", activations::activation_grad("ReluGrad", true));
+register_gradient!(
+    "ReluGrad",
+    activations::piecewise_linear_grad_grad("ReluGrad")
+);
+register_gradient!("Relu6", activations::activation_grad("Relu6Grad", true));
+register_gradient!(
+    "Relu6Grad",
+    activations::piecewise_linear_grad_grad("Relu6Grad")
+);
 register_gradient!("Softmax", softmax_grad);
 register_gradient!("LogSoftmax", log_softmax_grad);
 register_gradient!("SoftmaxCrossEntropyWithLogits", softmax_cross_entropy_grad);

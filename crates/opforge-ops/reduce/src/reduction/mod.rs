@@ -323,62 +323,60 @@ mod arg;
 // ---- Gradients ----
 
 /// Gradient helpers shared by this module, `matmul` and `nn`.
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym};
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt};
 use opforge_core::{register_gradient, register_not_differentiable};
 use opforge_ops_base::{numeric_types, real_types};
 
-type Grads = Result<Vec<Option<Sym>>>;
-
 /// TensorFlow's `_SumGrad`: the gradient reshaped to the kept-dims shape
 /// and broadcast to the input's shape.
-fn sum_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let (g, _, _) = broadcast_reduced(o, op, g)?;
-    Ok(vec![Some(g), None])
+fn sum_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let (g, _, _) = broadcast_reduced(ctx, g)?;
+    ctx.set_input_grad(0, g)
 }
 
 /// TensorFlow's `_MeanGrad`: `_SumGrad` divided by the number of reduced
 /// elements, `size(input) // max(size(output), 1)`, computed at run time
 /// from `Size` ops (so unknown shapes work).
-fn mean_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let (g, _, _) = broadcast_reduced(o, op, g)?;
+fn mean_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let (g, _, _) = broadcast_reduced(ctx, g)?;
     let i32_attr = [("out_type", DataType::Int32.into_attr_value())];
-    let in_size = o.op1("Size", &[op.inputs[0]], &i32_attr)?;
-    let out_size = o.op1("Size", &[op.outputs[0]], &i32_attr)?;
-    let one = int_scalar(o, 1)?;
-    let out_size = o.op1("Maximum", &[out_size, one], &[])?;
-    let factor = o.op1("FloorDiv", &[in_size, out_size], &[])?;
-    let dtype = o.dtype(g);
-    let factor = cast(o, factor, dtype)?;
-    Ok(vec![Some(o.div(g, factor)?), None])
+    let in_size = ctx.op1("Size", &[ctx.input(0)], &i32_attr)?;
+    let out_size = ctx.op1("Size", &[ctx.output(0)], &i32_attr)?;
+    let one = int_scalar(ctx, 1)?;
+    let out_size = ctx.op1("Maximum", &[out_size, one], &[])?;
+    let factor = ctx.op1("FloorDiv", &[in_size, out_size], &[])?;
+    let dtype = ctx.dtype(g);
+    let factor = cast(ctx, factor, dtype)?;
+    let dx = ctx.div(g, factor)?;
+    ctx.set_input_grad(0, dx)
 }
 
 /// TensorFlow's `_MinOrMaxGrad`: the gradient goes to the elements equal to
 /// the result, divided evenly between ties.
-fn min_or_max_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let (x, axes) = (op.inputs[0], op.inputs[1]);
-    let input_shape = o.shape_of(x)?;
-    let (y, g, kept) = if attr_or(op, "keep_dims", false)? {
-        (op.outputs[0], g, o.shape_of(op.outputs[0])?)
+fn min_or_max_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let (x, axes) = (ctx.input(0), ctx.input(1));
+    let input_shape = ctx.shape_of(x)?;
+    let (y, g, kept) = if attr_or(ctx, "keep_dims", false)? {
+        (ctx.output(0), g, ctx.shape_of(ctx.output(0))?)
     } else {
-        let kept = reduced_shape(o, x, input_shape, axes)?;
-        (o.reshape(op.outputs[0], kept)?, o.reshape(g, kept)?, kept)
+        let kept = reduced_shape(ctx, x, input_shape, axes)?;
+        (
+            ctx.reshape(ctx.output(0), kept)?,
+            ctx.reshape(g, kept)?,
+            kept,
+        )
     };
-    let dtype = o.dtype(g);
-    let eq = o.op1("Equal", &[y, x], &[])?;
-    let indicators = cast(o, eq, dtype)?;
-    let count = reduce_sum(o, indicators, axes, false)?;
-    let num_selected = o.reshape(count, kept)?;
-    let share = o.div(indicators, num_selected)?;
-    Ok(vec![Some(o.mul(share, g)?), None])
+    let dtype = ctx.dtype(g);
+    let eq = ctx.op1("Equal", &[y, x], &[])?;
+    let indicators = cast(ctx, eq, dtype)?;
+    let count = reduce_sum(ctx, indicators, axes, false)?;
+    let num_selected = ctx.reshape(count, kept)?;
+    let share = ctx.div(indicators, num_selected)?;
+    let dx = ctx.mul(share, g)?;
+    ctx.set_input_grad(0, dx)
 }
 
 /// The gradient of `Prod`: each element gets the product of the other
@@ -387,33 +385,32 @@ fn min_or_max_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> G
 /// counts the zeros of each group instead (exact for zeros too): with no
 /// zero it is `prod / x`, with one zero the product of the nonzero elements
 /// at the zero and 0 elsewhere, with more zeros 0.
-fn prod_grad(o: &mut dyn Ops, op: &GradOp<'_>, grads: &[Option<Sym>]) -> Grads {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None]);
-    };
-    let (x, axes) = (op.inputs[0], op.inputs[1]);
-    let (g, _, _) = broadcast_reduced(o, op, g)?;
-    let dtype = o.dtype(x);
-    let zeros = o.zeros_like(x)?;
-    let ones = o.ones_like(x)?;
-    let is_zero = o.op1("Equal", &[x, zeros], &[])?;
-    let x_safe = o.op1("SelectV2", &[is_zero, ones, x], &[])?;
-    let prod_nonzero = o.op1(
+fn prod_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let g = ctx.grad()?;
+    let (x, axes) = (ctx.input(0), ctx.input(1));
+    let (g, _, _) = broadcast_reduced(ctx, g)?;
+    let dtype = ctx.dtype(x);
+    let zeros = ctx.zeros_like(x)?;
+    let ones = ctx.ones_like(x)?;
+    let is_zero = ctx.op1("Equal", &[x, zeros], &[])?;
+    let x_safe = ctx.op1("SelectV2", &[is_zero, ones, x], &[])?;
+    let prod_nonzero = ctx.op1(
         "Prod",
         &[x_safe, axes],
         &[("keep_dims", true.into_attr_value())],
     )?;
-    let zero_flags = cast(o, is_zero, dtype)?;
-    let num_zeros = reduce_sum(o, zero_flags, axes, true)?;
-    let (zero, one) = (o.scalar(dtype, 0.0)?, o.scalar(dtype, 1.0)?);
-    let no_zero = o.op1("Equal", &[num_zeros, zero], &[])?;
-    let one_zero = o.op1("Equal", &[num_zeros, one], &[])?;
-    let others_at_nonzero = o.div(prod_nonzero, x_safe)?;
-    let at_nonzero = o.op1("SelectV2", &[no_zero, others_at_nonzero, zeros], &[])?;
-    let prod_b = o.mul(prod_nonzero, ones)?;
-    let at_zero = o.op1("SelectV2", &[one_zero, prod_b, zeros], &[])?;
-    let others = o.op1("SelectV2", &[is_zero, at_zero, at_nonzero], &[])?;
-    Ok(vec![Some(o.mul(others, g)?), None])
+    let zero_flags = cast(ctx, is_zero, dtype)?;
+    let num_zeros = reduce_sum(ctx, zero_flags, axes, true)?;
+    let (zero, one) = (ctx.scalar(dtype, 0.0)?, ctx.scalar(dtype, 1.0)?);
+    let no_zero = ctx.op1("Equal", &[num_zeros, zero], &[])?;
+    let one_zero = ctx.op1("Equal", &[num_zeros, one], &[])?;
+    let others_at_nonzero = ctx.div(prod_nonzero, x_safe)?;
+    let at_nonzero = ctx.op1("SelectV2", &[no_zero, others_at_nonzero, zeros], &[])?;
+    let prod_b = ctx.mul(prod_nonzero, ones)?;
+    let at_zero = ctx.op1("SelectV2", &[one_zero, prod_b, zeros], &[])?;
+    let others = ctx.op1("SelectV2", &[is_zero, at_zero, at_nonzero], &[])?;
+    let dx = ctx.mul(others, g)?;
+    ctx.set_input_grad(0, dx)
 }
 
 register_gradient!("Sum", sum_grad);

@@ -7,7 +7,7 @@
 //! each output row adds its rows in input order, as TensorFlow's CPU kernel
 //! does; sharded over output rows). Negative segment ids are dropped.
 
-use opforge_core::autodiff::{GradOp, Ops, OpsExt, Sym, SymArg};
+use opforge_core::autodiff::{GradientContext, Ops, OpsExt, Sym};
 use opforge_core::kernel::{KernelDefBuilder, OpKernel, OpKernelContext};
 use opforge_core::shape_inference::InferenceContext;
 use opforge_core::{
@@ -17,6 +17,7 @@ use opforge_core::{
 use opforge_ops_base::args::{dims_product, index_values, int_values, slice_debug_string};
 use opforge_ops_base::cpu::elem::Num;
 use opforge_ops_base::cpu::scatter::{scatter_add_rows, SKIP};
+use opforge_ops_base::grad::concat_vectors;
 use opforge_ops_base::shape::{dim_for_scalar_input, with_inputs};
 use opforge_ops_base::types::{unsupported, NUMERIC_KERNEL_TYPES};
 
@@ -168,15 +169,7 @@ pub(crate) fn gather_drop_negatives(o: &mut dyn Ops, params: Sym, ids: Sym) -> R
     let extra = o.reshape(extra, one_v)?;
     let one = o.constant(Tensor::scalar(1i32))?;
     let ones = o.op1("Fill", &[extra, one], &[])?;
-    let axis0 = o.constant(Tensor::scalar(0i32))?;
-    let shape = o
-        .call(
-            "ConcatV2",
-            &[SymArg::List(vec![mask_shape, ones]), SymArg::One(axis0)],
-            &opforge_core::attrs::AttrMap::new(),
-        )?
-        .pop()
-        .ok_or_else(|| Status::internal("ConcatV2 has no output"))?;
+    let shape = concat_vectors(o, &[mask_shape, ones])?;
     let positive = o.reshape(positive, shape)?;
     let zero_rows = o.op1("ZerosLike", &[gathered], &[])?;
     o.op1("SelectV2", &[positive, gathered, zero_rows], &[])
@@ -184,19 +177,10 @@ pub(crate) fn gather_drop_negatives(o: &mut dyn Ops, params: Sym, ids: Sym) -> R
 
 /// `UnsortedSegmentSum`: TensorFlow's `_UnsortedSegmentSumGrad`, the
 /// gradient's rows gathered back by segment id (zeros for negative ids).
-fn unsorted_segment_sum_grad(
-    o: &mut dyn Ops,
-    op: &GradOp<'_>,
-    grads: &[Option<Sym>],
-) -> Result<Vec<Option<Sym>>> {
-    let Some(g) = grads[0] else {
-        return Ok(vec![None, None, None]);
-    };
-    Ok(vec![
-        Some(gather_drop_negatives(o, g, op.inputs[1])?),
-        None,
-        None,
-    ])
+fn unsorted_segment_sum_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
+    let (g, ids) = (ctx.grad()?, ctx.input(1));
+    let dx = gather_drop_negatives(ctx, g, ids)?;
+    ctx.set_input_grad(0, dx)
 }
 
 register_gradient!("UnsortedSegmentSum", unsorted_segment_sum_grad);

@@ -578,18 +578,10 @@ register_kernel!(
 /// The ops without inputs or outputs a gradient could flow through are
 /// registered not differentiable.
 mod gradients {
-    use opforge_core::autodiff::{GradOp, Ops, Sym};
-    use opforge_core::{register_gradient, register_not_differentiable, Result};
+    use opforge_core::{register_gradient, register_not_differentiable};
+    use opforge_ops_base::grad::identity_grad;
 
-    fn read_variable_grad(
-        _: &mut dyn Ops,
-        _: &GradOp<'_>,
-        grads: &[Option<Sym>],
-    ) -> Result<Vec<Option<Sym>>> {
-        Ok(vec![grads[0]])
-    }
-
-    register_gradient!("ReadVariableOp", read_variable_grad);
+    register_gradient!("ReadVariableOp", identity_grad);
     register_not_differentiable!(
         "VarHandleOp",
         "AssignVariableOp",
