@@ -1,7 +1,7 @@
-//! Gradients: [`GradCtx`], a builder over the host's gradient API (the
-//! model of opforge's `Ops` interface: every value is a [`Sym`], and the
-//! gradient is built from calls of registered ops, so higher-order
-//! gradients work whenever those ops are differentiable).
+//! Gradients: [`GradientContext`], a builder over the host's gradient API
+//! with the names of opforge-core's `GradientContext` (every value is a
+//! [`Sym`], and the gradient is built from calls of registered ops, so
+//! higher-order gradients work whenever those ops are differentiable).
 
 use core::cell::Cell;
 use core::ffi::c_void;
@@ -24,7 +24,7 @@ use crate::status::{Result, Status};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Sym(pub OpforgeSym);
 
-/// One input argument of [`GradCtx::call`]: a single value or a list.
+/// One input argument of [`GradientContext::call`]: a single value or a list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SymArg {
     /// A single-tensor argument.
@@ -41,7 +41,7 @@ impl From<Sym> for SymArg {
 
 /// One gradient-function call: the forward op, the gradients flowing into
 /// its outputs, and the graph builder.
-pub struct GradCtx<'a> {
+pub struct GradientContext<'a> {
     raw: *mut OpforgeGradCtx,
     status: *mut OpforgeStatus,
     host: &'a Host,
@@ -51,7 +51,7 @@ pub struct GradCtx<'a> {
 
 use crate::host::query;
 
-impl<'a> GradCtx<'a> {
+impl<'a> GradientContext<'a> {
     fn note(&self, name: &str) {
         crate::host::note_missing(&self.missing, self.host, "grad", name);
     }
@@ -137,6 +137,35 @@ impl<'a> GradCtx<'a> {
             f(self.raw, i, &mut grad)
         });
         (flows != 0).then_some(Sym(grad))
+    }
+    /// The gradient flowing into the one output of a one-output op
+    /// (opforge-core's `GradientContext::grad`): the host calls a gradient
+    /// function only when a gradient flows into at least one output, so
+    /// for such an op it is always there. For an op with several outputs
+    /// (or none) it is an `InvalidArgument` error: use
+    /// [`output_grad(i)`](Self::output_grad), which says per output
+    /// whether a gradient flows.
+    pub fn grad(&self) -> Result<Sym> {
+        let n = self.num_outputs();
+        if let Some(missing) = self.missing.take() {
+            // The host lacks num_outputs: that error, kept for the callback.
+            self.missing.set(Some(missing.clone()));
+            return Err(missing);
+        }
+        if n != 1 {
+            return Err(Status::invalid_argument(format!(
+                "GradientContext::grad: op {} has {n} outputs, not 1; use output_grad(i) for \
+                 the gradient of output i",
+                self.op_name()
+            )));
+        }
+        self.output_grad(0).ok_or_else(|| {
+            Status::failed_precondition(format!(
+                "GradientContext::grad: no gradient flows into the output of op {} (the host \
+                 called its gradient function without one; use output_grad(0) to handle that)",
+                self.op_name()
+            ))
+        })
     }
     /// The dtype of a value.
     pub fn dtype(&self, s: Sym) -> DataType {
@@ -226,7 +255,7 @@ impl<'a> GradCtx<'a> {
         self.host.check(code, self.status)?;
         if n > outs.len() {
             return Err(Status::unimplemented(format!(
-                "op {op} has {n} outputs; GradCtx::call reads at most {}",
+                "op {op} has {n} outputs; GradientContext::call reads at most {}",
                 outs.len()
             )));
         }
@@ -297,7 +326,7 @@ pub(crate) unsafe extern "C" fn grad_trampoline(
             let GradientForm::Fn(f) = def.form else {
                 return Err(Status::internal("not a gradient function"));
             };
-            let mut c = GradCtx {
+            let mut c = GradientContext {
                 raw: ctx,
                 status,
                 host,

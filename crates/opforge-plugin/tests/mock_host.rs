@@ -24,8 +24,8 @@ struct ZeroOut {
     keep: usize,
 }
 
-impl Kernel for ZeroOut {
-    fn create(init: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for ZeroOut {
+    fn create(init: &OpKernelConstruction<'_>) -> Result<Self> {
         let keep: i64 = init.get_attr("preserve_index")?;
         ensure!(
             keep >= 0,
@@ -37,8 +37,10 @@ impl Kernel for ZeroOut {
             keep: keep as usize,
         })
     }
+}
 
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+impl OpKernel for ZeroOut {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (n, dtype) = {
             let x = ctx.input(0)?;
             (x.num_elements(), x.dtype())
@@ -78,11 +80,14 @@ const PANICKY: OpDefBuilder = OpDefBuilder::new("Panicky")
 
 struct Panicky;
 
-impl Kernel for Panicky {
-    fn create(_: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for Panicky {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
         Ok(Panicky)
     }
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+}
+
+impl OpKernel for Panicky {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let n = ctx.input(0)?.num_elements();
         let v: Vec<u8> = Vec::new();
         // An out-of-bounds index: a panic inside compute.
@@ -100,13 +105,16 @@ struct Sharded {
     panic_at: i64,
 }
 
-impl Kernel for Sharded {
-    fn create(init: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for Sharded {
+    fn create(init: &OpKernelConstruction<'_>) -> Result<Self> {
         Ok(Sharded {
             panic_at: init.get_attr("panic_at")?,
         })
     }
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+}
+
+impl OpKernel for Sharded {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let x = ctx.input(0)?.flat::<f32>()?.to_vec();
         let dims = ctx.input(0)?.dims().to_vec();
         let sum = std::sync::atomic::AtomicU64::new(0);
@@ -136,13 +144,16 @@ struct Iota {
     from_vec: bool,
 }
 
-impl Kernel for Iota {
-    fn create(init: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for Iota {
+    fn create(init: &OpKernelConstruction<'_>) -> Result<Self> {
         Ok(Iota {
             from_vec: init.get_attr("from_vec")?,
         })
     }
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+}
+
+impl OpKernel for Iota {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let n = ctx.input(0)?.flat::<i64>()?[0];
         opforge_plugin::log::info(&format!("iota of {n}"));
         if self.from_vec {
@@ -158,31 +169,31 @@ impl Kernel for Iota {
     }
 }
 
-fn no_grad(_: &mut GradCtx<'_>) -> Result<()> {
+fn no_grad(_: &mut GradientContext<'_>) -> Result<()> {
     Ok(())
 }
 
-fn panicking_grad(_: &mut GradCtx<'_>) -> Result<()> {
+fn panicking_grad(_: &mut GradientContext<'_>) -> Result<()> {
     panic!("no gradient today")
 }
 
-fn panicking_shape_fn(_: &mut ShapeCtx<'_>) -> Result<()> {
+fn panicking_shape_fn(_: &mut InferenceContext<'_>) -> Result<()> {
     panic!("no shapes today")
 }
 
 /// A shape function in TensorFlow's vocabulary: the transpose of a matrix.
-fn transpose2_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
+fn transpose2_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     let x = c.input(0);
     let m = c.with_rank(x, 2)?;
     let rows = c.dim(m, 0)?;
     let cols = c.dim(m, -1)?;
     ensure!(
-        c.value(rows) != 0,
+        c.value(rows) != Some(0),
         InvalidArgument,
         "Transpose2 needs a non-empty first dim, got {}",
         c.debug_string(m)
     );
-    let t = c.make_shape(&[cols, rows])?;
+    let t = c.make_shape(&[cols.into(), rows.into()])?;
     c.set_output(0, t)
 }
 
@@ -193,7 +204,7 @@ const TRANSPOSE2: OpDefBuilder = OpDefBuilder::new("Transpose2")
     .set_shape_fn(transpose2_shape);
 
 /// Uses a query the mock host's shape table lacks (`num_elements`).
-fn counting_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
+fn counting_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     let x = c.input(0);
     let _ = c.num_elements(x);
     c.set_output(0, x)
@@ -239,11 +250,14 @@ impl Drop for DropPanics {
     }
 }
 
-impl Kernel for DropPanics {
-    fn create(_: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for DropPanics {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
         Ok(DropPanics)
     }
-    fn compute(&self, _: &mut KernelCtx<'_>) -> Result<()> {
+}
+
+impl OpKernel for DropPanics {
+    fn compute(&self, _: &mut OpKernelContext<'_>) -> Result<()> {
         Ok(())
     }
 }
@@ -263,11 +277,14 @@ const NEGATE: OpDefBuilder = OpDefBuilder::new("Negate")
 /// An elementwise kernel written for a declared output (`output_like`).
 struct Negate;
 
-impl Kernel for Negate {
-    fn create(_: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for Negate {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
         Ok(Negate)
     }
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+}
+
+impl OpKernel for Negate {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (ins, mut out) = ctx.inputs_and_output(0)?;
         for (y, x) in out.flat_mut::<f32>()?.iter_mut().zip(ins[0].flat::<f32>()?) {
             *y = -x;
@@ -284,11 +301,14 @@ const READ_AFTER_USE: OpDefBuilder = OpDefBuilder::new("ReadAfterUse")
 /// the input again: an error exactly when the output took over the input.
 struct ReadAfterUse;
 
-impl Kernel for ReadAfterUse {
-    fn create(_: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for ReadAfterUse {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
         Ok(ReadAfterUse)
     }
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+}
+
+impl OpKernel for ReadAfterUse {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let first = ctx.input(0)?.flat::<f32>()?[0];
         ctx.output_mut(0)?.flat_mut::<f32>()?.fill(first + 1.0);
         let again = ctx.input(0)?.flat::<f32>()?[0];

@@ -22,7 +22,7 @@ pub const ATTR_PROBE: OpDefBuilder = OpDefBuilder::new("AttrProbe")
     .set_shape_fn(attr_probe_shape)
     .doc("Echoes its tensor and func attrs.");
 
-fn attr_probe_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
+fn attr_probe_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     let value: TensorAttr = c.get_attr("value")?;
     let f: FuncAttr = c.get_attr("f")?;
     ensure!(
@@ -30,7 +30,7 @@ fn attr_probe_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
         InvalidArgument,
         "AttrProbe: f names no function"
     );
-    let y = c.make_shape_from_values(&value.dims)?;
+    let y = c.make_partial_shape(Some(&value.dims))?;
     c.set_output(0, y)?;
     let info = c.vector(3)?;
     c.set_output(1, info)
@@ -64,8 +64,8 @@ fn elements(t: &TensorAttr) -> Result<Vec<f32>> {
     })
 }
 
-impl Kernel for AttrProbeKernel {
-    fn create(init: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for AttrProbeKernel {
+    fn create(init: &OpKernelConstruction<'_>) -> Result<Self> {
         let value: TensorAttr = init.get_attr("value")?;
         let f: FuncAttr = init.get_attr("f")?;
         Ok(AttrProbeKernel {
@@ -78,8 +78,10 @@ impl Kernel for AttrProbeKernel {
             ],
         })
     }
+}
 
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+impl OpKernel for AttrProbeKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         ctx.set_output_from_vec(0, &self.dims, self.values.clone())?;
         let info: Vec<&[u8]> = self.info.iter().map(Vec::as_slice).collect();
         ctx.set_output_strings(1, &[3], &info)

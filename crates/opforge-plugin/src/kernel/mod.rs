@@ -1,5 +1,6 @@
-//! Kernels: the [`Kernel`] trait, what `create` reads ([`KernelInit`]), what
-//! `compute` works with ([`KernelCtx`]), tensor views ([`Tensor`],
+//! Kernels: the [`OpKernel`] and [`CreateKernel`] traits, what `create`
+//! reads ([`OpKernelConstruction`]), what `compute` works with
+//! ([`OpKernelContext`]), tensor views ([`Tensor`],
 //! [`TensorMut`]), and the trampolines the host calls.
 //!
 //! The names are opforge-core's `OpKernelConstruction` and
@@ -8,7 +9,7 @@
 //! `Unimplemented` (calls that return a value and no `Result` record the
 //! missing slot, and the compute then fails with `Unimplemented`).
 //!
-//! Two entries run a kernel's [`Kernel::compute`], and it cannot tell them
+//! Two entries run a kernel's [`OpKernel::compute`], and it cannot tell them
 //! apart. A 1.1 host calls `compute_views` with every input's view made and
 //! every declared output
 //! ([`KernelDefBuilder::output_like`](crate::KernelDefBuilder::output_like))
@@ -39,15 +40,24 @@ use crate::host::{self, slot, Host};
 use crate::registry::KernelDef;
 use crate::status::{Result, Status};
 
-/// A kernel: made once per node (or eager call signature) from the node's
-/// attrs, then run on each call, possibly concurrently (`Sync`) unless the
-/// definition says [`not_thread_safe`](crate::KernelDefBuilder::not_thread_safe).
-pub trait Kernel: Sized + Send + Sync + 'static {
+/// A kernel: the computation of an op on one device (opforge-core's and
+/// TensorFlow's `OpKernel`). Made once per node (or eager call signature)
+/// through [`CreateKernel::create`], then run on each call, possibly
+/// concurrently (`Sync`) unless the definition says
+/// [`not_thread_safe`](crate::KernelDefBuilder::not_thread_safe).
+pub trait OpKernel: Send + Sync + 'static {
+    /// Runs the kernel once: reads the inputs from `ctx` and sets every
+    /// output.
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()>;
+}
+
+/// A kernel type that builds itself from the node's attrs (opforge-core's
+/// `CreateKernel`, TensorFlow's kernel constructor);
+/// [`KernelDefBuilder::build`](crate::KernelDefBuilder::build) binds it.
+pub trait CreateKernel: OpKernel + Sized {
     /// Reads and validates attrs and dtypes (a failure fails the node's
     /// construction, as TensorFlow's constructor errors do).
-    fn create(init: &KernelInit<'_>) -> Result<Self>;
-    /// Runs the kernel once.
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()>;
+    fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self>;
 }
 
 /// Where a sticky "missing slot" is recorded by calls without a `Result`.
@@ -74,14 +84,14 @@ fn read_attr<T: FromAttrValue>(
 
 /// What a kernel's `create` reads: the node's attrs, dtypes and names
 /// (opforge-core's `OpKernelConstruction`).
-pub struct KernelInit<'a> {
+pub struct OpKernelConstruction<'a> {
     raw: *const OpforgeKernelInit,
     status: *mut OpforgeStatus,
     host: &'a Host,
     missing: Missing,
 }
 
-impl<'a> KernelInit<'a> {
+impl<'a> OpKernelConstruction<'a> {
     fn str_of(
         &self,
         s: Option<unsafe extern "C" fn(*const OpforgeKernelInit) -> OpforgeStr>,
@@ -155,6 +165,16 @@ impl<'a> KernelInit<'a> {
             }
         }
     }
+    /// The dtype of each flat input (opforge-core's `input_types`).
+    pub fn input_types(&self) -> Vec<DataType> {
+        (0..self.num_inputs()).map(|i| self.input_type(i)).collect()
+    }
+    /// The dtype of each flat output.
+    pub fn output_types(&self) -> Vec<DataType> {
+        (0..self.num_outputs())
+            .map(|i| self.output_type(i))
+            .collect()
+    }
     /// Attr `name` of the node as `T` (opforge-core's `get_attr`).
     pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
         let f = slot!(self.host, kernel.init_attr)?;
@@ -207,7 +227,7 @@ pub struct TensorMut<'a> {
 /// Where the views a context lends live: the host's arrays (1.1 entry),
 /// the context's inline slots, or its spill boxes; each outlives the
 /// `Tensor`/`TensorMut` made from it (a slot is rewritten only after the
-/// argument changed, which takes `&mut KernelCtx` and so ends every borrow
+/// argument changed, which takes `&mut OpKernelContext` and so ends every borrow
 /// of the old view).
 #[inline(always)]
 fn view_ref<'v>(view: NonNull<OpforgeTensor>) -> &'v OpforgeTensor {
@@ -393,7 +413,7 @@ impl<'a> TensorMut<'a> {
         }
         // SAFETY: as `Tensor::flat`, plus: the view is writable, and this
         // `TensorMut` is the only view of that memory the SDK hands out
-        // (outputs are reached through `&mut KernelCtx`, temporaries are
+        // (outputs are reached through `&mut OpKernelContext`, temporaries are
         // fresh), borrowed mutably for the slice's lifetime.
         Ok(unsafe { core::slice::from_raw_parts_mut(self.v().data.cast::<T>(), n) })
     }
@@ -417,7 +437,7 @@ fn not_writable() -> Status {
 
 /// One run of a kernel (opforge-core's `OpKernelContext`): inputs, outputs,
 /// temporaries, attrs and the host's thread pool.
-pub struct KernelCtx<'a> {
+pub struct OpKernelContext<'a> {
     raw: *mut OpforgeKernelCtx,
     status: *mut OpforgeStatus,
     host: &'a Host,
@@ -453,7 +473,7 @@ pub struct KernelCtx<'a> {
     input_buf: &'a InputBuf,
 }
 
-/// Arguments per direction whose views a [`KernelCtx`] keeps inline.
+/// Arguments per direction whose views a [`OpKernelContext`] keeps inline.
 const CACHED_VIEWS: usize = 4;
 
 /// The views a context keeps for the first [`CACHED_VIEWS`] arguments of
@@ -679,7 +699,7 @@ impl<'a> Premade<'a> {
     }
 }
 
-/// The views of a compute's inputs ([`KernelCtx::inputs_and_output`]): a
+/// The views of a compute's inputs ([`OpKernelContext::inputs_and_output`]): a
 /// slice of [`Tensor`]s, kept in the context up to four (no allocation).
 pub struct InputViews<'a>(Views<'a>);
 
@@ -742,7 +762,7 @@ fn new_view() -> OpforgeTensor {
     OpforgeTensor::new()
 }
 
-impl KernelCtx<'_> {
+impl OpKernelContext<'_> {
     /// Keeps a view the host returned for argument `i` (`store`'s slot, or
     /// a spill box) and returns where it is.
     fn keep(
@@ -764,7 +784,7 @@ impl KernelCtx<'_> {
     }
 }
 
-impl<'a> KernelCtx<'a> {
+impl<'a> OpKernelContext<'a> {
     fn str_of(
         &self,
         s: Option<unsafe extern "C" fn(*const OpforgeKernelCtx) -> OpforgeStr>,
@@ -835,7 +855,7 @@ impl<'a> KernelCtx<'a> {
         }
     }
     /// The dtype output `i` must have.
-    pub fn output_dtype(&self, i: usize) -> DataType {
+    pub fn output_type(&self, i: usize) -> DataType {
         match self.host.kernel.output_dtype {
             // SAFETY: as `input_dtype`.
             Some(f) => DataType(unsafe { f(self.raw, i) }),
