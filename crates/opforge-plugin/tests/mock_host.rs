@@ -236,6 +236,23 @@ fn twice_grad() -> GradientFunction {
     g
 }
 
+const SCALE: OpDefBuilder = OpDefBuilder::new("Scale")
+    .input("x: float")
+    .output("y: float");
+
+const SPLIT2: OpDefBuilder = OpDefBuilder::new("Split2")
+    .input("x: float")
+    .output("a: float")
+    .output("b: float");
+
+/// A gradient written with `grad()`: `dx = dy * x` (that of `y = x * x / 2`).
+fn scale_grad(g: &mut GradientContext<'_>) -> Result<()> {
+    let dy = g.grad()?;
+    let x = g.input(0);
+    let dx = g.op1("Mul", &[dy, x], &[])?;
+    g.set_input_grad(0, dx)
+}
+
 const ODD: OpDefBuilder = OpDefBuilder::new("Odd")
     .input("x: float")
     .output("y: float")
@@ -336,6 +353,8 @@ opforge_plugin::export! {
         ZERO_OUT_DECLARED,
         NEGATE,
         READ_AFTER_USE,
+        SCALE,
+        SPLIT2,
     ],
     kernels: [
         KernelDefBuilder::new("ZeroOut")
@@ -359,6 +378,8 @@ opforge_plugin::export! {
         GradientDef::not_differentiable("Panicky"),
         GradientDef::new("Odd", panicking_grad),
         GradientDef::nodes("Twice", twice_grad),
+        GradientDef::new("Scale", scale_grad),
+        GradientDef::new("Split2", scale_grad),
     ],
 }
 
@@ -415,6 +436,8 @@ fn init_registers_ops_kernels_and_gradients() {
             "ZeroOutDeclared",
             "Negate",
             "ReadAfterUse",
+            "Scale",
+            "Split2",
         ]
     );
     // Both entries for every kernel; the declarations as written.
@@ -455,6 +478,8 @@ fn init_registers_ops_kernels_and_gradients() {
             ("Panicky".to_string(), "not_differentiable"),
             ("Odd".to_string(), "fn"),
             ("Twice".to_string(), "nodes"),
+            ("Scale".to_string(), "fn"),
+            ("Split2".to_string(), "fn"),
         ]
     );
     assert_eq!(
@@ -854,6 +879,44 @@ fn panics_in_shape_functions_gradients_and_destroy_do_not_escape() {
         log[0]
     );
     assert!(log[0].ends_with(": cannot let go"), "{}", log[0]);
+    // SAFETY: nothing of the plugin runs any more.
+    unsafe { opforge_plugin_fini_v1() };
+}
+
+#[test]
+fn grad_is_the_gradient_of_a_one_output_op() {
+    let _g = serial();
+    let r = init_with(&HOST);
+    // One output with a gradient: dx = Mul(dy, x).
+    let mut g = MockGradCtx::new("Scale", 1, 1);
+    gradient(&r, &mut g).unwrap();
+    let dy = g.output_grads[0].unwrap();
+    assert_eq!(
+        g.calls,
+        [("Mul".to_string(), vec![vec![dy], vec![g.inputs[0]]], vec![])]
+    );
+    assert_eq!(g.input_grads, [Some(g.next)]);
+    // Several outputs: grad() says to use output_grad(i).
+    let mut g = MockGradCtx::new("Split2", 1, 2);
+    let e = gradient(&r, &mut g).unwrap_err();
+    assert_eq!(e.code, OPFORGE_INVALID_ARGUMENT);
+    assert_eq!(
+        e.message,
+        "GradientContext::grad: op Split2 has 2 outputs, not 1; use output_grad(i) for the \
+         gradient of output i"
+    );
+    assert!(g.calls.is_empty());
+    // A host that calls the function with no gradient flowing.
+    let mut g = MockGradCtx::new("Scale", 1, 1);
+    g.output_grads = vec![None];
+    let e = gradient(&r, &mut g).unwrap_err();
+    assert_eq!(e.code, OPFORGE_FAILED_PRECONDITION);
+    assert!(
+        e.message
+            .starts_with("GradientContext::grad: no gradient flows into the output of op Scale"),
+        "{}",
+        e.message
+    );
     // SAFETY: nothing of the plugin runs any more.
     unsafe { opforge_plugin_fini_v1() };
 }
