@@ -14,7 +14,7 @@ use opforge_abi::{
     OPFORGE_TENSOR_HOST_MEMORY,
 };
 
-use crate::attr::{self, AttrValue, FromAttrValue};
+use crate::attr::{self, AbiAttr, AttrValue, FromAttrValue};
 use crate::dtype::{DataType, Element};
 use crate::host::{self, slot, Host};
 use crate::registry::{GradientDef, GradientForm};
@@ -222,14 +222,14 @@ impl<'a> GradientContext<'a> {
                 x
             })
             .collect();
-        let values: Vec<OpforgeAttrValue> = attrs.iter().map(|(_, v)| v.to_abi()).collect();
+        let values: Vec<AbiAttr<'_>> = attrs.iter().map(|(_, v)| v.to_abi()).collect();
         let named: Vec<OpforgeNamedAttr> = attrs
             .iter()
             .zip(&values)
             .map(|((name, _), v)| {
                 let mut n = OpforgeNamedAttr::new();
                 n.name = OpforgeStr::from_text(name);
-                n.value = v;
+                n.value = v.get();
                 n
             })
             .collect();
