@@ -8,14 +8,15 @@ use core::marker::PhantomData;
 use core::mem::size_of_val;
 
 use opforge_abi::{
-    OpforgeAttrValue, OpforgeFuncValue, OpforgeNamedAttr, OpforgeShapeValue, OpforgeStr,
-    OpforgeTensor, OPFORGE_ATTR_BOOL, OPFORGE_ATTR_FLOAT, OPFORGE_ATTR_FUNC, OPFORGE_ATTR_INT,
-    OPFORGE_ATTR_KIND_MASK, OPFORGE_ATTR_LIST, OPFORGE_ATTR_PLACEHOLDER, OPFORGE_ATTR_SHAPE,
-    OPFORGE_ATTR_STRING, OPFORGE_ATTR_TENSOR, OPFORGE_ATTR_TYPE, OPFORGE_TENSOR_CONTIGUOUS,
-    OPFORGE_TENSOR_HOST_MEMORY, OPFORGE_UNKNOWN_RANK,
+    OpforgeAttrValue, OpforgeCode, OpforgeFuncValue, OpforgeNamedAttr, OpforgeShapeValue,
+    OpforgeStatus, OpforgeStr, OpforgeTensor, OPFORGE_ATTR_BOOL, OPFORGE_ATTR_FLOAT,
+    OPFORGE_ATTR_FUNC, OPFORGE_ATTR_INT, OPFORGE_ATTR_KIND_MASK, OPFORGE_ATTR_LIST,
+    OPFORGE_ATTR_PLACEHOLDER, OPFORGE_ATTR_SHAPE, OPFORGE_ATTR_STRING, OPFORGE_ATTR_TENSOR,
+    OPFORGE_ATTR_TYPE, OPFORGE_TENSOR_CONTIGUOUS, OPFORGE_TENSOR_HOST_MEMORY, OPFORGE_UNKNOWN_RANK,
 };
 
 use crate::dtype::{DataType, Element};
+use crate::host::Host;
 use crate::status::{Result, Status};
 
 /// The name of an attr kind, for messages.
@@ -68,6 +69,22 @@ pub(crate) unsafe fn convert<T: FromAttrValue>(name: &str, value: &OpforgeAttrVa
     }
     // SAFETY: forwarded from the caller.
     unsafe { T::from_attr_value(value) }
+}
+
+/// Reads attr `name` as `T` through a host slot: `f` calls the slot with
+/// the name and an out-struct (its struct_size set) for the host to fill.
+pub(crate) fn read_attr<T: FromAttrValue>(
+    host: &Host,
+    name: &str,
+    status: *mut OpforgeStatus,
+    f: impl FnOnce(OpforgeStr, *mut OpforgeAttrValue) -> OpforgeCode,
+) -> Result<T> {
+    let mut value = OpforgeAttrValue::new();
+    let code = f(OpforgeStr::from_text(name), &mut value);
+    host.check(code, status)?;
+    // SAFETY: the host filled `value`; what it points to lives at least as
+    // long as this call (R7), and `convert` copies it out.
+    unsafe { convert(name, &value) }
 }
 
 /// The elements of a list attr.

@@ -9,8 +9,8 @@ use core::marker::PhantomData;
 use core::ops::Range;
 
 use opforge_abi::{
-    OpforgeAttrValue, OpforgeCode, OpforgeGradCtx, OpforgeNamedAttr, OpforgeStatus, OpforgeStr,
-    OpforgeSym, OpforgeSymArg, OpforgeTensor, OPFORGE_NO_HANDLE, OPFORGE_TENSOR_CONTIGUOUS,
+    OpforgeCode, OpforgeGradCtx, OpforgeNamedAttr, OpforgeStatus, OpforgeStr, OpforgeSym,
+    OpforgeSymArg, OpforgeTensor, OPFORGE_NO_HANDLE, OPFORGE_TENSOR_CONTIGUOUS,
     OPFORGE_TENSOR_HOST_MEMORY,
 };
 
@@ -66,19 +66,10 @@ impl<'a> GradientContext<'a> {
     /// Attr `name` of the forward node as `T`.
     pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
         let f = slot!(self.host, grad.attr)?;
-        let mut value = OpforgeAttrValue::new();
-        // SAFETY: the call's context and status (R7); `value` an out-struct.
-        let code = unsafe {
-            f(
-                self.raw,
-                OpforgeStr::from_text(name),
-                &mut value,
-                self.status,
-            )
-        };
-        self.host.check(code, self.status)?;
-        // SAFETY: filled by the host, living until the call returns (R7).
-        unsafe { attr::convert(name, &value) }
+        attr::read_attr(self.host, name, self.status, |n, v| {
+            // SAFETY: the call's context and status (R7); `v` an out-struct.
+            unsafe { f(self.raw, n, v, self.status) }
+        })
     }
     /// The forward op's number of flat inputs.
     pub fn num_inputs(&self) -> usize {
@@ -106,20 +97,11 @@ impl<'a> GradientContext<'a> {
     }
     fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
         let f = slot!(self.host, grad.arg_range)?;
-        let (mut start, mut stop) = (0, 0);
-        // SAFETY: the call's context and status (R7); out-pointers to locals.
-        let code = unsafe {
-            f(
-                self.raw,
-                OpforgeStr::from_text(name),
-                u8::from(is_output),
-                &mut start,
-                &mut stop,
-                self.status,
-            )
-        };
-        self.host.check(code, self.status)?;
-        Ok(start..stop)
+        // SAFETY: the call's context and status (R7).
+        unsafe {
+            self.host
+                .arg_range(f, self.raw, self.status, name, is_output)
+        }
     }
     /// The flat range of the forward op's input argument `name`.
     pub fn input_range(&self, name: &str) -> Result<Range<usize>> {

@@ -129,8 +129,9 @@ pub(crate) use slot;
 
 /// Calls `table`'s slot `name` (`|f| call`) when the host has it; otherwise
 /// records the slot as missing (`self.note`) and answers `default`: the
-/// queries of the shape and gradient contexts, which go on with a default
-/// and report the first missing slot when the callback returns.
+/// queries of every context (kernel construction and compute, shape,
+/// gradient), which go on with a default and report the first missing slot
+/// when the callback returns.
 macro_rules! query {
     ($self:ident, $table:ident . $name:ident, $default:expr, |$f:ident| $call:expr) => {
         match $self.host.$table.$name {
@@ -167,7 +168,49 @@ pub(crate) fn missing_slot(host: &Host, table: &str, name: &str) -> Status {
     ))
 }
 
+/// The signature of every context's `arg_range` slot (kernel init,
+/// kernel, shape and gradient contexts), over its context pointer `P`.
+pub(crate) type ArgRangeFn<P> = unsafe extern "C" fn(
+    P,
+    OpforgeStr,
+    u8,
+    *mut usize,
+    *mut usize,
+    *mut OpforgeStatus,
+) -> OpforgeCode;
+
 impl Host {
+    /// The flat range of the input (`is_output` false) or output argument
+    /// `name`, through a context's `arg_range` slot `f`.
+    ///
+    /// # Safety
+    /// `raw` and `status` are the context and status of the running
+    /// callback `f` belongs to (R7).
+    pub(crate) unsafe fn arg_range<P>(
+        &self,
+        f: ArgRangeFn<P>,
+        raw: P,
+        status: *mut OpforgeStatus,
+        name: &str,
+        is_output: bool,
+    ) -> Result<core::ops::Range<usize>> {
+        let (mut start, mut stop) = (0, 0);
+        // SAFETY: the caller's context and status; out-pointers to locals;
+        // the name is read during the call (R5).
+        let code = unsafe {
+            f(
+                raw,
+                OpforgeStr::from_text(name),
+                u8::from(is_output),
+                &mut start,
+                &mut stop,
+                status,
+            )
+        };
+        self.check(code, status)?;
+        Ok(start..stop)
+    }
+
     /// The message of a failed host call: `code` with the status's message.
     pub(crate) fn error(&self, code: OpforgeCode, status: *mut OpforgeStatus) -> Status {
         let message = match self.api.status_message {

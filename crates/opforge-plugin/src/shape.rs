@@ -21,10 +21,10 @@ use core::marker::PhantomData;
 use core::ops::Range;
 
 use opforge_abi::{
-    OpforgeAttrValue, OpforgeCode, OpforgeDim, OpforgeShape, OpforgeShapeCtx, OpforgeStatus,
-    OpforgeStr, OpforgeTensor, OPFORGE_DIM_ADD, OPFORGE_DIM_DIV, OPFORGE_DIM_DIV_EXACT,
-    OPFORGE_DIM_MAX, OPFORGE_DIM_MIN, OPFORGE_DIM_MUL, OPFORGE_DIM_SUB, OPFORGE_NO_HANDLE,
-    OPFORGE_TO_END, OPFORGE_UNKNOWN_DIM, OPFORGE_UNKNOWN_RANK,
+    OpforgeCode, OpforgeDim, OpforgeShape, OpforgeShapeCtx, OpforgeStatus, OpforgeTensor,
+    OPFORGE_DIM_ADD, OPFORGE_DIM_DIV, OPFORGE_DIM_DIV_EXACT, OPFORGE_DIM_MAX, OPFORGE_DIM_MIN,
+    OPFORGE_DIM_MUL, OPFORGE_DIM_SUB, OPFORGE_NO_HANDLE, OPFORGE_TO_END, OPFORGE_UNKNOWN_DIM,
+    OPFORGE_UNKNOWN_RANK,
 };
 
 use crate::attr::{self, FromAttrValue};
@@ -115,20 +115,11 @@ impl<'a> InferenceContext<'a> {
     }
     fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
         let f = slot!(self.host, shape.arg_range)?;
-        let (mut start, mut stop) = (0, 0);
-        // SAFETY: the call's context and status (R7); out-pointers to locals.
-        let code = unsafe {
-            f(
-                self.raw,
-                OpforgeStr::from_text(name),
-                u8::from(is_output),
-                &mut start,
-                &mut stop,
-                self.status,
-            )
-        };
-        self.check(code)?;
-        Ok(start..stop)
+        // SAFETY: the call's context and status (R7).
+        unsafe {
+            self.host
+                .arg_range(f, self.raw, self.status, name, is_output)
+        }
     }
     /// The flat range of the input argument `name` (TensorFlow's
     /// `input(name, &list)`).
@@ -519,19 +510,10 @@ impl<'a> InferenceContext<'a> {
     /// Attr `name` of the node as `T` (`GetAttr`).
     pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
         let f = slot!(self.host, shape.attr)?;
-        let mut value = OpforgeAttrValue::new();
-        // SAFETY: the call's context and status (R7); `value` an out-struct.
-        let code = unsafe {
-            f(
-                self.raw,
-                OpforgeStr::from_text(name),
-                &mut value,
-                self.status,
-            )
-        };
-        self.check(code)?;
-        // SAFETY: filled by the host, living until the call returns (R7).
-        unsafe { attr::convert(name, &value) }
+        attr::read_attr(self.host, name, self.status, |n, v| {
+            // SAFETY: the call's context and status (R7); `v` an out-struct.
+            unsafe { f(self.raw, n, v, self.status) }
+        })
     }
     /// `s` as text, `"[2,?,3]"` or `"?"` (`DebugString`).
     pub fn debug_string(&self, s: ShapeHandle) -> String {

@@ -64,43 +64,23 @@ impl OpKernelContext<'_> {
 }
 
 impl<'a> OpKernelContext<'a> {
-    fn str_of(
-        &self,
-        s: Option<unsafe extern "C" fn(*const OpforgeKernelCtx) -> OpforgeStr>,
-        name: &str,
-    ) -> String {
-        match s {
-            // SAFETY: the compute's ctx (R7); copied at once.
-            Some(f) => String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned(),
-            None => {
-                note_missing(&self.missing, self.host, name);
-                String::new()
-            }
-        }
-    }
-
-    fn count(
-        &self,
-        s: Option<unsafe extern "C" fn(*const OpforgeKernelCtx) -> usize>,
-        name: &str,
-    ) -> usize {
-        match s {
-            // SAFETY: the compute's ctx (R7).
-            Some(f) => unsafe { f(self.raw) },
-            None => {
-                note_missing(&self.missing, self.host, name);
-                0
-            }
-        }
+    fn note(&self, name: &str) {
+        note_missing(&self.missing, self.host, name);
     }
 
     /// The op's name.
     pub fn op_name(&self) -> String {
-        self.str_of(self.host.kernel.op_name, "op_name")
+        // SAFETY: the compute's ctx (R7); the string is copied at once.
+        query!(self, kernel.op_name, String::new(), |f| {
+            String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
+        })
     }
     /// The node's name.
     pub fn node_name(&self) -> String {
-        self.str_of(self.host.kernel.node_name, "node_name")
+        // SAFETY: as `op_name`.
+        query!(self, kernel.node_name, String::new(), |f| {
+            String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
+        })
     }
     /// The number of flat inputs.
     #[inline]
@@ -109,7 +89,8 @@ impl<'a> OpKernelContext<'a> {
         if n != usize::MAX {
             return n;
         }
-        let n = self.count(self.host.kernel.num_inputs, "num_inputs");
+        // SAFETY: the compute's ctx (R7).
+        let n = query!(self, kernel.num_inputs, 0, |f| unsafe { f(self.raw) });
         if self.host.kernel.num_inputs.is_some() && n != usize::MAX {
             self.n_inputs.set(n);
         }
@@ -120,46 +101,30 @@ impl<'a> OpKernelContext<'a> {
         if self.premade.is_some() {
             return self.premade.num_outputs;
         }
-        self.count(self.host.kernel.num_outputs, "num_outputs")
+        // SAFETY: the compute's ctx (R7).
+        query!(self, kernel.num_outputs, 0, |f| unsafe { f(self.raw) })
     }
     /// The dtype of input `i`.
     pub fn input_dtype(&self, i: usize) -> DataType {
-        match self.host.kernel.input_dtype {
-            // SAFETY: the compute's ctx (R7); bad indices answered by the host.
-            Some(f) => DataType(unsafe { f(self.raw, i) }),
-            None => {
-                note_missing(&self.missing, self.host, "input_dtype");
-                DataType::Invalid
-            }
-        }
+        // SAFETY: the compute's ctx (R7); bad indices answered by the host.
+        DataType(query!(self, kernel.input_dtype, 0, |f| unsafe {
+            f(self.raw, i)
+        }))
     }
     /// The dtype output `i` must have.
     pub fn output_type(&self, i: usize) -> DataType {
-        match self.host.kernel.output_dtype {
-            // SAFETY: as `input_dtype`.
-            Some(f) => DataType(unsafe { f(self.raw, i) }),
-            None => {
-                note_missing(&self.missing, self.host, "output_dtype");
-                DataType::Invalid
-            }
-        }
+        // SAFETY: as `input_dtype`.
+        DataType(query!(self, kernel.output_dtype, 0, |f| unsafe {
+            f(self.raw, i)
+        }))
     }
     fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
         let f = slot!(self.host, kernel.arg_range)?;
-        let (mut start, mut stop) = (0, 0);
-        // SAFETY: the compute's ctx and status (R7); out-pointers to locals.
-        let code = unsafe {
-            f(
-                self.raw,
-                OpforgeStr::from_text(name),
-                u8::from(is_output),
-                &mut start,
-                &mut stop,
-                self.status,
-            )
-        };
-        self.host.check(code, self.status)?;
-        Ok(start..stop)
+        // SAFETY: the compute's ctx and status (R7).
+        unsafe {
+            self.host
+                .arg_range(f, self.raw, self.status, name, is_output)
+        }
     }
     /// The flat range of the input argument `name` (`input_list`'s range).
     pub fn input_range(&self, name: &str) -> Result<Range<usize>> {
@@ -489,7 +454,7 @@ impl<'a> OpKernelContext<'a> {
     /// Attr `name` of the node (prefer reading attrs once, in `create`).
     pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
         let f = slot!(self.host, kernel.attr)?;
-        read_attr(self.host, name, self.status, |n, v| {
+        attr::read_attr(self.host, name, self.status, |n, v| {
             // SAFETY: the compute's ctx and status (R7); `v` an out-struct.
             unsafe { f(self.raw, n, v, self.status) }
         })
@@ -497,14 +462,8 @@ impl<'a> OpKernelContext<'a> {
 
     /// The threads `parallel_for` runs on (1: no parallelism).
     pub fn num_threads(&self) -> usize {
-        match self.host.kernel.num_threads {
-            // SAFETY: the compute's ctx (R7).
-            Some(f) => unsafe { f(self.raw) as usize },
-            None => {
-                note_missing(&self.missing, self.host, "num_threads");
-                1
-            }
-        }
+        // SAFETY: the compute's ctx (R7).
+        query!(self, kernel.num_threads, 1, |f| unsafe { f(self.raw) }) as usize
     }
 
     /// The host's thread pool for this compute: take it before borrowing
@@ -531,19 +490,15 @@ impl<'a> OpKernelContext<'a> {
     /// unless the kernel is registered with
     /// [`output_requests`](crate::KernelDefBuilder::output_requests)).
     pub fn output_request(&self, i: usize) -> OutputRequest {
-        match self.host.kernel.output_request {
-            // SAFETY: the compute's ctx (R7).
-            Some(f) => match unsafe { f(self.raw, i) } {
-                OPFORGE_REQ_NULL => OutputRequest::Null,
-                OPFORGE_REQ_WRITE => OutputRequest::Write,
-                OPFORGE_REQ_INPLACE => OutputRequest::InPlace,
-                OPFORGE_REQ_ADD => OutputRequest::Add,
-                other => OutputRequest::Other(other),
-            },
-            None => {
-                note_missing(&self.missing, self.host, "output_request");
-                OutputRequest::Write
-            }
+        // SAFETY: the compute's ctx (R7).
+        match query!(self, kernel.output_request, OPFORGE_REQ_WRITE, |f| unsafe {
+            f(self.raw, i)
+        }) {
+            OPFORGE_REQ_NULL => OutputRequest::Null,
+            OPFORGE_REQ_WRITE => OutputRequest::Write,
+            OPFORGE_REQ_INPLACE => OutputRequest::InPlace,
+            OPFORGE_REQ_ADD => OutputRequest::Add,
+            other => OutputRequest::Other(other),
         }
     }
 

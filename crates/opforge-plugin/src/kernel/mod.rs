@@ -28,15 +28,15 @@ use core::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use opforge_abi::{
-    OpforgeAttrValue, OpforgeCode, OpforgeForeignTensor, OpforgeKernelCtx, OpforgeKernelInit,
-    OpforgeKernelViews, OpforgeStatus, OpforgeStr, OpforgeTensor, Versioned, OPFORGE_INTERNAL,
-    OPFORGE_NOT_FORWARDED, OPFORGE_REQ_ADD, OPFORGE_REQ_INPLACE, OPFORGE_REQ_NULL,
-    OPFORGE_REQ_WRITE, OPFORGE_TENSOR_CONTIGUOUS, OPFORGE_TENSOR_WRITABLE,
+    OpforgeCode, OpforgeForeignTensor, OpforgeKernelCtx, OpforgeKernelInit, OpforgeKernelViews,
+    OpforgeStatus, OpforgeStr, OpforgeTensor, Versioned, OPFORGE_INTERNAL, OPFORGE_NOT_FORWARDED,
+    OPFORGE_REQ_ADD, OPFORGE_REQ_INPLACE, OPFORGE_REQ_NULL, OPFORGE_REQ_WRITE,
+    OPFORGE_TENSOR_CONTIGUOUS, OPFORGE_TENSOR_WRITABLE,
 };
 
 use crate::attr::{self, FromAttrValue};
 use crate::dtype::{DataType, Element};
-use crate::host::{self, slot, Host};
+use crate::host::{self, query, slot, Host};
 use crate::registry::KernelDef;
 use crate::status::{Result, Status};
 
@@ -67,21 +67,6 @@ fn note_missing(missing: &Missing, host: &Host, name: &str) {
     host::note_missing(missing, host, "kernel", name);
 }
 
-/// Reads an attr through a host slot.
-fn read_attr<T: FromAttrValue>(
-    host: &Host,
-    name: &str,
-    status: *mut OpforgeStatus,
-    f: impl FnOnce(OpforgeStr, *mut OpforgeAttrValue) -> OpforgeCode,
-) -> Result<T> {
-    let mut value = OpforgeAttrValue::new();
-    let code = f(OpforgeStr::from_text(name), &mut value);
-    host.check(code, status)?;
-    // SAFETY: the host filled `value`; what it points to lives at least as
-    // long as this call (R7), and `convert` copies it out.
-    unsafe { attr::convert(name, &value) }
-}
-
 /// What a kernel's `create` reads: the node's attrs, dtypes and names
 /// (opforge-core's `OpKernelConstruction`).
 pub struct OpKernelConstruction<'a> {
@@ -92,78 +77,55 @@ pub struct OpKernelConstruction<'a> {
 }
 
 impl<'a> OpKernelConstruction<'a> {
-    fn str_of(
-        &self,
-        s: Option<unsafe extern "C" fn(*const OpforgeKernelInit) -> OpforgeStr>,
-        name: &str,
-    ) -> String {
-        match s {
-            // SAFETY: `raw` is the create's init (R7); the string lives as
-            // it and is copied at once.
-            Some(f) => String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned(),
-            None => {
-                note_missing(&self.missing, self.host, name);
-                String::new()
-            }
-        }
+    fn note(&self, name: &str) {
+        note_missing(&self.missing, self.host, name);
     }
 
     /// The op's name.
     pub fn op_name(&self) -> String {
-        self.str_of(self.host.kernel.init_op_name, "init_op_name")
+        // SAFETY: the create's init (R7); the string is copied at once.
+        query!(self, kernel.init_op_name, String::new(), |f| {
+            String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
+        })
     }
     /// The node's name (the op's name for eager calls).
     pub fn node_name(&self) -> String {
-        self.str_of(self.host.kernel.init_node_name, "init_node_name")
+        // SAFETY: as `op_name`.
+        query!(self, kernel.init_node_name, String::new(), |f| {
+            String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
+        })
     }
     /// The device type the kernel is built for.
     pub fn device_type(&self) -> String {
-        self.str_of(self.host.kernel.init_device_type, "init_device_type")
+        // SAFETY: as `op_name`.
+        query!(self, kernel.init_device_type, String::new(), |f| {
+            String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
+        })
     }
     /// The number of flat inputs.
     pub fn num_inputs(&self) -> usize {
-        match self.host.kernel.init_num_inputs {
-            // SAFETY: the create's init (R7).
-            Some(f) => unsafe { f(self.raw) },
-            None => {
-                note_missing(&self.missing, self.host, "init_num_inputs");
-                0
-            }
-        }
+        // SAFETY: the create's init (R7).
+        query!(self, kernel.init_num_inputs, 0, |f| unsafe { f(self.raw) })
     }
     /// The number of flat outputs.
     pub fn num_outputs(&self) -> usize {
-        match self.host.kernel.init_num_outputs {
-            // SAFETY: the create's init (R7).
-            Some(f) => unsafe { f(self.raw) },
-            None => {
-                note_missing(&self.missing, self.host, "init_num_outputs");
-                0
-            }
-        }
+        // SAFETY: the create's init (R7).
+        query!(self, kernel.init_num_outputs, 0, |f| unsafe { f(self.raw) })
     }
     /// The dtype of input `i` ([`DataType::Invalid`] out of range).
     pub fn input_type(&self, i: usize) -> DataType {
-        match self.host.kernel.init_input_dtype {
-            // SAFETY: the create's init (R7); a bad index is answered by
-            // the host, not undefined.
-            Some(f) => DataType(unsafe { f(self.raw, i) }),
-            None => {
-                note_missing(&self.missing, self.host, "init_input_dtype");
-                DataType::Invalid
-            }
-        }
+        // SAFETY: the create's init (R7); a bad index is answered by the
+        // host, not undefined.
+        DataType(query!(self, kernel.init_input_dtype, 0, |f| unsafe {
+            f(self.raw, i)
+        }))
     }
     /// The dtype of output `i`.
     pub fn output_type(&self, i: usize) -> DataType {
-        match self.host.kernel.init_output_dtype {
-            // SAFETY: as `input_type`.
-            Some(f) => DataType(unsafe { f(self.raw, i) }),
-            None => {
-                note_missing(&self.missing, self.host, "init_output_dtype");
-                DataType::Invalid
-            }
-        }
+        // SAFETY: as `input_type`.
+        DataType(query!(self, kernel.init_output_dtype, 0, |f| unsafe {
+            f(self.raw, i)
+        }))
     }
     /// The dtype of each flat input (opforge-core's `input_types`).
     pub fn input_types(&self) -> Vec<DataType> {
@@ -178,7 +140,7 @@ impl<'a> OpKernelConstruction<'a> {
     /// Attr `name` of the node as `T` (opforge-core's `get_attr`).
     pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
         let f = slot!(self.host, kernel.init_attr)?;
-        read_attr(self.host, name, self.status, |n, v| {
+        attr::read_attr(self.host, name, self.status, |n, v| {
             // SAFETY: the create's init and status (R7); `v` is a zeroed
             // out-struct with its struct_size set.
             unsafe { f(self.raw, n, v, self.status) }
@@ -188,20 +150,11 @@ impl<'a> OpKernelConstruction<'a> {
     /// `name`.
     pub fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
         let f = slot!(self.host, kernel.init_arg_range)?;
-        let (mut start, mut stop) = (0, 0);
-        // SAFETY: the create's init and status (R7); out-pointers to locals.
-        let code = unsafe {
-            f(
-                self.raw,
-                OpforgeStr::from_text(name),
-                u8::from(is_output),
-                &mut start,
-                &mut stop,
-                self.status,
-            )
-        };
-        self.host.check(code, self.status)?;
-        Ok(start..stop)
+        // SAFETY: the create's init and status (R7).
+        unsafe {
+            self.host
+                .arg_range(f, self.raw, self.status, name, is_output)
+        }
     }
 }
 

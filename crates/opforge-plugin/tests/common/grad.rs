@@ -16,7 +16,7 @@ pub struct MockGradCtx {
     pub outputs: Vec<OpforgeSym>,
     pub output_grads: Vec<Option<OpforgeSym>>,
     /// (name, is_output, start, stop)
-    pub ranges: Vec<(String, bool, usize, usize)>,
+    pub ranges: Vec<ArgRange>,
     /// (op, args, int attrs) per call.
     pub calls: Vec<GradCall>,
     pub next: OpforgeSym,
@@ -77,26 +77,7 @@ pub(crate) unsafe extern "C" fn g_arg_range(
     stop: *mut usize,
     status: *mut OpforgeStatus,
 ) -> OpforgeCode {
-    let name = text(name);
-    match gctx(c)
-        .ranges
-        .iter()
-        .find(|r| r.0 == name && r.1 == (is_output != 0))
-    {
-        Some(r) => {
-            // SAFETY: the plugin's out-pointers.
-            unsafe {
-                *start = r.2;
-                *stop = r.3;
-            }
-            OPFORGE_OK
-        }
-        None => fail(
-            status,
-            OPFORGE_INVALID_ARGUMENT,
-            &format!("no argument {name}"),
-        ),
-    }
+    arg_range(&gctx(c).ranges, name, is_output, start, stop, status)
 }
 pub(crate) unsafe extern "C" fn g_output_grad(
     c: *const OpforgeGradCtx,

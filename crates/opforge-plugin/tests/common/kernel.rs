@@ -175,7 +175,7 @@ pub struct MockCtx {
     pub outputs: Vec<Option<MockTensor>>,
     pub output_dtypes: Vec<OpforgeDType>,
     /// (name, is_output, start, stop)
-    pub ranges: Vec<(String, bool, usize, usize)>,
+    pub ranges: Vec<ArgRange>,
     pub attrs: Vec<(String, MockAttr)>,
     pub allow_forward: bool,
     pub shards: u64,
@@ -278,25 +278,36 @@ pub(crate) unsafe extern "C" fn k_arg_range(
     stop: *mut usize,
     status: *mut OpforgeStatus,
 ) -> OpforgeCode {
-    let name = text(name);
-    match ctx_of(c)
-        .ranges
-        .iter()
-        .find(|r| r.0 == name && r.1 == (is_output != 0))
-    {
-        Some(r) => {
-            // SAFETY: the plugin's out-pointers.
-            unsafe {
-                *start = r.2;
-                *stop = r.3;
-            }
+    arg_range(&ctx_of(c).ranges, name, is_output, start, stop, status)
+}
+/// The view of `slots[i]` (inputs: read-only; outputs: writable).
+fn view_of(
+    slots: &mut [Option<MockTensor>],
+    what: &str,
+    i: usize,
+    view: *mut OpforgeTensor,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    count_view_call();
+    let writable = what == "output";
+    match slots.get_mut(i) {
+        Some(Some(t)) => {
+            t.view(writable, view);
             OPFORGE_OK
         }
-        None => fail(
-            status,
-            OPFORGE_INVALID_ARGUMENT,
-            &format!("no argument {name}"),
-        ),
+        Some(None) => {
+            let why = if writable {
+                "is not set"
+            } else {
+                "was forwarded"
+            };
+            fail(
+                status,
+                OPFORGE_FAILED_PRECONDITION,
+                &format!("{what} {i} {why}"),
+            )
+        }
+        None => fail(status, OPFORGE_INVALID_ARGUMENT, &format!("no {what} {i}")),
     }
 }
 pub(crate) unsafe extern "C" fn k_input(
@@ -305,19 +316,7 @@ pub(crate) unsafe extern "C" fn k_input(
     view: *mut OpforgeTensor,
     status: *mut OpforgeStatus,
 ) -> OpforgeCode {
-    count_view_call();
-    match ctx_of(c).inputs.get_mut(i) {
-        Some(Some(t)) => {
-            t.view(false, view);
-            OPFORGE_OK
-        }
-        Some(None) => fail(
-            status,
-            OPFORGE_FAILED_PRECONDITION,
-            &format!("input {i} was forwarded"),
-        ),
-        None => fail(status, OPFORGE_INVALID_ARGUMENT, &format!("no input {i}")),
-    }
+    view_of(&mut ctx_of(c).inputs, "input", i, view, status)
 }
 pub(crate) unsafe extern "C" fn k_output(
     c: *const OpforgeKernelCtx,
@@ -325,19 +324,7 @@ pub(crate) unsafe extern "C" fn k_output(
     view: *mut OpforgeTensor,
     status: *mut OpforgeStatus,
 ) -> OpforgeCode {
-    count_view_call();
-    match ctx_of(c).outputs.get_mut(i) {
-        Some(Some(t)) => {
-            t.view(true, view);
-            OPFORGE_OK
-        }
-        Some(None) => fail(
-            status,
-            OPFORGE_FAILED_PRECONDITION,
-            &format!("output {i} is not set"),
-        ),
-        None => fail(status, OPFORGE_INVALID_ARGUMENT, &format!("no output {i}")),
-    }
+    view_of(&mut ctx_of(c).outputs, "output", i, view, status)
 }
 pub(crate) fn dims_arg(dims: *const i64, rank: u32) -> Vec<i64> {
     if rank == 0 {

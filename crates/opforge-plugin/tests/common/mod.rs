@@ -53,6 +53,41 @@ pub(crate) fn fail(status: *mut OpforgeStatus, code: OpforgeCode, message: &str)
     code
 }
 
+/// An argument's flat range as a context of this host knows it.
+pub type ArgRange = (String, bool, usize, usize);
+
+/// The `arg_range` slot of the kernel and gradient tables: the range of
+/// the argument `name` among `ranges`, written to the plugin's
+/// out-pointers.
+pub(crate) fn arg_range(
+    ranges: &[ArgRange],
+    name: OpforgeStr,
+    is_output: u8,
+    start: *mut usize,
+    stop: *mut usize,
+    status: *mut OpforgeStatus,
+) -> OpforgeCode {
+    let name = text(name);
+    match ranges
+        .iter()
+        .find(|r| r.0 == name && r.1 == (is_output != 0))
+    {
+        Some(r) => {
+            // SAFETY: the plugin's out-pointers.
+            unsafe {
+                *start = r.2;
+                *stop = r.3;
+            }
+            OPFORGE_OK
+        }
+        None => fail(
+            status,
+            OPFORGE_INVALID_ARGUMENT,
+            &format!("no argument {name}"),
+        ),
+    }
+}
+
 pub(crate) unsafe extern "C" fn set_status(
     status: *mut OpforgeStatus,
     code: OpforgeCode,
