@@ -6,7 +6,6 @@
 use core::cell::Cell;
 use core::ffi::c_void;
 use core::marker::PhantomData;
-use core::ops::Range;
 
 use opforge_abi::{
     OpforgeCode, OpforgeGradCtx, OpforgeNamedAttr, OpforgeStatus, OpforgeStr, OpforgeSym,
@@ -16,7 +15,7 @@ use opforge_abi::{
 
 use crate::attr::{self, AbiAttr, AttrValue, FromAttrValue};
 use crate::dtype::{DataType, Element};
-use crate::host::{self, slot, Host};
+use crate::host::{self, arg_ranges, slot, Host};
 use crate::registry::{GradientDef, GradientForm};
 use crate::status::{Result, Status};
 
@@ -95,22 +94,7 @@ impl<'a> GradientContext<'a> {
             f(self.raw, i)
         }))
     }
-    fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
-        let f = slot!(self.host, grad.arg_range)?;
-        // SAFETY: the call's context and status (R7).
-        unsafe {
-            self.host
-                .arg_range(f, self.raw, self.status, name, is_output)
-        }
-    }
-    /// The flat range of the forward op's input argument `name`.
-    pub fn input_range(&self, name: &str) -> Result<Range<usize>> {
-        self.arg_range(name, false)
-    }
-    /// The flat range of the forward op's output argument `name`.
-    pub fn output_range(&self, name: &str) -> Result<Range<usize>> {
-        self.arg_range(name, true)
-    }
+    arg_ranges!(grad, "the forward op's ");
     /// The gradient flowing into output `i`, if any.
     pub fn output_grad(&self, i: usize) -> Option<Sym> {
         let mut grad = OPFORGE_NO_HANDLE;

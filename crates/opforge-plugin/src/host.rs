@@ -145,6 +145,28 @@ macro_rules! query {
 }
 pub(crate) use query;
 
+/// A context's `input_range` and `output_range`: the flat range of an
+/// input or output argument by name, through its table's `arg_range` slot
+/// (the context has `host`, `raw` and `status` fields, as every context of
+/// the SDK).
+macro_rules! arg_ranges {
+    ($table:ident, $of:literal) => {
+        #[doc = concat!("The flat range of ", $of, "input argument `name`.")]
+        pub fn input_range(&self, name: &str) -> Result<core::ops::Range<usize>> {
+            let f = slot!(self.host, $table.arg_range)?;
+            // SAFETY: the running callback's context and status (R7).
+            unsafe { self.host.arg_range(f, self.raw, self.status, name, false) }
+        }
+        #[doc = concat!("The flat range of ", $of, "output argument `name`.")]
+        pub fn output_range(&self, name: &str) -> Result<core::ops::Range<usize>> {
+            let f = slot!(self.host, $table.arg_range)?;
+            // SAFETY: as `input_range`.
+            unsafe { self.host.arg_range(f, self.raw, self.status, name, true) }
+        }
+    };
+}
+pub(crate) use arg_ranges;
+
 /// Records in `missing` that `table`'s slot `name` was asked for and the host
 /// lacks it (the first such miss is kept: it is what the callback reports).
 pub(crate) fn note_missing(

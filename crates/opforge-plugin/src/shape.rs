@@ -18,7 +18,6 @@
 use core::cell::Cell;
 use core::ffi::c_void;
 use core::marker::PhantomData;
-use core::ops::Range;
 
 use opforge_abi::{
     OpforgeCode, OpforgeDim, OpforgeShape, OpforgeShapeCtx, OpforgeStatus, OpforgeTensor,
@@ -28,7 +27,7 @@ use opforge_abi::{
 };
 
 use crate::attr::{self, FromAttrValue};
-use crate::host::{self, missing_slot, slot, Host};
+use crate::host::{self, arg_ranges, missing_slot, slot, Host};
 use crate::kernel::Tensor;
 use crate::registry::OpDefBuilder;
 use crate::status::{Result, Status};
@@ -113,23 +112,7 @@ impl<'a> InferenceContext<'a> {
             f(self.raw, i)
         }))
     }
-    fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
-        let f = slot!(self.host, shape.arg_range)?;
-        // SAFETY: the call's context and status (R7).
-        unsafe {
-            self.host
-                .arg_range(f, self.raw, self.status, name, is_output)
-        }
-    }
-    /// The flat range of the input argument `name` (TensorFlow's
-    /// `input(name, &list)`).
-    pub fn input_range(&self, name: &str) -> Result<Range<usize>> {
-        self.arg_range(name, false)
-    }
-    /// The flat range of the output argument `name`.
-    pub fn output_range(&self, name: &str) -> Result<Range<usize>> {
-        self.arg_range(name, true)
-    }
+    arg_ranges!(shape, "the ");
     /// Sets output `i`'s shape.
     pub fn set_output(&mut self, i: usize, shape: ShapeHandle) -> Result<()> {
         let f = slot!(self.host, shape.set_output)?;

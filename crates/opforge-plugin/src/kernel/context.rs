@@ -118,22 +118,7 @@ impl<'a> OpKernelContext<'a> {
             f(self.raw, i)
         }))
     }
-    fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
-        let f = slot!(self.host, kernel.arg_range)?;
-        // SAFETY: the compute's ctx and status (R7).
-        unsafe {
-            self.host
-                .arg_range(f, self.raw, self.status, name, is_output)
-        }
-    }
-    /// The flat range of the input argument `name` (`input_list`'s range).
-    pub fn input_range(&self, name: &str) -> Result<Range<usize>> {
-        self.arg_range(name, false)
-    }
-    /// The flat range of the output argument `name`.
-    pub fn output_range(&self, name: &str) -> Result<Range<usize>> {
-        self.arg_range(name, true)
-    }
+    arg_ranges!(kernel, "the ");
 
     /// A read-only view of input `i`.
     #[inline]

@@ -36,7 +36,7 @@ use opforge_abi::{
 
 use crate::attr::{self, FromAttrValue};
 use crate::dtype::{DataType, Element};
-use crate::host::{self, query, slot, Host};
+use crate::host::{self, arg_ranges, query, slot, Host};
 use crate::registry::KernelDef;
 use crate::status::{Result, Status};
 
