@@ -787,9 +787,7 @@ pub const MEDIAN_POOL_GRAD_KERNEL: KernelDef = KernelDefBuilder::new("MedianPool
 
 /// `MedianPool`'s gradient: `MedianPoolGrad(x, dy)` with the same attrs.
 pub fn median_pool_grad(g: &mut GradientContext<'_>) -> Result<()> {
-    let Some(dy) = g.output_grad(0) else {
-        return Ok(());
-    };
+    let dy = g.grad()?;
     let ksize: Vec<i64> = g.get_attr("ksize")?;
     let strides: Vec<i64> = g.get_attr("strides")?;
     let padding: String = g.get_attr("padding")?;

@@ -260,9 +260,7 @@ use opforge_plugin::KernelDef;
 /// `preserve_index`: exactly zeros elsewhere, and itself differentiable to
 /// any order.
 pub fn zero_out_grad(g: &mut GradientContext<'_>) -> Result<()> {
-    let Some(dy) = g.output_grad(0) else {
-        return Ok(());
-    };
+    let dy = g.grad()?;
     let preserve_index: i64 = g.get_attr("preserve_index")?;
     let dx = g.op1(
         "ZeroOut",
