@@ -57,8 +57,8 @@ impl<'a> GradientContext<'a> {
 
     /// The forward op's name.
     pub fn op_name(&self) -> String {
-        // SAFETY: the call's context (R7); copied at once.
         query!(self, grad.op_name, String::new(), |f| {
+            // SAFETY: the call's context (R7); copied at once.
             String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
         })
     }

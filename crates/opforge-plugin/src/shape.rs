@@ -180,11 +180,11 @@ impl<'a> InferenceContext<'a> {
             DimOrConst::Dim(h) => return h,
             DimOrConst::Const(v) => v.max(UNKNOWN_DIM),
         };
-        // SAFETY: the call's context (R7).
         DimensionHandle(query!(
             self,
             shape.make_dim,
             OPFORGE_NO_HANDLE,
+            // SAFETY: the call's context (R7).
             |f| unsafe { f(self.raw, value) }
         ))
     }
@@ -249,11 +249,11 @@ impl<'a> InferenceContext<'a> {
         self.unknown_shape_with(i32::try_from(rank).unwrap_or(i32::MAX))
     }
     fn unknown_shape_with(&mut self, rank: i32) -> ShapeHandle {
-        // SAFETY: the call's context (R7).
         ShapeHandle(query!(
             self,
             shape.unknown_shape,
             OPFORGE_NO_HANDLE,
+            // SAFETY: the call's context (R7).
             |f| unsafe { f(self.raw, rank) }
         ))
     }
@@ -500,8 +500,8 @@ impl<'a> InferenceContext<'a> {
     }
     /// `s` as text, `"[2,?,3]"` or `"?"` (`DebugString`).
     pub fn debug_string(&self, s: ShapeHandle) -> String {
-        // SAFETY: the call's context (R7); copied at once.
         query!(self, shape.shape_string, String::new(), |f| {
+            // SAFETY: the call's context (R7); copied at once.
             String::from_utf8_lossy(unsafe { f(self.raw, s.0).as_bytes() }).into_owned()
         })
     }

@@ -70,15 +70,15 @@ impl<'a> OpKernelContext<'a> {
 
     /// The op's name.
     pub fn op_name(&self) -> String {
-        // SAFETY: the compute's ctx (R7); the string is copied at once.
         query!(self, kernel.op_name, String::new(), |f| {
+            // SAFETY: the compute's ctx (R7); the string is copied at once.
             String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
         })
     }
     /// The node's name.
     pub fn node_name(&self) -> String {
-        // SAFETY: as `op_name`.
         query!(self, kernel.node_name, String::new(), |f| {
+            // SAFETY: as `op_name`.
             String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
         })
     }

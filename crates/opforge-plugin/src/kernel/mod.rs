@@ -83,22 +83,22 @@ impl<'a> OpKernelConstruction<'a> {
 
     /// The op's name.
     pub fn op_name(&self) -> String {
-        // SAFETY: the create's init (R7); the string is copied at once.
         query!(self, kernel.init_op_name, String::new(), |f| {
+            // SAFETY: the create's init (R7); the string is copied at once.
             String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
         })
     }
     /// The node's name (the op's name for eager calls).
     pub fn node_name(&self) -> String {
-        // SAFETY: as `op_name`.
         query!(self, kernel.init_node_name, String::new(), |f| {
+            // SAFETY: as `op_name`.
             String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
         })
     }
     /// The device type the kernel is built for.
     pub fn device_type(&self) -> String {
-        // SAFETY: as `op_name`.
         query!(self, kernel.init_device_type, String::new(), |f| {
+            // SAFETY: as `op_name`.
             String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
         })
     }

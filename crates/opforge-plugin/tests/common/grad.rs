@@ -111,12 +111,14 @@ pub(crate) unsafe extern "C" fn g_call(
     for i in 0..num_args {
         // SAFETY: the plugin's arrays, valid for the call.
         let a = unsafe { &*args.add(i) };
+        // SAFETY: the argument's `num_syms` handles, valid for the call (R5).
         arg_syms.push(unsafe { std::slice::from_raw_parts(a.syms, a.num_syms) }.to_vec());
     }
     let mut int_attrs = Vec::new();
     for i in 0..num_attrs {
         // SAFETY: as above.
         let a = unsafe { &*attrs.add(i) };
+        // SAFETY: the attr's value, valid for the call (R7).
         let v = unsafe { &*a.value };
         assert_eq!(v.kind, OPFORGE_ATTR_INT);
         int_attrs.push((text(a.name), v.i));

@@ -373,6 +373,7 @@ pub(crate) unsafe extern "C" fn k_forward(
         let cands = if n == 0 {
             &[][..]
         } else {
+            // SAFETY: the plugin's `n` candidates, valid for the call (R5).
             unsafe { std::slice::from_raw_parts(candidates, n) }
         };
         for &j in cands {

@@ -229,9 +229,9 @@ pub(crate) unsafe extern "C" fn reg_gradient_function(
         ));
     }
     for i in 0..d.num_input_grads {
-        // SAFETY: as above.
         lines.push(format!(
             "grad {i} = {}",
+            // SAFETY: element `i` of the plugin's input_grads, valid for the call.
             grad_arg_text(unsafe { &*d.input_grads.add(i) })
         ));
     }

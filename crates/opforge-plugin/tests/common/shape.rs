@@ -133,6 +133,7 @@ pub(crate) unsafe extern "C" fn s_make_shape(
     let hs = if rank == 0 {
         &[][..]
     } else {
+        // SAFETY: the plugin's `rank` dims, valid for the call (R5).
         unsafe { std::slice::from_raw_parts(dims, rank) }
     };
     let mut v = Vec::new();
