@@ -361,22 +361,32 @@ mod tests {
         let dense = (0x3280_0000u32..0x4800_0000)
             .step_by(61)
             .map(f32::from_bits);
+        // Both NaN (payloads may differ), or the same bits.
+        let agree = |what: &str, v: f32, got: u16, got_f32: f32, want: u16, want_f32: f32| {
+            assert!(
+                got == want || (want_f32.is_nan() && got_f32.is_nan()),
+                "{what} of {v:e} ({:#010x}): {got:#06x}, not {want:#06x}",
+                v.to_bits()
+            );
+        };
         for v in edges.into_iter().chain(sampled).chain(dense) {
             let (got, want) = (Half::from_f32(v), half::f16::from_f32(v));
-            assert!(
-                got.0 == want.to_bits() || (want.is_nan() && got.to_f32().is_nan()),
-                "half of {v:e} ({:#010x}): {:#06x}, not {:#06x}",
-                v.to_bits(),
+            agree(
+                "half",
+                v,
                 got.0,
-                want.to_bits()
+                got.to_f32(),
+                want.to_bits(),
+                want.to_f32(),
             );
             let (got, want) = (BFloat16::from_f32(v), half::bf16::from_f32(v));
-            assert!(
-                got.0 == want.to_bits() || (want.is_nan() && got.to_f32().is_nan()),
-                "bfloat16 of {v:e} ({:#010x}): {:#06x}, not {:#06x}",
-                v.to_bits(),
+            agree(
+                "bfloat16",
+                v,
                 got.0,
-                want.to_bits()
+                got.to_f32(),
+                want.to_bits(),
+                want.to_f32(),
             );
         }
     }
