@@ -1,5 +1,6 @@
 //! `opforge new NAME` makes a crate whose `cargo build` gives an op library
-//! that opforge loads and runs, and whose own `cargo test` passes;
+//! that opforge loads and runs in every dtype its op declares, and whose
+//! own `cargo test` passes;
 //! `opforge lib cflags` points at the header.
 
 use std::path::PathBuf;
@@ -58,6 +59,46 @@ fn a_new_crate_builds_tests_and_loads() {
     let manifest: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(manifest["name"], "demo_ops");
     assert_eq!(manifest["ops"][0]["name"], "DemoOpsSquare");
+    // The op, as the host registered it, allows exactly the dtypes its
+    // kernel declares (the manifest, read without running the library),
+    // and runs in each of them: no "No OpKernel", no missing code.
+    let kernel_types: Vec<String> = manifest["kernels"][0]["constraints"]["T"]
+        .as_array()
+        .expect("the kernel's T constraint")
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        kernel_types,
+        ["DT_HALF", "DT_BFLOAT16", "DT_FLOAT", "DT_DOUBLE"]
+    );
+    let o = opforge(
+        &root,
+        &[
+            "--library",
+            lib,
+            "ops",
+            "show",
+            "DemoOpsSquare",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let op: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(op["attr"][0]["name"], "T");
+    assert_eq!(
+        op["attr"][0]["allowed_values"]["list"]["type"],
+        serde_json::json!(kernel_types)
+    );
+    let calls: String = kernel_types
+        .iter()
+        .map(|d| {
+            format!(
+                r#"{{"op":"DemoOpsSquare","inputs":[{{"dtype":"{d}","shape":[4],"values":[1.5,-2,0,3]}}]}}"#
+            ) + "\n"
+        })
+        .collect();
     let mut child = Command::new(env!("CARGO_BIN_EXE_opforge"))
         .args(["--library", lib, "exec", "--jsonl", "-"])
         .stdin(std::process::Stdio::piped())
@@ -69,15 +110,23 @@ fn a_new_crate_builds_tests_and_loads() {
         .stdin
         .take()
         .unwrap()
-        .write_all(br#"{"op":"DemoOpsSquare","inputs":[{"dtype":"DT_DOUBLE","shape":[3],"values":[1.5,-2,0]}]}"#)
+        .write_all(calls.as_bytes())
         .unwrap();
     let o = child.wait_with_output().unwrap();
-    let line: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(
-        line["outputs"][0]["values"],
-        serde_json::json!([2.25, 4.0, 0.0]),
-        "{line}"
-    );
+    let lines: Vec<serde_json::Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), kernel_types.len());
+    for (dtype, line) in kernel_types.iter().zip(&lines) {
+        assert_eq!(line["outputs"][0]["dtype"], dtype.as_str(), "{line}");
+        assert_eq!(
+            line["outputs"][0]["values"],
+            serde_json::json!([2.25, 4.0, 0.0, 9.0]),
+            "{dtype}: {line}"
+        );
+    }
 }
 
 #[test]

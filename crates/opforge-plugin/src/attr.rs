@@ -1,16 +1,22 @@
 //! Attr values read from the host ([`FromAttrValue`]) and given to it
-//! ([`AttrValue`], for gradient calls).
+//! ([`AttrValue`]: the attrs of gradient calls and of declarative
+//! gradients' nodes).
 
 use core::ffi::c_void;
 
+use core::marker::PhantomData;
+use core::mem::size_of_val;
+
 use opforge_abi::{
-    OpforgeAttrValue, OpforgeFuncValue, OpforgeNamedAttr, OpforgeShapeValue, OpforgeStr,
-    OpforgeTensor, OPFORGE_ATTR_BOOL, OPFORGE_ATTR_FLOAT, OPFORGE_ATTR_FUNC, OPFORGE_ATTR_INT,
-    OPFORGE_ATTR_KIND_MASK, OPFORGE_ATTR_LIST, OPFORGE_ATTR_SHAPE, OPFORGE_ATTR_STRING,
-    OPFORGE_ATTR_TENSOR, OPFORGE_ATTR_TYPE, OPFORGE_TENSOR_CONTIGUOUS,
+    OpforgeAttrValue, OpforgeCode, OpforgeFuncValue, OpforgeNamedAttr, OpforgeShapeValue,
+    OpforgeStatus, OpforgeStr, OpforgeTensor, OPFORGE_ATTR_BOOL, OPFORGE_ATTR_FLOAT,
+    OPFORGE_ATTR_FUNC, OPFORGE_ATTR_INT, OPFORGE_ATTR_KIND_MASK, OPFORGE_ATTR_LIST,
+    OPFORGE_ATTR_PLACEHOLDER, OPFORGE_ATTR_SHAPE, OPFORGE_ATTR_STRING, OPFORGE_ATTR_TENSOR,
+    OPFORGE_ATTR_TYPE, OPFORGE_TENSOR_CONTIGUOUS, OPFORGE_TENSOR_HOST_MEMORY, OPFORGE_UNKNOWN_RANK,
 };
 
-use crate::dtype::DataType;
+use crate::dtype::{DataType, Element};
+use crate::host::Host;
 use crate::status::{Result, Status};
 
 /// The name of an attr kind, for messages.
@@ -63,6 +69,22 @@ pub(crate) unsafe fn convert<T: FromAttrValue>(name: &str, value: &OpforgeAttrVa
     }
     // SAFETY: forwarded from the caller.
     unsafe { T::from_attr_value(value) }
+}
+
+/// Reads attr `name` as `T` through a host slot: `f` calls the slot with
+/// the name and an out-struct (its struct_size set) for the host to fill.
+pub(crate) fn read_attr<T: FromAttrValue>(
+    host: &Host,
+    name: &str,
+    status: *mut OpforgeStatus,
+    f: impl FnOnce(OpforgeStr, *mut OpforgeAttrValue) -> OpforgeCode,
+) -> Result<T> {
+    let mut value = OpforgeAttrValue::new();
+    let code = f(OpforgeStr::from_text(name), &mut value);
+    host.check(code, status)?;
+    // SAFETY: the host filled `value`; what it points to lives at least as
+    // long as this call (R7), and `convert` copies it out.
+    unsafe { convert(name, &value) }
 }
 
 /// The elements of a list attr.
@@ -287,8 +309,110 @@ impl FromAttrValue for FuncAttr {
     }
 }
 
-/// An attr value the plugin gives the host (attrs of a gradient's op
-/// calls).
+impl TensorAttr {
+    /// A tensor of `values` (row-major) with `dims`; `InvalidArgument`
+    /// unless the dims are non-negative and hold exactly that many values.
+    ///
+    /// ```
+    /// use opforge_plugin::{DataType, TensorAttr};
+    /// let t = TensorAttr::new(&[1.5f32, -2.0], &[2]).unwrap();
+    /// assert_eq!(t.dtype, DataType::Float);
+    /// assert_eq!(t.values::<f32>().unwrap(), [1.5, -2.0]);
+    /// assert!(TensorAttr::new(&[1i32, 2, 3], &[2]).is_err());
+    /// ```
+    pub fn new<T: Element>(values: &[T], dims: &[i64]) -> Result<TensorAttr> {
+        check_count(values.len(), dims)?;
+        Ok(TensorAttr {
+            dtype: T::DTYPE,
+            dims: dims.to_vec(),
+            bytes: bytes_of(values),
+            strings: Vec::new(),
+        })
+    }
+
+    /// A scalar tensor of `value` (what TensorFlow's `Const` holds for a
+    /// number).
+    pub fn scalar<T: Element>(value: T) -> TensorAttr {
+        TensorAttr {
+            dtype: T::DTYPE,
+            dims: Vec::new(),
+            bytes: bytes_of(&[value]),
+            strings: Vec::new(),
+        }
+    }
+
+    /// A `DT_STRING` tensor of `elements` (row-major) with `dims`.
+    pub fn from_strings(elements: Vec<Vec<u8>>, dims: &[i64]) -> Result<TensorAttr> {
+        check_count(elements.len(), dims)?;
+        Ok(TensorAttr {
+            dtype: DataType::String,
+            dims: dims.to_vec(),
+            bytes: Vec::new(),
+            strings: elements,
+        })
+    }
+
+    /// The elements as `T`, which must be the dtype's type.
+    pub fn values<T: Element>(&self) -> Result<Vec<T>> {
+        if self.dtype != T::DTYPE {
+            return Err(Status::invalid_argument(format!(
+                "a tensor attr of dtype {} read as {}",
+                self.dtype,
+                T::DTYPE
+            )));
+        }
+        let size = core::mem::size_of::<T>();
+        if self.bytes.len() % size != 0 {
+            return Err(Status::invalid_argument(format!(
+                "a {} tensor attr of {} bytes",
+                self.dtype,
+                self.bytes.len()
+            )));
+        }
+        Ok(self
+            .bytes
+            .chunks_exact(size)
+            // SAFETY: `size` bytes, read unaligned; every bit pattern is a
+            // valid `T` (Element's contract).
+            .map(|b| unsafe { b.as_ptr().cast::<T>().read_unaligned() })
+            .collect())
+    }
+
+    /// The number of elements the dims hold.
+    fn num_elements(&self) -> i64 {
+        self.dims.iter().product()
+    }
+}
+
+/// The bytes of `values` (native byte order).
+fn bytes_of<T: Element>(values: &[T]) -> Vec<u8> {
+    // SAFETY: an Element is a primitive number (or a u16 newtype) with no
+    // padding (Element's contract: the dtype's size, every bit pattern
+    // valid), so its `size_of_val` bytes are initialised; the byte slice
+    // borrows `values` only for this copy.
+    unsafe { core::slice::from_raw_parts(values.as_ptr().cast::<u8>(), size_of_val(values)) }
+        .to_vec()
+}
+
+/// `n` values fit `dims` exactly (and no dim is negative).
+fn check_count(n: usize, dims: &[i64]) -> Result<()> {
+    let count = dims.iter().try_fold(
+        1i64,
+        |acc, &d| if d < 0 { None } else { acc.checked_mul(d) },
+    );
+    if count != i64::try_from(n).ok() {
+        return Err(Status::invalid_argument(format!(
+            "a tensor of {n} values cannot have dims {dims:?} (give non-negative dims whose \
+             product is the number of values)"
+        )));
+    }
+    Ok(())
+}
+
+/// An attr value the plugin gives the host: the attrs of a gradient's op
+/// calls ([`GradientContext::call`](crate::GradientContext::call)) and of
+/// declarative gradients' nodes ([`NodeAttr::Value`](crate::NodeAttr)), e.g.
+/// the `value` and `dtype` of a `Const` node.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AttrValue {
     /// `int`.
@@ -301,42 +425,123 @@ pub enum AttrValue {
     Type(DataType),
     /// `string` (bytes).
     Str(String),
+    /// `shape`.
+    Shape(ShapeAttr),
+    /// `tensor` ([`TensorAttr::new`], [`TensorAttr::scalar`]).
+    Tensor(TensorAttr),
     /// `list(int)`.
     IntList(Vec<i64>),
+    /// `list(float)`.
+    FloatList(Vec<f32>),
+    /// `list(bool)`.
+    BoolList(Vec<bool>),
     /// `list(type)`.
     TypeList(Vec<DataType>),
+    /// `list(string)`.
+    StrList(Vec<String>),
+    /// `list(shape)`.
+    ShapeList(Vec<ShapeAttr>),
 }
 
-impl From<i64> for AttrValue {
-    fn from(v: i64) -> Self {
-        AttrValue::Int(v)
-    }
+macro_rules! attr_from {
+    ($($t:ty => $v:ident),* $(,)?) => {
+        $(
+            impl From<$t> for AttrValue {
+                fn from(v: $t) -> Self {
+                    AttrValue::$v(v)
+                }
+            }
+        )*
+    };
 }
-impl From<f32> for AttrValue {
-    fn from(v: f32) -> Self {
-        AttrValue::Float(v)
-    }
+
+attr_from! {
+    i64 => Int, f32 => Float, bool => Bool, DataType => Type, String => Str,
+    ShapeAttr => Shape, TensorAttr => Tensor, Vec<i64> => IntList, Vec<f32> => FloatList,
+    Vec<bool> => BoolList, Vec<DataType> => TypeList, Vec<String> => StrList,
+    Vec<ShapeAttr> => ShapeList,
 }
-impl From<bool> for AttrValue {
-    fn from(v: bool) -> Self {
-        AttrValue::Bool(v)
-    }
-}
-impl From<DataType> for AttrValue {
-    fn from(v: DataType) -> Self {
-        AttrValue::Type(v)
-    }
-}
+
 impl From<&str> for AttrValue {
     fn from(v: &str) -> Self {
         AttrValue::Str(v.to_string())
     }
 }
 
-impl AttrValue {
-    /// The ABI record of this value; it borrows from `self`.
-    pub(crate) fn to_abi(&self) -> OpforgeAttrValue {
+/// The ABI record of an [`AttrValue`] with what it points to: the record's
+/// pointers reach into the value (`'a`) and into this struct's heap
+/// storage, which stays put when the struct moves.
+pub(crate) struct AbiAttr<'a> {
+    value: OpforgeAttrValue,
+    /// `list(bool)` as the ABI's `uint8_t`s; string pointers of
+    /// `list(string)` or of a string tensor's elements.
+    _bytes: Vec<u8>,
+    _strs: Vec<OpforgeStr>,
+    /// The shape of `shape`, or the elements of `list(shape)`.
+    _shapes: Vec<OpforgeShapeValue>,
+    /// The view of `tensor`.
+    _tensor: Option<Box<OpforgeTensor>>,
+    _borrow: PhantomData<&'a AttrValue>,
+}
+
+impl<'a> AbiAttr<'a> {
+    /// A record of `value` alone (no storage of its own).
+    fn bare(value: OpforgeAttrValue) -> AbiAttr<'a> {
+        AbiAttr {
+            value,
+            _bytes: Vec::new(),
+            _strs: Vec::new(),
+            _shapes: Vec::new(),
+            _tensor: None,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// A reference to the forward op's attr `name` (TensorFlow's `$T`),
+    /// for the nodes of declarative gradients.
+    pub(crate) fn placeholder(name: &'a str) -> AbiAttr<'a> {
         let mut v = OpforgeAttrValue::new();
+        v.kind = OPFORGE_ATTR_PLACEHOLDER;
+        v.s = OpforgeStr::from_text(name);
+        AbiAttr::bare(v)
+    }
+
+    /// The record, valid while `self` lives.
+    pub(crate) fn get(&self) -> &OpforgeAttrValue {
+        &self.value
+    }
+}
+
+/// The ABI form of a shape; it borrows the dims.
+fn shape_abi(s: &ShapeAttr) -> OpforgeShapeValue {
+    let mut v = OpforgeShapeValue::new();
+    match &s.0 {
+        None => v.rank = OPFORGE_UNKNOWN_RANK,
+        Some(dims) => {
+            // More dims than an i32 can count is no shape the host takes:
+            // it sees rank -1 (unknown) for such a value.
+            v.rank = i32::try_from(dims.len()).unwrap_or(OPFORGE_UNKNOWN_RANK);
+            v.dims = if dims.is_empty() {
+                core::ptr::null()
+            } else {
+                dims.as_ptr()
+            };
+        }
+    }
+    v
+}
+
+impl AttrValue {
+    /// The ABI record of this value (with its storage); it borrows from
+    /// `self`.
+    pub(crate) fn to_abi(&self) -> AbiAttr<'_> {
+        let mut a = AbiAttr::bare(OpforgeAttrValue::new());
+        let v = &mut a.value;
+        let list = |v: &mut OpforgeAttrValue, kind: u32, p: *const c_void, n: usize| {
+            v.kind = kind | OPFORGE_ATTR_LIST;
+            v.list = p;
+            v.list_len = n;
+        };
         match self {
             AttrValue::Int(i) => {
                 v.kind = OPFORGE_ATTR_INT;
@@ -358,18 +563,56 @@ impl AttrValue {
                 v.kind = OPFORGE_ATTR_STRING;
                 v.s = OpforgeStr::from_text(s);
             }
-            AttrValue::IntList(l) => {
-                v.kind = OPFORGE_ATTR_INT | OPFORGE_ATTR_LIST;
-                v.list = l.as_ptr().cast::<c_void>();
-                v.list_len = l.len();
+            AttrValue::Shape(s) => {
+                a._shapes.push(shape_abi(s));
+                v.kind = OPFORGE_ATTR_SHAPE;
+                v.shape = a._shapes.as_ptr();
             }
-            AttrValue::TypeList(l) => {
-                v.kind = OPFORGE_ATTR_TYPE | OPFORGE_ATTR_LIST;
-                v.list = l.as_ptr().cast::<c_void>();
-                v.list_len = l.len();
+            AttrValue::Tensor(t) => {
+                let mut view = OpforgeTensor::new();
+                view.dtype = t.dtype.0;
+                // As for shapes: a rank beyond u32 is refused by the host
+                // (its dims would not match the elements).
+                view.rank = u32::try_from(t.dims.len()).unwrap_or(u32::MAX);
+                view.dims = t.dims.as_ptr();
+                view.num_elements = t.num_elements();
+                view.flags = OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY;
+                if t.dtype == DataType::String {
+                    a._strs = t
+                        .strings
+                        .iter()
+                        .map(|s| OpforgeStr::from_bytes(s))
+                        .collect();
+                    view.data = a._strs.as_ptr() as *mut c_void;
+                    view.byte_len = size_of_val(a._strs.as_slice()) as u64;
+                } else {
+                    // Read-only: the view is not WRITABLE.
+                    view.data = t.bytes.as_ptr() as *mut c_void;
+                    view.byte_len = t.bytes.len() as u64;
+                }
+                let view = Box::new(view);
+                v.kind = OPFORGE_ATTR_TENSOR;
+                v.tensor = &*view;
+                a._tensor = Some(view);
+            }
+            AttrValue::IntList(l) => list(v, OPFORGE_ATTR_INT, l.as_ptr().cast(), l.len()),
+            AttrValue::FloatList(l) => list(v, OPFORGE_ATTR_FLOAT, l.as_ptr().cast(), l.len()),
+            AttrValue::BoolList(l) => {
+                a._bytes = l.iter().map(|&b| u8::from(b)).collect();
+                list(v, OPFORGE_ATTR_BOOL, a._bytes.as_ptr().cast(), l.len());
+            }
+            // DataType is a transparent i32, OpforgeDType's type.
+            AttrValue::TypeList(l) => list(v, OPFORGE_ATTR_TYPE, l.as_ptr().cast(), l.len()),
+            AttrValue::StrList(l) => {
+                a._strs = l.iter().map(|s| OpforgeStr::from_text(s)).collect();
+                list(v, OPFORGE_ATTR_STRING, a._strs.as_ptr().cast(), l.len());
+            }
+            AttrValue::ShapeList(l) => {
+                a._shapes = l.iter().map(shape_abi).collect();
+                list(v, OPFORGE_ATTR_SHAPE, a._shapes.as_ptr().cast(), l.len());
             }
         }
-        v
+        a
     }
 }
 
@@ -381,14 +624,14 @@ mod tests {
     fn convert_checks_the_kind() {
         let v = AttrValue::Int(4).to_abi();
         // SAFETY: made from a live AttrValue.
-        assert_eq!(unsafe { convert::<i64>("n", &v) }, Ok(4));
+        assert_eq!(unsafe { convert::<i64>("n", v.get()) }, Ok(4));
         // SAFETY: as above.
-        let e = unsafe { convert::<f32>("n", &v) }.unwrap_err();
+        let e = unsafe { convert::<f32>("n", v.get()) }.unwrap_err();
         assert_eq!(e.message, "Attr n has type int, not float");
         let l = AttrValue::IntList(vec![1, 2]);
         let v = l.to_abi();
         // SAFETY: as above.
-        assert_eq!(unsafe { convert::<Vec<i64>>("l", &v) }, Ok(vec![1, 2]));
+        assert_eq!(unsafe { convert::<Vec<i64>>("l", v.get()) }, Ok(vec![1, 2]));
         assert_eq!(
             kind_name(OPFORGE_ATTR_LIST | OPFORGE_ATTR_TYPE),
             "list(type)"
@@ -438,7 +681,7 @@ mod tests {
         let inner = AttrValue::Int(1).to_abi();
         let mut na = OpforgeNamedAttr::new();
         na.name = OpforgeStr::from_text("k");
-        na.value = &inner;
+        na.value = inner.get();
         let mut f = OpforgeFuncValue::new();
         f.name = OpforgeStr::from_text("MyFn");
         f.attrs = &na;
@@ -450,5 +693,75 @@ mod tests {
         let fa = unsafe { convert::<FuncAttr>("f", &v) }.unwrap();
         assert_eq!(fa.name, "MyFn");
         assert_eq!(fa.attr_names, ["k"]);
+    }
+
+    /// Reads `value`'s ABI record back as `T` (the host side's reading,
+    /// implemented apart from the writing).
+    fn round_trip<T: FromAttrValue>(value: &AttrValue) -> Result<T> {
+        let abi = value.to_abi();
+        // SAFETY: the record and its storage live in `abi`, borrowing
+        // `value`, both alive for the call.
+        unsafe { convert::<T>("a", abi.get()) }
+    }
+
+    #[test]
+    fn every_attr_value_round_trips_through_its_abi_record() {
+        let shape = ShapeAttr(Some(vec![2, -1, 3]));
+        let scalar_shape = ShapeAttr(Some(vec![]));
+        let unknown = ShapeAttr(None);
+        assert_eq!(
+            round_trip::<ShapeAttr>(&shape.clone().into()),
+            Ok(shape.clone())
+        );
+        assert_eq!(
+            round_trip::<ShapeAttr>(&AttrValue::Shape(scalar_shape.clone())),
+            Ok(scalar_shape.clone())
+        );
+        assert_eq!(
+            round_trip::<ShapeAttr>(&AttrValue::Shape(unknown.clone())),
+            Ok(unknown.clone())
+        );
+        let shapes = vec![shape, unknown, scalar_shape];
+        assert_eq!(
+            round_trip::<Vec<ShapeAttr>>(&AttrValue::ShapeList(shapes.clone())),
+            Ok(shapes)
+        );
+        assert_eq!(
+            round_trip::<Vec<f32>>(&vec![1.5f32, -0.25].into()),
+            Ok(vec![1.5, -0.25])
+        );
+        assert_eq!(
+            round_trip::<Vec<bool>>(&vec![true, false, true].into()),
+            Ok(vec![true, false, true])
+        );
+        assert_eq!(
+            round_trip::<Vec<String>>(&vec!["a".to_string(), String::new()].into()),
+            Ok(vec!["a".to_string(), String::new()])
+        );
+        assert_eq!(
+            round_trip::<Vec<DataType>>(&vec![DataType::Half, DataType::Int64].into()),
+            Ok(vec![DataType::Half, DataType::Int64])
+        );
+        assert_eq!(
+            round_trip::<Vec<f32>>(&AttrValue::FloatList(vec![])),
+            Ok(vec![])
+        );
+
+        let t = TensorAttr::new(&[1.5f64, -2.0, 0.25, 8.0], &[2, 2]).unwrap();
+        assert_eq!(round_trip::<TensorAttr>(&t.clone().into()), Ok(t.clone()));
+        assert_eq!(t.values::<f64>(), Ok(vec![1.5, -2.0, 0.25, 8.0]));
+        let s = TensorAttr::scalar(-7i32);
+        assert_eq!(s.dims, [] as [i64; 0]);
+        assert_eq!(round_trip::<TensorAttr>(&s.clone().into()), Ok(s));
+        let e = TensorAttr::new(&[0u8; 0], &[]).unwrap_err();
+        assert!(e.message.contains("cannot have dims []"), "{}", e.message);
+        assert!(TensorAttr::new(&[1f32, 2.0], &[-1, -2]).is_err());
+        let strs = TensorAttr::from_strings(vec![b"x".to_vec(), b"".to_vec()], &[2]).unwrap();
+        assert_eq!(round_trip::<TensorAttr>(&strs.clone().into()), Ok(strs));
+        // A value read as another kind names both.
+        let e = round_trip::<ShapeAttr>(&AttrValue::FloatList(vec![1.0])).unwrap_err();
+        assert_eq!(e.message, "Attr a has type list(float), not shape");
+        let e = t.values::<f32>().unwrap_err();
+        assert_eq!(e.message, "a tensor attr of dtype double read as float");
     }
 }

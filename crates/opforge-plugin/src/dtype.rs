@@ -137,16 +137,109 @@ impl fmt::Display for DataType {
     }
 }
 
-/// IEEE binary16 (`DT_HALF`) as its bits: the SDK moves such elements but
-/// does no arithmetic on them (convert with a crate such as `half`).
+/// IEEE binary16 (`DT_HALF`) as its bits. The SDK does no arithmetic on
+/// it: compute in `f32` ([`to_f32`](Self::to_f32), exact) and round back
+/// ([`from_f32`](Self::from_f32)), as TensorFlow's CPU kernels do; a
+/// product or sum of two halves is exact in `f32`, so one rounding gives
+/// the correctly rounded result.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
 #[repr(transparent)]
 pub struct Half(pub u16);
 
-/// bfloat16 (`DT_BFLOAT16`) as its bits, as [`Half`].
+/// bfloat16 (`DT_BFLOAT16`) as its bits, as [`Half`]: the upper half of an
+/// `f32`.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
 #[repr(transparent)]
 pub struct BFloat16(pub u16);
+
+impl Half {
+    /// The nearest half to `v` (ties to even; beyond the largest half,
+    /// infinity; NaN stays NaN, quiet, with the upper payload bits).
+    pub const fn from_f32(v: f32) -> Half {
+        let x = v.to_bits();
+        let sign = ((x >> 16) & 0x8000) as u16;
+        let exp = ((x >> 23) & 0xff) as i32;
+        let man = x & 0x7f_ffff;
+        if exp == 0xff {
+            if man == 0 {
+                return Half(sign | 0x7c00);
+            }
+            return Half(sign | 0x7e00 | (man >> 13) as u16);
+        }
+        // The half's biased exponent.
+        let e = exp - 127 + 15;
+        if e >= 31 {
+            return Half(sign | 0x7c00);
+        }
+        if e <= 0 {
+            // Below 2^-25 (half the smallest subnormal), or exactly it
+            // (the tie goes to the even zero): zero.
+            if e < -10 {
+                return Half(sign);
+            }
+            // A subnormal: the 24-bit significand shifted to units of
+            // 2^-24, rounded to nearest even (rounding up to 0x400 is the
+            // smallest normal, which is the right encoding).
+            let m = man | 0x80_0000;
+            let shift = (14 - e) as u32;
+            let rem = m & ((1 << shift) - 1);
+            let half = 1 << (shift - 1);
+            let mut h = (m >> shift) as u16;
+            if rem > half || (rem == half && h & 1 == 1) {
+                h += 1;
+            }
+            return Half(sign | h);
+        }
+        let mut h = sign | ((e as u16) << 10) | (man >> 13) as u16;
+        let rem = man & 0x1fff;
+        // A carry out of the significand steps the exponent, up to
+        // infinity: still the nearest value.
+        if rem > 0x1000 || (rem == 0x1000 && h & 1 == 1) {
+            h += 1;
+        }
+        Half(h)
+    }
+
+    /// The value as an `f32` (exact).
+    pub const fn to_f32(self) -> f32 {
+        let h = self.0 as u32;
+        let sign = (h & 0x8000) << 16;
+        let exp = (h >> 10) & 0x1f;
+        let man = h & 0x3ff;
+        let bits = if exp == 0x1f {
+            sign | 0x7f80_0000 | (man << 13)
+        } else if exp != 0 {
+            sign | ((exp + 127 - 15) << 23) | (man << 13)
+        } else if man == 0 {
+            sign
+        } else {
+            // A subnormal, man * 2^-24: normalise its leading bit (at
+            // position p < 10) to the f32's implicit one.
+            let p = 31 - man.leading_zeros();
+            sign | ((p + 127 - 24) << 23) | ((man << (23 - p)) & 0x7f_ffff)
+        };
+        f32::from_bits(bits)
+    }
+}
+
+impl BFloat16 {
+    /// The nearest bfloat16 to `v` (ties to even; NaN stays NaN, quiet).
+    pub const fn from_f32(v: f32) -> BFloat16 {
+        let x = v.to_bits();
+        if v.is_nan() {
+            return BFloat16(((x >> 16) | 0x0040) as u16);
+        }
+        // No overflow: the largest non-NaN pattern, 0xff80_0000, plus the
+        // bias stays below 2^32.
+        let bias = 0x7fff + ((x >> 16) & 1);
+        BFloat16(((x + bias) >> 16) as u16)
+    }
+
+    /// The value as an `f32` (exact).
+    pub const fn to_f32(self) -> f32 {
+        f32::from_bits((self.0 as u32) << 16)
+    }
+}
 
 /// A Rust type whose values are a tensor's elements of [`Element::DTYPE`]
 /// in the ABI's dense layout.
@@ -226,5 +319,75 @@ mod tests {
         assert_eq!(DataType::Int32.to_string(), "int32");
         assert_eq!(DataType(99).to_string(), "dtype 99");
         assert_eq!(<Half as Element>::DTYPE, DataType::Half);
+    }
+
+    /// Every half and bfloat16 converts to the f32 the `half` crate gives,
+    /// and f32s convert to the half and bfloat16 it gives: every 65,537th
+    /// pattern of the whole range, every 61st from 2^-26 to 2^17 (the
+    /// halves' range, with its subnormals and overflow), and the edges of
+    /// rounding.
+    #[test]
+    fn half_and_bfloat16_conversions_agree_with_the_half_crate() {
+        let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        for bits in 0..=u16::MAX {
+            let want = half::f16::from_bits(bits).to_f32();
+            assert!(same(Half(bits).to_f32(), want), "half {bits:#06x}");
+            let want = half::bf16::from_bits(bits).to_f32();
+            assert!(same(BFloat16(bits).to_f32(), want), "bfloat16 {bits:#06x}");
+        }
+        let edges = [
+            0.0f32,
+            -0.0,
+            65504.0,
+            65520.0,
+            65519.996,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            5.960_464_5e-8, // 2^-24, the smallest half subnormal
+            2.980_232_2e-8, // 2^-25: the tie, to zero
+            2.980_232_5e-8, // just above it: the smallest subnormal
+            6.097_555e-5,   // the largest half subnormal
+            6.103_515_6e-5, // the smallest half normal
+            1.0 + 1.0 / 2048.0,
+            1.0 + 3.0 / 2048.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::from_bits(0x7f80_0001),
+            f32::from_bits(0xffc0_1234),
+        ];
+        let stride = 65_537u32;
+        let sampled = (0..=u32::MAX / stride).map(|k| f32::from_bits(k * stride));
+        let dense = (0x3280_0000u32..0x4800_0000)
+            .step_by(61)
+            .map(f32::from_bits);
+        // Both NaN (payloads may differ), or the same bits.
+        let agree = |what: &str, v: f32, got: u16, got_f32: f32, want: u16, want_f32: f32| {
+            assert!(
+                got == want || (want_f32.is_nan() && got_f32.is_nan()),
+                "{what} of {v:e} ({:#010x}): {got:#06x}, not {want:#06x}",
+                v.to_bits()
+            );
+        };
+        for v in edges.into_iter().chain(sampled).chain(dense) {
+            let (got, want) = (Half::from_f32(v), half::f16::from_f32(v));
+            agree(
+                "half",
+                v,
+                got.0,
+                got.to_f32(),
+                want.to_bits(),
+                want.to_f32(),
+            );
+            let (got, want) = (BFloat16::from_f32(v), half::bf16::from_f32(v));
+            agree(
+                "bfloat16",
+                v,
+                got.0,
+                got.to_f32(),
+                want.to_bits(),
+                want.to_f32(),
+            );
+        }
     }
 }

@@ -1,22 +1,21 @@
-//! Gradients: [`GradCtx`], a builder over the host's gradient API (the
-//! model of opforge's `Ops` interface: every value is a [`Sym`], and the
-//! gradient is built from calls of registered ops, so higher-order
-//! gradients work whenever those ops are differentiable).
+//! Gradients: [`GradientContext`], a builder over the host's gradient API
+//! with the names of opforge-core's `GradientContext` (every value is a
+//! [`Sym`], and the gradient is built from calls of registered ops, so
+//! higher-order gradients work whenever those ops are differentiable).
 
 use core::cell::Cell;
 use core::ffi::c_void;
 use core::marker::PhantomData;
-use core::ops::Range;
 
 use opforge_abi::{
-    OpforgeAttrValue, OpforgeCode, OpforgeGradCtx, OpforgeNamedAttr, OpforgeStatus, OpforgeStr,
-    OpforgeSym, OpforgeSymArg, OpforgeTensor, OPFORGE_NO_HANDLE, OPFORGE_TENSOR_CONTIGUOUS,
+    OpforgeCode, OpforgeGradCtx, OpforgeNamedAttr, OpforgeStatus, OpforgeStr, OpforgeSym,
+    OpforgeSymArg, OpforgeTensor, OPFORGE_NO_HANDLE, OPFORGE_TENSOR_CONTIGUOUS,
     OPFORGE_TENSOR_HOST_MEMORY,
 };
 
-use crate::attr::{self, AttrValue, FromAttrValue};
+use crate::attr::{self, AbiAttr, AttrValue, FromAttrValue};
 use crate::dtype::{DataType, Element};
-use crate::host::{self, slot, Host};
+use crate::host::{self, arg_ranges, slot, Host};
 use crate::registry::{GradientDef, GradientForm};
 use crate::status::{Result, Status};
 
@@ -24,7 +23,7 @@ use crate::status::{Result, Status};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Sym(pub OpforgeSym);
 
-/// One input argument of [`GradCtx::call`]: a single value or a list.
+/// One input argument of [`GradientContext::call`]: a single value or a list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SymArg {
     /// A single-tensor argument.
@@ -41,7 +40,7 @@ impl From<Sym> for SymArg {
 
 /// One gradient-function call: the forward op, the gradients flowing into
 /// its outputs, and the graph builder.
-pub struct GradCtx<'a> {
+pub struct GradientContext<'a> {
     raw: *mut OpforgeGradCtx,
     status: *mut OpforgeStatus,
     host: &'a Host,
@@ -51,34 +50,25 @@ pub struct GradCtx<'a> {
 
 use crate::host::query;
 
-impl<'a> GradCtx<'a> {
+impl<'a> GradientContext<'a> {
     fn note(&self, name: &str) {
         crate::host::note_missing(&self.missing, self.host, "grad", name);
     }
 
     /// The forward op's name.
     pub fn op_name(&self) -> String {
-        // SAFETY: the call's context (R7); copied at once.
         query!(self, grad.op_name, String::new(), |f| {
+            // SAFETY: the call's context (R7); copied at once.
             String::from_utf8_lossy(unsafe { f(self.raw).as_bytes() }).into_owned()
         })
     }
     /// Attr `name` of the forward node as `T`.
     pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
         let f = slot!(self.host, grad.attr)?;
-        let mut value = OpforgeAttrValue::new();
-        // SAFETY: the call's context and status (R7); `value` an out-struct.
-        let code = unsafe {
-            f(
-                self.raw,
-                OpforgeStr::from_text(name),
-                &mut value,
-                self.status,
-            )
-        };
-        self.host.check(code, self.status)?;
-        // SAFETY: filled by the host, living until the call returns (R7).
-        unsafe { attr::convert(name, &value) }
+        attr::read_attr(self.host, name, self.status, |n, v| {
+            // SAFETY: the call's context and status (R7); `v` an out-struct.
+            unsafe { f(self.raw, n, v, self.status) }
+        })
     }
     /// The forward op's number of flat inputs.
     pub fn num_inputs(&self) -> usize {
@@ -104,31 +94,7 @@ impl<'a> GradCtx<'a> {
             f(self.raw, i)
         }))
     }
-    fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
-        let f = slot!(self.host, grad.arg_range)?;
-        let (mut start, mut stop) = (0, 0);
-        // SAFETY: the call's context and status (R7); out-pointers to locals.
-        let code = unsafe {
-            f(
-                self.raw,
-                OpforgeStr::from_text(name),
-                u8::from(is_output),
-                &mut start,
-                &mut stop,
-                self.status,
-            )
-        };
-        self.host.check(code, self.status)?;
-        Ok(start..stop)
-    }
-    /// The flat range of the forward op's input argument `name`.
-    pub fn input_range(&self, name: &str) -> Result<Range<usize>> {
-        self.arg_range(name, false)
-    }
-    /// The flat range of the forward op's output argument `name`.
-    pub fn output_range(&self, name: &str) -> Result<Range<usize>> {
-        self.arg_range(name, true)
-    }
+    arg_ranges!(grad, "the forward op's ");
     /// The gradient flowing into output `i`, if any.
     pub fn output_grad(&self, i: usize) -> Option<Sym> {
         let mut grad = OPFORGE_NO_HANDLE;
@@ -137,6 +103,35 @@ impl<'a> GradCtx<'a> {
             f(self.raw, i, &mut grad)
         });
         (flows != 0).then_some(Sym(grad))
+    }
+    /// The gradient flowing into the one output of a one-output op
+    /// (opforge-core's `GradientContext::grad`): the host calls a gradient
+    /// function only when a gradient flows into at least one output, so
+    /// for such an op it is always there. For an op with several outputs
+    /// (or none) it is an `InvalidArgument` error: use
+    /// [`output_grad(i)`](Self::output_grad), which says per output
+    /// whether a gradient flows.
+    pub fn grad(&self) -> Result<Sym> {
+        let n = self.num_outputs();
+        if let Some(missing) = self.missing.take() {
+            // The host lacks num_outputs: that error, kept for the callback.
+            self.missing.set(Some(missing.clone()));
+            return Err(missing);
+        }
+        if n != 1 {
+            return Err(Status::invalid_argument(format!(
+                "GradientContext::grad: op {} has {n} outputs, not 1; use output_grad(i) for \
+                 the gradient of output i",
+                self.op_name()
+            )));
+        }
+        self.output_grad(0).ok_or_else(|| {
+            Status::failed_precondition(format!(
+                "GradientContext::grad: no gradient flows into the output of op {} (the host \
+                 called its gradient function without one; use output_grad(0) to handle that)",
+                self.op_name()
+            ))
+        })
     }
     /// The dtype of a value.
     pub fn dtype(&self, s: Sym) -> DataType {
@@ -193,14 +188,14 @@ impl<'a> GradCtx<'a> {
                 x
             })
             .collect();
-        let values: Vec<OpforgeAttrValue> = attrs.iter().map(|(_, v)| v.to_abi()).collect();
+        let values: Vec<AbiAttr<'_>> = attrs.iter().map(|(_, v)| v.to_abi()).collect();
         let named: Vec<OpforgeNamedAttr> = attrs
             .iter()
             .zip(&values)
             .map(|((name, _), v)| {
                 let mut n = OpforgeNamedAttr::new();
                 n.name = OpforgeStr::from_text(name);
-                n.value = v;
+                n.value = v.get();
                 n
             })
             .collect();
@@ -226,7 +221,7 @@ impl<'a> GradCtx<'a> {
         self.host.check(code, self.status)?;
         if n > outs.len() {
             return Err(Status::unimplemented(format!(
-                "op {op} has {n} outputs; GradCtx::call reads at most {}",
+                "op {op} has {n} outputs; GradientContext::call reads at most {}",
                 outs.len()
             )));
         }
@@ -297,7 +292,7 @@ pub(crate) unsafe extern "C" fn grad_trampoline(
             let GradientForm::Fn(f) = def.form else {
                 return Err(Status::internal("not a gradient function"));
             };
-            let mut c = GradCtx {
+            let mut c = GradientContext {
                 raw: ctx,
                 status,
                 host,

@@ -5,13 +5,12 @@
 //! with [`GradientDef::nodes`](crate::GradientDef::nodes).
 
 use opforge_abi::{
-    OpforgeAttrValue, OpforgeGradArg, OpforgeGradNode, OpforgeGradSource, OpforgeGradientFunction,
-    OpforgeNamedAttr, OpforgeStr, OPFORGE_ATTR_PLACEHOLDER, OPFORGE_GRAD_SRC_INPUT,
-    OPFORGE_GRAD_SRC_NODE, OPFORGE_GRAD_SRC_NONE, OPFORGE_GRAD_SRC_OUTPUT,
-    OPFORGE_GRAD_SRC_OUTPUT_GRAD, OPFORGE_GRAD_WHOLE_ARG,
+    OpforgeGradArg, OpforgeGradNode, OpforgeGradSource, OpforgeGradientFunction, OpforgeNamedAttr,
+    OpforgeStr, OPFORGE_GRAD_SRC_INPUT, OPFORGE_GRAD_SRC_NODE, OPFORGE_GRAD_SRC_NONE,
+    OPFORGE_GRAD_SRC_OUTPUT, OPFORGE_GRAD_SRC_OUTPUT_GRAD, OPFORGE_GRAD_WHOLE_ARG,
 };
 
-use crate::attr::AttrValue;
+use crate::attr::{AbiAttr, AttrValue};
 
 /// An argument of an op, or one element of it: by name (`index` the list
 /// element, or the whole argument), or by flat index (`arg` empty).
@@ -205,7 +204,7 @@ pub(crate) fn with_abi<R>(
         .zip(&node_sources)
         .map(|(n, ss)| n.inputs.iter().zip(ss).map(|(a, s)| arg(a, s)).collect())
         .collect();
-    let attr_values: Vec<Vec<OpforgeAttrValue>> = g
+    let attr_values: Vec<Vec<AbiAttr<'_>>> = g
         .nodes
         .iter()
         .map(|n| {
@@ -213,12 +212,7 @@ pub(crate) fn with_abi<R>(
                 .iter()
                 .map(|(_, v)| match v {
                     NodeAttr::Value(v) => v.to_abi(),
-                    NodeAttr::Placeholder(name) => {
-                        let mut a = OpforgeAttrValue::new();
-                        a.kind = OPFORGE_ATTR_PLACEHOLDER;
-                        a.s = OpforgeStr::from_text(name);
-                        a
-                    }
+                    NodeAttr::Placeholder(name) => AbiAttr::placeholder(name),
                 })
                 .collect()
         })
@@ -234,7 +228,7 @@ pub(crate) fn with_abi<R>(
                 .map(|((name, _), v)| {
                     let mut a = OpforgeNamedAttr::new();
                     a.name = OpforgeStr::from_text(name);
-                    a.value = v;
+                    a.value = v.get();
                     a
                 })
                 .collect()

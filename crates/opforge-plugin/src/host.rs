@@ -129,8 +129,9 @@ pub(crate) use slot;
 
 /// Calls `table`'s slot `name` (`|f| call`) when the host has it; otherwise
 /// records the slot as missing (`self.note`) and answers `default`: the
-/// queries of the shape and gradient contexts, which go on with a default
-/// and report the first missing slot when the callback returns.
+/// queries of every context (kernel construction and compute, shape,
+/// gradient), which go on with a default and report the first missing slot
+/// when the callback returns.
 macro_rules! query {
     ($self:ident, $table:ident . $name:ident, $default:expr, |$f:ident| $call:expr) => {
         match $self.host.$table.$name {
@@ -143,6 +144,28 @@ macro_rules! query {
     };
 }
 pub(crate) use query;
+
+/// A context's `input_range` and `output_range`: the flat range of an
+/// input or output argument by name, through its table's `arg_range` slot
+/// (the context has `host`, `raw` and `status` fields, as every context of
+/// the SDK).
+macro_rules! arg_ranges {
+    ($table:ident, $of:literal) => {
+        #[doc = concat!("The flat range of ", $of, "input argument `name`.")]
+        pub fn input_range(&self, name: &str) -> Result<core::ops::Range<usize>> {
+            let f = slot!(self.host, $table.arg_range)?;
+            // SAFETY: the running callback's context and status (R7).
+            unsafe { self.host.arg_range(f, self.raw, self.status, name, false) }
+        }
+        #[doc = concat!("The flat range of ", $of, "output argument `name`.")]
+        pub fn output_range(&self, name: &str) -> Result<core::ops::Range<usize>> {
+            let f = slot!(self.host, $table.arg_range)?;
+            // SAFETY: as `input_range`.
+            unsafe { self.host.arg_range(f, self.raw, self.status, name, true) }
+        }
+    };
+}
+pub(crate) use arg_ranges;
 
 /// Records in `missing` that `table`'s slot `name` was asked for and the host
 /// lacks it (the first such miss is kept: it is what the callback reports).
@@ -167,7 +190,49 @@ pub(crate) fn missing_slot(host: &Host, table: &str, name: &str) -> Status {
     ))
 }
 
+/// The signature of every context's `arg_range` slot (kernel init,
+/// kernel, shape and gradient contexts), over its context pointer `P`.
+pub(crate) type ArgRangeFn<P> = unsafe extern "C" fn(
+    P,
+    OpforgeStr,
+    u8,
+    *mut usize,
+    *mut usize,
+    *mut OpforgeStatus,
+) -> OpforgeCode;
+
 impl Host {
+    /// The flat range of the input (`is_output` false) or output argument
+    /// `name`, through a context's `arg_range` slot `f`.
+    ///
+    /// # Safety
+    /// `raw` and `status` are the context and status of the running
+    /// callback `f` belongs to (R7).
+    pub(crate) unsafe fn arg_range<P>(
+        &self,
+        f: ArgRangeFn<P>,
+        raw: P,
+        status: *mut OpforgeStatus,
+        name: &str,
+        is_output: bool,
+    ) -> Result<core::ops::Range<usize>> {
+        let (mut start, mut stop) = (0, 0);
+        // SAFETY: the caller's context and status; out-pointers to locals;
+        // the name is read during the call (R5).
+        let code = unsafe {
+            f(
+                raw,
+                OpforgeStr::from_text(name),
+                u8::from(is_output),
+                &mut start,
+                &mut stop,
+                status,
+            )
+        };
+        self.check(code, status)?;
+        Ok(start..stop)
+    }
+
     /// The message of a failed host call: `code` with the status's message.
     pub(crate) fn error(&self, code: OpforgeCode, status: *mut OpforgeStatus) -> Status {
         let message = match self.api.status_message {

@@ -4,8 +4,9 @@
 //! ABI (`include/opforge/opforge.h`, mirrored by `opforge-abi`). With this
 //! crate its author writes ordinary Rust that reads like opforge's own op
 //! code: ops declared with TensorFlow's spec strings ([`OpDefBuilder`]),
-//! kernels ([`Kernel`], [`KernelDefBuilder`], [`KernelCtx`]), shape
-//! functions ([`ShapeCtx`]) and gradients ([`GradCtx`]), gathered by
+//! kernels ([`OpKernel`], [`CreateKernel`], [`KernelDefBuilder`],
+//! [`OpKernelConstruction`], [`OpKernelContext`]), shape
+//! functions ([`InferenceContext`]) and gradients ([`GradientContext`]), gathered by
 //! [`export!`], which defines the library's entry points and writes its
 //! manifest into the file.
 //!
@@ -20,9 +21,11 @@
 //!     .doc("Zeros out every element of the input except the first.");
 //!
 //! struct ZeroOut;
-//! impl Kernel for ZeroOut {
-//!     fn create(_: &KernelInit<'_>) -> Result<Self> { Ok(ZeroOut) }
-//!     fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> { /* ... */ Ok(()) }
+//! impl CreateKernel for ZeroOut {
+//!     fn create(_: &OpKernelConstruction<'_>) -> Result<Self> { Ok(ZeroOut) }
+//! }
+//! impl OpKernel for ZeroOut {
+//!     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> { /* ... */ Ok(()) }
 //! }
 //!
 //! export! {
@@ -46,7 +49,7 @@
 //! - **Fast dispatch.** A 1.1 host calls a kernel with its inputs' views
 //!   made and its declared outputs
 //!   ([`KernelDefBuilder::output_like`]) set, so an elementwise kernel
-//!   makes no call back into the host; [`Kernel::compute`] runs the same
+//!   makes no call back into the host; [`OpKernel::compute`] runs the same
 //!   either way (the [`kernel`] module says how).
 //! - **The manifest is data.** It is computed at compile time from the same
 //!   `const` declarations init registers, so `opforge lib inspect` reads
@@ -80,13 +83,14 @@ pub mod status;
 
 pub use attr::{AttrValue, FromAttrValue, FuncAttr, ShapeAttr, TensorAttr};
 pub use dtype::{BFloat16, DataType, Element, Half};
-pub use grad::{GradCtx, Sym, SymArg};
+pub use grad::{GradientContext, Sym, SymArg};
 pub use grad_nodes::{ArgRef, GradArg, GradNode, GradSource, GradientFunction, NodeAttr};
 pub use kernel::{
-    InputViews, Kernel, KernelCtx, KernelInit, OutputRequest, Tensor, TensorMut, ThreadPool,
+    CreateKernel, InputViews, OpKernel, OpKernelConstruction, OpKernelContext, OutputRequest,
+    Tensor, TensorMut, ThreadPool,
 };
 pub use registry::{GradientDef, GradientForm, KernelDef, KernelDefBuilder, Library, OpDefBuilder};
-pub use shape::{DimHandle, ShapeCtx, ShapeHandle};
+pub use shape::{DimOrConst, DimensionHandle, InferenceContext, ShapeHandle};
 pub use status::{Code, Result, Status};
 
 /// Logging through the host (`host->log`, prefixed with the library's
@@ -133,9 +137,10 @@ pub use opforge_abi as abi;
 pub mod prelude {
     pub use crate::shape;
     pub use crate::{
-        dispatch, ensure, export, ArgRef, AttrValue, DataType, Element, GradArg, GradCtx,
-        GradSource, GradientDef, GradientFunction, Kernel, KernelCtx, KernelDefBuilder, KernelInit,
-        NodeAttr, OpDefBuilder, Result, ShapeCtx, ShapeHandle, Status, Sym, SymArg,
+        dispatch, ensure, export, ArgRef, AttrValue, CreateKernel, DataType, DimOrConst,
+        DimensionHandle, Element, GradArg, GradSource, GradientContext, GradientDef,
+        GradientFunction, InferenceContext, KernelDefBuilder, NodeAttr, OpDefBuilder, OpKernel,
+        OpKernelConstruction, OpKernelContext, Result, ShapeHandle, Status, Sym, SymArg,
     };
 }
 

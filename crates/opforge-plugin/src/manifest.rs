@@ -413,14 +413,17 @@ pub const fn encode<const N: usize>(lib: &Library) -> Manifest<N> {
 mod tests {
     use super::*;
     use crate::registry::KernelDefBuilder;
-    use crate::{DataType, Kernel, KernelCtx, KernelInit, Result};
+    use crate::{CreateKernel, DataType, OpKernel, OpKernelConstruction, OpKernelContext, Result};
 
     struct Nop;
-    impl Kernel for Nop {
-        fn create(_: &KernelInit<'_>) -> Result<Self> {
+    impl CreateKernel for Nop {
+        fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
             Ok(Nop)
         }
-        fn compute(&self, _: &mut KernelCtx<'_>) -> Result<()> {
+    }
+
+    impl OpKernel for Nop {
+        fn compute(&self, _: &mut OpKernelContext<'_>) -> Result<()> {
             Ok(())
         }
     }

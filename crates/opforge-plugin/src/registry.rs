@@ -19,10 +19,10 @@ use opforge_abi::{
 };
 
 use crate::dtype::DataType;
-use crate::grad::GradCtx;
+use crate::grad::GradientContext;
 use crate::host::{self, slot, Host};
-use crate::kernel::{self, Kernel};
-use crate::shape::{self, ShapeCtx};
+use crate::kernel::{self, CreateKernel};
+use crate::shape::{self, InferenceContext};
 use crate::status::{Result, Status};
 
 /// The most attrs, inputs, outputs or control outputs of one op, type
@@ -36,9 +36,9 @@ pub const MAX_TYPES: usize = 40;
 pub const MAX_OUTPUT_LIKE: usize = 8;
 
 /// A shape function (TensorFlow's `SetShapeFn`).
-pub type ShapeFn = fn(&mut ShapeCtx<'_>) -> Result<()>;
+pub type ShapeFn = fn(&mut InferenceContext<'_>) -> Result<()>;
 /// A gradient function over the host's graph builder.
-pub type GradFn = fn(&mut GradCtx<'_>) -> Result<()>;
+pub type GradFn = fn(&mut GradientContext<'_>) -> Result<()>;
 
 /// A fixed-capacity list of `&'static str`, usable in `const` code.
 #[derive(Clone, Copy, Debug)]
@@ -274,7 +274,7 @@ pub struct OutputLike {
 /// type constraints, host-memory arguments, label, priority, whether its
 /// compute is thread-safe, and the outputs the host sets before it runs
 /// ([`output_like`](Self::output_like)). [`build`](Self::build) binds the
-/// [`Kernel`] type that implements it. Every method is a `const fn`.
+/// [`CreateKernel`] type that implements it. Every method is a `const fn`.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelDefBuilder {
     op: &'static str,
@@ -397,7 +397,7 @@ impl KernelDefBuilder {
         self
     }
 
-    /// The kernel handles every output request (`KernelCtx::output_request`:
+    /// The kernel handles every output request (`OpKernelContext::output_request`:
     /// null, write, in place, add); without it the host asks only for
     /// write.
     pub const fn output_requests(mut self) -> KernelDefBuilder {
@@ -406,7 +406,7 @@ impl KernelDefBuilder {
     }
 
     /// Output `output` has the dims of input `input` (and its own dtype):
-    /// it is set, allocated, when [`Kernel::compute`] starts, and
+    /// it is set, allocated, when [`OpKernel::compute`](crate::OpKernel::compute) starts, and
     /// `ctx.output_mut(output)` (or `inputs_and_output`) is its writable
     /// view. The elementwise case: with it, the host makes the output
     /// before calling the kernel (ABI 1.1's `output_like`), so the kernel
@@ -421,11 +421,13 @@ impl KernelDefBuilder {
     /// use opforge_plugin::prelude::*;
     ///
     /// struct Negate;
-    /// impl Kernel for Negate {
-    ///     fn create(_: &KernelInit<'_>) -> Result<Self> {
+    /// impl CreateKernel for Negate {
+    ///     fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
     ///         Ok(Negate)
     ///     }
-    ///     fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+    /// }
+    /// impl OpKernel for Negate {
+    ///     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
     ///         // Output 0 is already allocated with input 0's dims.
     ///         let (ins, mut out) = ctx.inputs_and_output(0)?;
     ///         for (y, x) in out.flat_mut::<f32>()?.iter_mut().zip(ins[0].flat::<f32>()?) {
@@ -446,7 +448,7 @@ impl KernelDefBuilder {
     /// [`output_like`](Self::output_like), and the output may take over
     /// input `input`'s own buffer when nothing else holds it (TensorFlow's
     /// `forward_input_or_allocate_output`): the kernel then computes in
-    /// place. [`KernelCtx::forwarded_from`](crate::KernelCtx::forwarded_from)
+    /// place. [`OpKernelContext::forwarded_from`](crate::OpKernelContext::forwarded_from)
     /// says which happened. After forwarding, the input's view stays
     /// readable until the kernel first uses the output (it is the same
     /// memory: read each element before writing it); afterwards
@@ -457,11 +459,13 @@ impl KernelDefBuilder {
     /// use opforge_plugin::prelude::*;
     ///
     /// struct Square;
-    /// impl Kernel for Square {
-    ///     fn create(_: &KernelInit<'_>) -> Result<Self> {
+    /// impl CreateKernel for Square {
+    ///     fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
     ///         Ok(Square)
     ///     }
-    ///     fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+    /// }
+    /// impl OpKernel for Square {
+    ///     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
     ///         if ctx.forwarded_from(0) == Some(0) {
     ///             // In place: output 0 is input 0's buffer.
     ///             for v in ctx.output_mut(0)?.flat_mut::<f32>()? {
@@ -514,7 +518,7 @@ impl KernelDefBuilder {
     /// The kernel definition implemented by `K`: both compute entries (the
     /// 1.0 `compute` and the 1.1 `compute_views`, which a 1.1 host calls),
     /// so the library keeps loading into 1.0 hosts.
-    pub const fn build<K: Kernel>(self) -> KernelDef {
+    pub const fn build<K: CreateKernel>(self) -> KernelDef {
         KernelDef {
             def: self,
             create: Some(kernel::create_trampoline::<K>),
@@ -573,7 +577,7 @@ pub struct KernelDef {
 /// How an op's gradient is given.
 #[derive(Clone, Copy, Debug)]
 pub enum GradientForm {
-    /// A function over the host's graph builder ([`GradCtx`]).
+    /// A function over the host's graph builder ([`GradientContext`]).
     Fn(GradFn),
     /// A list of nodes over registered ops, made at init by the function
     /// (evaluated by the host with no plugin code at autodiff time).

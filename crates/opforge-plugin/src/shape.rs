@@ -1,7 +1,16 @@
-//! Shape functions: [`ShapeCtx`], TensorFlow's `InferenceContext` over the
-//! host's shape API (same names, snake_case), and common shape functions.
+//! Shape functions: [`InferenceContext`], TensorFlow's and opforge-core's
+//! `InferenceContext` over the host's shape API, and common shape
+//! functions.
 //!
-//! Handles ([`ShapeHandle`], [`DimHandle`]) are values of one call; the host
+//! The methods have core's names and argument types (`rank` is an
+//! `Option<usize>`, `value` an `Option<i64>`, dims are given as
+//! [`DimOrConst`]), so a core shape function ports by changing its
+//! imports and adding `?` where the SDK returns a `Result`: everything
+//! that asks the host to make or check a shape or dim can fail with the
+//! host's error (core's in-process versions of `scalar`, `make_shape`,
+//! `dim`, ... cannot).
+//!
+//! Handles ([`ShapeHandle`], [`DimensionHandle`]) are values of one call; the host
 //! rejects a stale or forged one with `InvalidArgument`. Queries that
 //! return a value and no `Result` record a missing slot, and the shape
 //! function then fails with `Unimplemented`.
@@ -9,17 +18,16 @@
 use core::cell::Cell;
 use core::ffi::c_void;
 use core::marker::PhantomData;
-use core::ops::Range;
 
 use opforge_abi::{
-    OpforgeAttrValue, OpforgeCode, OpforgeDim, OpforgeShape, OpforgeShapeCtx, OpforgeStatus,
-    OpforgeStr, OpforgeTensor, OPFORGE_DIM_ADD, OPFORGE_DIM_DIV, OPFORGE_DIM_DIV_EXACT,
-    OPFORGE_DIM_MAX, OPFORGE_DIM_MIN, OPFORGE_DIM_MUL, OPFORGE_DIM_SUB, OPFORGE_NO_HANDLE,
-    OPFORGE_TO_END, OPFORGE_UNKNOWN_DIM, OPFORGE_UNKNOWN_RANK,
+    OpforgeCode, OpforgeDim, OpforgeShape, OpforgeShapeCtx, OpforgeStatus, OpforgeTensor,
+    OPFORGE_DIM_ADD, OPFORGE_DIM_DIV, OPFORGE_DIM_DIV_EXACT, OPFORGE_DIM_MAX, OPFORGE_DIM_MIN,
+    OPFORGE_DIM_MUL, OPFORGE_DIM_SUB, OPFORGE_NO_HANDLE, OPFORGE_TO_END, OPFORGE_UNKNOWN_DIM,
+    OPFORGE_UNKNOWN_RANK,
 };
 
 use crate::attr::{self, FromAttrValue};
-use crate::host::{self, missing_slot, slot, Host};
+use crate::host::{self, arg_ranges, missing_slot, slot, Host};
 use crate::kernel::Tensor;
 use crate::registry::OpDefBuilder;
 use crate::status::{Result, Status};
@@ -31,7 +39,31 @@ pub struct ShapeHandle(pub OpforgeShape);
 
 /// A dimension in a shape-function call (TensorFlow's `DimensionHandle`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DimHandle(pub OpforgeDim);
+pub struct DimensionHandle(pub OpforgeDim);
+
+/// A dimension given either as an existing handle or as a constant size
+/// (`-1`, or any negative size, for unknown), as opforge-core's
+/// `DimOrConst` (TensorFlow's `DimensionOrConstant`): what `make_shape`,
+/// `vector`, `matrix` and the dim arithmetic take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DimOrConst {
+    /// An existing dimension.
+    Dim(DimensionHandle),
+    /// A constant size (negative: unknown).
+    Const(i64),
+}
+
+impl From<DimensionHandle> for DimOrConst {
+    fn from(d: DimensionHandle) -> Self {
+        DimOrConst::Dim(d)
+    }
+}
+
+impl From<i64> for DimOrConst {
+    fn from(v: i64) -> Self {
+        DimOrConst::Const(v)
+    }
+}
 
 /// TensorFlow's `InferenceContext::kUnknownRank`.
 pub const UNKNOWN_RANK: i32 = OPFORGE_UNKNOWN_RANK;
@@ -39,7 +71,7 @@ pub const UNKNOWN_RANK: i32 = OPFORGE_UNKNOWN_RANK;
 pub const UNKNOWN_DIM: i64 = OPFORGE_UNKNOWN_DIM;
 
 /// One shape-function call (TensorFlow's `InferenceContext`).
-pub struct ShapeCtx<'a> {
+pub struct InferenceContext<'a> {
     raw: *mut OpforgeShapeCtx,
     status: *mut OpforgeStatus,
     host: &'a Host,
@@ -54,7 +86,7 @@ pub struct ShapeCtx<'a> {
 
 use crate::host::query;
 
-impl<'a> ShapeCtx<'a> {
+impl<'a> InferenceContext<'a> {
     fn note(&self, name: &str) {
         crate::host::note_missing(&self.missing, self.host, "shape", name);
     }
@@ -80,32 +112,7 @@ impl<'a> ShapeCtx<'a> {
             f(self.raw, i)
         }))
     }
-    fn arg_range(&self, name: &str, is_output: bool) -> Result<Range<usize>> {
-        let f = slot!(self.host, shape.arg_range)?;
-        let (mut start, mut stop) = (0, 0);
-        // SAFETY: the call's context and status (R7); out-pointers to locals.
-        let code = unsafe {
-            f(
-                self.raw,
-                OpforgeStr::from_text(name),
-                u8::from(is_output),
-                &mut start,
-                &mut stop,
-                self.status,
-            )
-        };
-        self.check(code)?;
-        Ok(start..stop)
-    }
-    /// The flat range of the input argument `name` (TensorFlow's
-    /// `input(name, &list)`).
-    pub fn input_range(&self, name: &str) -> Result<Range<usize>> {
-        self.arg_range(name, false)
-    }
-    /// The flat range of the output argument `name`.
-    pub fn output_range(&self, name: &str) -> Result<Range<usize>> {
-        self.arg_range(name, true)
-    }
+    arg_ranges!(shape, "the ");
     /// Sets output `i`'s shape.
     pub fn set_output(&mut self, i: usize, shape: ShapeHandle) -> Result<()> {
         let f = slot!(self.host, shape.set_output)?;
@@ -113,73 +120,90 @@ impl<'a> ShapeCtx<'a> {
         let code = unsafe { f(self.raw, i, shape.0, self.status) };
         self.check(code)
     }
-    /// The shape output `i` was set to.
-    pub fn output(&self, i: usize) -> ShapeHandle {
+    /// The shape output `i` was set to, if it was.
+    pub fn output(&self, i: usize) -> Option<ShapeHandle> {
         // SAFETY: the call's context (R7).
-        ShapeHandle(query!(self, shape.output, OPFORGE_NO_HANDLE, |f| unsafe {
+        let h = query!(self, shape.output, OPFORGE_NO_HANDLE, |f| unsafe {
             f(self.raw, i)
-        }))
+        });
+        (h != OPFORGE_NO_HANDLE).then_some(ShapeHandle(h))
     }
-    /// The rank, or [`UNKNOWN_RANK`].
-    pub fn rank(&self, s: ShapeHandle) -> i32 {
+    /// The rank, if known.
+    pub fn rank(&self, s: ShapeHandle) -> Option<usize> {
         // SAFETY: the call's context (R7); bad handles read as unknown.
-        query!(self, shape.rank, UNKNOWN_RANK, |f| unsafe {
+        let rank = query!(self, shape.rank, UNKNOWN_RANK, |f| unsafe {
             f(self.raw, s.0)
-        })
+        });
+        usize::try_from(rank).ok()
     }
     /// Whether the rank is known.
     pub fn rank_known(&self, s: ShapeHandle) -> bool {
-        self.rank(s) != UNKNOWN_RANK
+        self.rank(s).is_some()
     }
     /// Dim `index` of `s` (negative counts from the end).
-    pub fn dim(&mut self, s: ShapeHandle, index: i64) -> Result<DimHandle> {
+    pub fn dim(&mut self, s: ShapeHandle, index: i64) -> Result<DimensionHandle> {
         let f = slot!(self.host, shape.dim)?;
         let mut out = OPFORGE_NO_HANDLE;
         // SAFETY: the call's context and status (R7); out-pointer to a local.
         let code = unsafe { f(self.raw, s.0, index, &mut out, self.status) };
         self.check(code)?;
-        Ok(DimHandle(out))
+        Ok(DimensionHandle(out))
     }
-    /// The size of `d`, or [`UNKNOWN_DIM`].
-    pub fn value(&self, d: DimHandle) -> i64 {
+    /// The size of `d`, if known.
+    pub fn value(&self, d: DimensionHandle) -> Option<i64> {
+        let v = self.raw_value(d);
+        (v >= 0).then_some(v)
+    }
+    /// The size of `d`, [`UNKNOWN_DIM`] if unknown (TensorFlow's `Value`).
+    pub fn raw_value(&self, d: DimensionHandle) -> i64 {
         // SAFETY: the call's context (R7).
         query!(self, shape.value, UNKNOWN_DIM, |f| unsafe {
             f(self.raw, d.0)
         })
     }
-    /// Whether the size of `d` is known.
-    pub fn value_known(&self, d: DimHandle) -> bool {
-        self.value(d) != UNKNOWN_DIM
-    }
-    /// The number of elements, or -1 unless fully defined.
-    pub fn num_elements(&self, s: ShapeHandle) -> i64 {
+    /// The number of elements of a fully defined shape.
+    pub fn num_elements(&self, s: ShapeHandle) -> Option<i64> {
         // SAFETY: the call's context (R7).
-        query!(self, shape.num_elements, -1, |f| unsafe {
+        let n = query!(self, shape.num_elements, -1, |f| unsafe {
             f(self.raw, s.0)
-        })
+        });
+        (n >= 0).then_some(n)
     }
-    /// Whether every dim of `s` is known.
+    /// Whether every dim of `s` is known (and the rank is).
     pub fn fully_defined(&self, s: ShapeHandle) -> bool {
-        self.num_elements(s) >= 0
+        self.num_elements(s).is_some()
     }
-    /// A new dim of `value` ([`UNKNOWN_DIM`]: unknown).
-    pub fn make_dim(&mut self, value: i64) -> DimHandle {
-        // SAFETY: the call's context (R7).
-        DimHandle(query!(
+    /// The dim `d` is (a handle: itself; a constant: a new dim of that
+    /// size, unknown if negative).
+    pub fn make_dim(&mut self, d: impl Into<DimOrConst>) -> DimensionHandle {
+        let value = match d.into() {
+            DimOrConst::Dim(h) => return h,
+            DimOrConst::Const(v) => v.max(UNKNOWN_DIM),
+        };
+        DimensionHandle(query!(
             self,
             shape.make_dim,
             OPFORGE_NO_HANDLE,
+            // SAFETY: the call's context (R7).
             |f| unsafe { f(self.raw, value) }
         ))
     }
     /// A new unknown dim.
-    pub fn unknown_dim(&mut self) -> DimHandle {
+    pub fn unknown_dim(&mut self) -> DimensionHandle {
         self.make_dim(UNKNOWN_DIM)
     }
-    /// A shape of these dims (identity kept).
-    pub fn make_shape(&mut self, dims: &[DimHandle]) -> Result<ShapeHandle> {
+    /// A new shape of these dims (handles keep their identity).
+    pub fn make_shape(&mut self, dims: &[DimOrConst]) -> Result<ShapeHandle> {
+        let dims: Vec<DimensionHandle> = dims.iter().map(|&d| self.make_dim(d)).collect();
+        self.make_shape_from_dims(dims)
+    }
+    /// A new shape of existing dims.
+    pub fn make_shape_from_dims(
+        &mut self,
+        dims: impl AsRef<[DimensionHandle]>,
+    ) -> Result<ShapeHandle> {
         let f = slot!(self.host, shape.make_shape)?;
-        let dims: Vec<OpforgeDim> = dims.iter().map(|d| d.0).collect();
+        let dims: Vec<OpforgeDim> = dims.as_ref().iter().map(|d| d.0).collect();
         let mut out = OPFORGE_NO_HANDLE;
         // SAFETY: the call's context and status (R7); `dims` is read during
         // the call; out-pointer to a local.
@@ -187,34 +211,49 @@ impl<'a> ShapeCtx<'a> {
         self.check(code)?;
         Ok(ShapeHandle(out))
     }
-    /// A shape of these sizes ([`UNKNOWN_DIM`]: unknown dim).
-    pub fn make_shape_from_values(&mut self, dims: &[i64]) -> Result<ShapeHandle> {
+    /// A new shape from sizes (`None`: unknown rank; `-1`: unknown dim).
+    pub fn make_partial_shape(&mut self, dims: Option<&[i64]>) -> Result<ShapeHandle> {
+        let Some(dims) = dims else {
+            return Ok(self.unknown_shape());
+        };
         let f = slot!(self.host, shape.make_shape_from_values)?;
         let mut out = OPFORGE_NO_HANDLE;
-        // SAFETY: as `make_shape`.
+        // SAFETY: as `make_shape_from_dims`.
         let code = unsafe { f(self.raw, dims.as_ptr(), dims.len(), &mut out, self.status) };
         self.check(code)?;
         Ok(ShapeHandle(out))
     }
     /// A scalar shape.
     pub fn scalar(&mut self) -> Result<ShapeHandle> {
-        self.make_shape_from_values(&[])
+        self.make_partial_shape(Some(&[]))
     }
-    /// A vector of `n` elements.
-    pub fn vector(&mut self, n: i64) -> Result<ShapeHandle> {
-        self.make_shape_from_values(&[n])
+    /// A vector of `d` elements.
+    pub fn vector(&mut self, d: impl Into<DimOrConst>) -> Result<ShapeHandle> {
+        self.make_shape(&[d.into()])
+    }
+    /// A matrix of `rows` by `cols`.
+    pub fn matrix(
+        &mut self,
+        rows: impl Into<DimOrConst>,
+        cols: impl Into<DimOrConst>,
+    ) -> Result<ShapeHandle> {
+        self.make_shape(&[rows.into(), cols.into()])
     }
     /// A shape of unknown rank.
     pub fn unknown_shape(&mut self) -> ShapeHandle {
-        self.unknown_shape_of_rank(UNKNOWN_RANK)
+        self.unknown_shape_with(UNKNOWN_RANK)
     }
     /// A shape of `rank` unknown dims.
-    pub fn unknown_shape_of_rank(&mut self, rank: i32) -> ShapeHandle {
-        // SAFETY: the call's context (R7).
+    pub fn unknown_shape_of_rank(&mut self, rank: usize) -> ShapeHandle {
+        // A rank beyond i32 is refused by the host as any too-large rank.
+        self.unknown_shape_with(i32::try_from(rank).unwrap_or(i32::MAX))
+    }
+    fn unknown_shape_with(&mut self, rank: i32) -> ShapeHandle {
         ShapeHandle(query!(
             self,
             shape.unknown_shape,
             OPFORGE_NO_HANDLE,
+            // SAFETY: the call's context (R7).
             |f| unsafe { f(self.raw, rank) }
         ))
     }
@@ -232,9 +271,12 @@ impl<'a> ShapeCtx<'a> {
         >,
         name: &str,
         s: ShapeHandle,
-        rank: i32,
+        rank: usize,
     ) -> Result<ShapeHandle> {
         let f = f.ok_or_else(|| missing_slot(self.host, "shape", name))?;
+        let rank = i32::try_from(rank).map_err(|_| {
+            Status::invalid_argument(format!("{name}: rank {rank} is larger than any shape's"))
+        })?;
         let mut out = OPFORGE_NO_HANDLE;
         // SAFETY: the call's context and status (R7); out-pointer to a local.
         let code = unsafe { f(self.raw, s.0, rank, &mut out, self.status) };
@@ -242,11 +284,11 @@ impl<'a> ShapeCtx<'a> {
         Ok(ShapeHandle(out))
     }
     /// `s` with rank `rank`, or `InvalidArgument` (TensorFlow's `WithRank`).
-    pub fn with_rank(&mut self, s: ShapeHandle, rank: i32) -> Result<ShapeHandle> {
+    pub fn with_rank(&mut self, s: ShapeHandle, rank: usize) -> Result<ShapeHandle> {
         self.shape_op(self.host.shape.with_rank, "with_rank", s, rank)
     }
     /// `s` with rank at least `rank` (`WithRankAtLeast`).
-    pub fn with_rank_at_least(&mut self, s: ShapeHandle, rank: i32) -> Result<ShapeHandle> {
+    pub fn with_rank_at_least(&mut self, s: ShapeHandle, rank: usize) -> Result<ShapeHandle> {
         self.shape_op(
             self.host.shape.with_rank_at_least,
             "with_rank_at_least",
@@ -255,7 +297,7 @@ impl<'a> ShapeCtx<'a> {
         )
     }
     /// `s` with rank at most `rank` (`WithRankAtMost`).
-    pub fn with_rank_at_most(&mut self, s: ShapeHandle, rank: i32) -> Result<ShapeHandle> {
+    pub fn with_rank_at_most(&mut self, s: ShapeHandle, rank: usize) -> Result<ShapeHandle> {
         self.shape_op(
             self.host.shape.with_rank_at_most,
             "with_rank_at_most",
@@ -264,13 +306,13 @@ impl<'a> ShapeCtx<'a> {
         )
     }
     /// `d` with value `value` (`WithValue`).
-    pub fn with_value(&mut self, d: DimHandle, value: i64) -> Result<DimHandle> {
+    pub fn with_value(&mut self, d: DimensionHandle, value: i64) -> Result<DimensionHandle> {
         let f = slot!(self.host, shape.with_value)?;
         let mut out = OPFORGE_NO_HANDLE;
         // SAFETY: the call's context and status (R7); out-pointer to a local.
         let code = unsafe { f(self.raw, d.0, value, &mut out, self.status) };
         self.check(code)?;
-        Ok(DimHandle(out))
+        Ok(DimensionHandle(out))
     }
     /// The merge of two shapes (`Merge`).
     pub fn merge(&mut self, a: ShapeHandle, b: ShapeHandle) -> Result<ShapeHandle> {
@@ -282,13 +324,13 @@ impl<'a> ShapeCtx<'a> {
         Ok(ShapeHandle(out))
     }
     /// The merge of two dims (`Merge` of dims).
-    pub fn merge_dim(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+    pub fn merge_dim(&mut self, a: DimensionHandle, b: DimensionHandle) -> Result<DimensionHandle> {
         let f = slot!(self.host, shape.merge_dim)?;
         let mut out = OPFORGE_NO_HANDLE;
         // SAFETY: as `merge`.
         let code = unsafe { f(self.raw, a.0, b.0, &mut out, self.status) };
         self.check(code)?;
-        Ok(DimHandle(out))
+        Ok(DimensionHandle(out))
     }
     /// Merges `prefix` into the leading dims of `s` (`MergePrefix`):
     /// returns (shape, prefix).
@@ -329,13 +371,15 @@ impl<'a> ShapeCtx<'a> {
         self.check(code)?;
         Ok(ShapeHandle(out))
     }
-    /// Dims `[start, end)` (`Subshape(s, start, end)`).
-    pub fn subshape_range(&mut self, s: ShapeHandle, start: i64, end: i64) -> Result<ShapeHandle> {
-        self.subshape_strided(s, start, end, 1)
-    }
-    /// Dims from `start` to the end (`Subshape(s, start)`).
-    pub fn subshape(&mut self, s: ShapeHandle, start: i64) -> Result<ShapeHandle> {
-        self.subshape_strided(s, start, OPFORGE_TO_END, 1)
+    /// Dims `[start, end)` of `s` (`Subshape`; negative indices count
+    /// from the end; `end` `None`: to the end).
+    pub fn subshape(
+        &mut self,
+        s: ShapeHandle,
+        start: i64,
+        end: Option<i64>,
+    ) -> Result<ShapeHandle> {
+        self.subshape_strided(s, start, end.unwrap_or(OPFORGE_TO_END), 1)
     }
     /// `a` followed by `b` (`Concatenate`).
     pub fn concatenate(&mut self, a: ShapeHandle, b: ShapeHandle) -> Result<ShapeHandle> {
@@ -347,7 +391,12 @@ impl<'a> ShapeCtx<'a> {
         Ok(ShapeHandle(out))
     }
     /// `s` with dim `index` replaced by `d` (`ReplaceDim`).
-    pub fn replace_dim(&mut self, s: ShapeHandle, index: i64, d: DimHandle) -> Result<ShapeHandle> {
+    pub fn replace_dim(
+        &mut self,
+        s: ShapeHandle,
+        index: i64,
+        d: DimensionHandle,
+    ) -> Result<ShapeHandle> {
         let f = slot!(self.host, shape.replace_dim)?;
         let mut out = OPFORGE_NO_HANDLE;
         // SAFETY: as `merge`.
@@ -355,33 +404,49 @@ impl<'a> ShapeCtx<'a> {
         self.check(code)?;
         Ok(ShapeHandle(out))
     }
-    fn dim_op(&mut self, op: u32, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+    /// A dim arithmetic op of the host on `a` and `b` (a constant `b`
+    /// made a dim first).
+    fn dim_op(
+        &mut self,
+        op: u32,
+        a: DimensionHandle,
+        b: impl Into<DimOrConst>,
+    ) -> Result<DimensionHandle> {
         let f = slot!(self.host, shape.dim_op)?;
+        let b = self.make_dim(b);
         let mut out = OPFORGE_NO_HANDLE;
         // SAFETY: as `merge`.
         let code = unsafe { f(self.raw, op, a.0, b.0, &mut out, self.status) };
         self.check(code)?;
-        Ok(DimHandle(out))
+        Ok(DimensionHandle(out))
     }
     /// `a + b` (`Add`).
-    pub fn add(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+    pub fn add(&mut self, a: DimensionHandle, b: impl Into<DimOrConst>) -> Result<DimensionHandle> {
         self.dim_op(OPFORGE_DIM_ADD, a, b)
     }
     /// `a - b` (`Subtract`).
-    pub fn subtract(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+    pub fn subtract(
+        &mut self,
+        a: DimensionHandle,
+        b: impl Into<DimOrConst>,
+    ) -> Result<DimensionHandle> {
         self.dim_op(OPFORGE_DIM_SUB, a, b)
     }
     /// `a * b` (`Multiply`).
-    pub fn multiply(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+    pub fn multiply(
+        &mut self,
+        a: DimensionHandle,
+        b: impl Into<DimOrConst>,
+    ) -> Result<DimensionHandle> {
         self.dim_op(OPFORGE_DIM_MUL, a, b)
     }
     /// `a / b` (`Divide`; `evenly_divisible` demands no remainder).
     pub fn divide(
         &mut self,
-        a: DimHandle,
-        b: DimHandle,
+        a: DimensionHandle,
+        b: impl Into<DimOrConst>,
         evenly_divisible: bool,
-    ) -> Result<DimHandle> {
+    ) -> Result<DimensionHandle> {
         let op = if evenly_divisible {
             OPFORGE_DIM_DIV_EXACT
         } else {
@@ -390,11 +455,11 @@ impl<'a> ShapeCtx<'a> {
         self.dim_op(op, a, b)
     }
     /// `min(a, b)` (`Min`).
-    pub fn min(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+    pub fn min(&mut self, a: DimensionHandle, b: impl Into<DimOrConst>) -> Result<DimensionHandle> {
         self.dim_op(OPFORGE_DIM_MIN, a, b)
     }
     /// `max(a, b)` (`Max`).
-    pub fn max(&mut self, a: DimHandle, b: DimHandle) -> Result<DimHandle> {
+    pub fn max(&mut self, a: DimensionHandle, b: impl Into<DimOrConst>) -> Result<DimensionHandle> {
         self.dim_op(OPFORGE_DIM_MAX, a, b)
     }
     /// The value of input `i` if it is a constant known now
@@ -428,24 +493,15 @@ impl<'a> ShapeCtx<'a> {
     /// Attr `name` of the node as `T` (`GetAttr`).
     pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
         let f = slot!(self.host, shape.attr)?;
-        let mut value = OpforgeAttrValue::new();
-        // SAFETY: the call's context and status (R7); `value` an out-struct.
-        let code = unsafe {
-            f(
-                self.raw,
-                OpforgeStr::from_text(name),
-                &mut value,
-                self.status,
-            )
-        };
-        self.check(code)?;
-        // SAFETY: filled by the host, living until the call returns (R7).
-        unsafe { attr::convert(name, &value) }
+        attr::read_attr(self.host, name, self.status, |n, v| {
+            // SAFETY: the call's context and status (R7); `v` an out-struct.
+            unsafe { f(self.raw, n, v, self.status) }
+        })
     }
     /// `s` as text, `"[2,?,3]"` or `"?"` (`DebugString`).
     pub fn debug_string(&self, s: ShapeHandle) -> String {
-        // SAFETY: the call's context (R7); copied at once.
         query!(self, shape.shape_string, String::new(), |f| {
+            // SAFETY: the call's context (R7); copied at once.
             String::from_utf8_lossy(unsafe { f(self.raw, s.0).as_bytes() }).into_owned()
         })
     }
@@ -453,13 +509,13 @@ impl<'a> ShapeCtx<'a> {
 
 /// TensorFlow's `shape_inference::UnchangedShape`: output 0 has input 0's
 /// shape.
-pub fn unchanged_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
+pub fn unchanged_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     let s = c.input(0);
     c.set_output(0, s)
 }
 
 /// Every output has an unknown shape (`UnknownShape`).
-pub fn unknown_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
+pub fn unknown_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     for i in 0..c.num_outputs() {
         let s = c.unknown_shape();
         c.set_output(i, s)?;
@@ -468,7 +524,7 @@ pub fn unknown_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
 }
 
 /// The op has no outputs (`NoOutputs`).
-pub fn no_outputs(_: &mut ShapeCtx<'_>) -> Result<()> {
+pub fn no_outputs(_: &mut InferenceContext<'_>) -> Result<()> {
     Ok(())
 }
 
@@ -487,7 +543,7 @@ pub(crate) unsafe extern "C" fn shape_trampoline(
             let Some(f) = op.shape_fn() else {
                 return Err(Status::internal("no shape function"));
             };
-            let mut c = ShapeCtx {
+            let mut c = InferenceContext {
                 raw: ctx,
                 status,
                 host,

@@ -346,10 +346,13 @@ fn the_example_runs_against_the_mock_host() {
         )]
     );
     assert_eq!(g.input_grads, [Some(1001)]);
-    // No gradient flowing in: none flows out.
+    // A host calling it with no gradient flowing in (opforge's never
+    // does): `grad()` says so, and nothing is built.
     let mut g = MockGradCtx::new("ZeroOut", 1, 1);
     g.output_grads = vec![None];
-    gradient(&r, &mut g).unwrap();
+    let e = gradient(&r, &mut g).unwrap_err();
+    assert_eq!(e.code, OPFORGE_FAILED_PRECONDITION, "{}", e.message);
+    assert!(e.message.contains("no gradient flows"), "{}", e.message);
     assert!(g.calls.is_empty());
     assert_eq!(g.input_grads, [None]);
     // ZeroOutList: one ZeroOut per list element that has a gradient.

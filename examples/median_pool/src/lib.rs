@@ -211,7 +211,7 @@ struct PoolAttrs {
 }
 
 impl PoolAttrs {
-    fn read(init: &KernelInit<'_>) -> Result<PoolAttrs> {
+    fn read(init: &OpKernelConstruction<'_>) -> Result<PoolAttrs> {
         let ksize: Vec<i64> = init.get_attr("ksize")?;
         let strides: Vec<i64> = init.get_attr("strides")?;
         let padding: String = init.get_attr("padding")?;
@@ -273,7 +273,7 @@ impl PoolAttrs {
 
 /// The shape function of `MedianPool`: TensorFlow's pooling output sizes,
 /// unknown dims (or an unknown rank) giving unknown sizes.
-fn pool_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
+fn pool_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     let ksize: Vec<i64> = c.get_attr("ksize")?;
     let strides: Vec<i64> = c.get_attr("strides")?;
     let padding: String = c.get_attr("padding")?;
@@ -298,19 +298,19 @@ fn pool_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
     let same = padding == "SAME";
     let out_rows = windowed_dim(c, rows, ksize[1], strides[1], same)?;
     let out_cols = windowed_dim(c, cols, ksize[2], strides[2], same)?;
-    let out = c.make_shape(&[batch, out_rows, out_cols, depth])?;
+    let out = c.make_shape_from_dims([batch, out_rows, out_cols, depth])?;
     c.set_output(0, out)
 }
 
 /// TensorFlow's `GetWindowedOutputSizeFromDims`: VALID
 /// `(in - (k - 1) + (s - 1)) / s`, SAME `(in + s - 1) / s`.
 fn windowed_dim(
-    c: &mut ShapeCtx<'_>,
-    input: DimHandle,
+    c: &mut InferenceContext<'_>,
+    input: DimensionHandle,
     k: i64,
     stride: i64,
     same: bool,
-) -> Result<DimHandle> {
+) -> Result<DimensionHandle> {
     ensure!(
         stride > 0,
         InvalidArgument,
@@ -323,26 +323,21 @@ fn windowed_dim(
         "Window size must be > 0, but got {}",
         k
     );
-    let stride_dim = c.make_dim(stride);
-    let extra = c.make_dim(stride - 1);
     let d = if same {
-        c.add(input, extra)?
+        c.add(input, stride - 1)?
     } else {
-        let less = c.make_dim(k - 1);
-        let d = c.subtract(input, less)?;
-        c.add(d, extra)?
+        let d = c.subtract(input, k - 1)?;
+        c.add(d, stride - 1)?
     };
-    c.divide(d, stride_dim, false)
+    c.divide(d, stride, false)
 }
 
 /// The shape function of `MedianPoolGrad`: `orig_input`'s, of rank 4.
-fn grad_shape(c: &mut ShapeCtx<'_>) -> Result<()> {
+fn grad_shape(c: &mut InferenceContext<'_>) -> Result<()> {
     let input = c.input(0);
     let input = c.with_rank(input, 4)?;
     c.set_output(0, input)
 }
-
-use opforge_plugin::DimHandle;
 
 /// One shard's output rows (`first` is the index of the first, `n * out_h
 /// + oh`).
@@ -638,14 +633,16 @@ pub struct MedianPoolKernel {
     attrs: PoolAttrs,
 }
 
-impl Kernel for MedianPoolKernel {
-    fn create(init: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for MedianPoolKernel {
+    fn create(init: &OpKernelConstruction<'_>) -> Result<Self> {
         Ok(MedianPoolKernel {
             attrs: PoolAttrs::read(init)?,
         })
     }
+}
 
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+impl OpKernel for MedianPoolKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (dtype, dims) = {
             let x = ctx.input(0)?;
             (x.dtype(), x.dims().to_vec())
@@ -702,14 +699,16 @@ pub struct MedianPoolGradKernel {
     attrs: PoolAttrs,
 }
 
-impl Kernel for MedianPoolGradKernel {
-    fn create(init: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for MedianPoolGradKernel {
+    fn create(init: &OpKernelConstruction<'_>) -> Result<Self> {
         Ok(MedianPoolGradKernel {
             attrs: PoolAttrs::read(init)?,
         })
     }
+}
 
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+impl OpKernel for MedianPoolGradKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (dtype, dims, grad_dims) = {
             let x = ctx.input(0)?;
             let dy = ctx.input(1)?;
@@ -787,10 +786,8 @@ pub const MEDIAN_POOL_GRAD_KERNEL: KernelDef = KernelDefBuilder::new("MedianPool
     .build::<MedianPoolGradKernel>();
 
 /// `MedianPool`'s gradient: `MedianPoolGrad(x, dy)` with the same attrs.
-pub fn median_pool_grad(g: &mut GradCtx<'_>) -> Result<()> {
-    let Some(dy) = g.output_grad(0) else {
-        return Ok(());
-    };
+pub fn median_pool_grad(g: &mut GradientContext<'_>) -> Result<()> {
+    let dy = g.grad()?;
     let ksize: Vec<i64> = g.get_attr("ksize")?;
     let strides: Vec<i64> = g.get_attr("strides")?;
     let padding: String = g.get_attr("padding")?;

@@ -58,7 +58,7 @@ pub const ZERO_OUT_LIST: OpDefBuilder = OpDefBuilder::new("ZeroOutList")
     );
 
 /// Output `i` has input `i`'s shape, for every `i`.
-fn list_shapes(c: &mut ShapeCtx<'_>) -> Result<()> {
+fn list_shapes(c: &mut InferenceContext<'_>) -> Result<()> {
     for i in 0..c.num_inputs() {
         let s = c.input(i);
         c.set_output(i, s)?;
@@ -87,7 +87,12 @@ fn zero_out_in_place<T: Element>(x: &mut [T], keep: usize) {
 
 /// Writes output `out` as input `input` zeroed except element `keep`,
 /// computing in place when the host can forward the input.
-fn zero_out_arg(ctx: &mut KernelCtx<'_>, input: usize, out: usize, keep: usize) -> Result<()> {
+fn zero_out_arg(
+    ctx: &mut OpKernelContext<'_>,
+    input: usize,
+    out: usize,
+    keep: usize,
+) -> Result<()> {
     let (dtype, dims) = {
         let x = ctx.input(input)?;
         (x.dtype(), x.dims().to_vec())
@@ -118,8 +123,8 @@ pub struct ZeroOutKernel {
     preserve_index: usize,
 }
 
-impl Kernel for ZeroOutKernel {
-    fn create(init: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for ZeroOutKernel {
+    fn create(init: &OpKernelConstruction<'_>) -> Result<Self> {
         let preserve_index: i64 = init.get_attr("preserve_index")?;
         ensure!(
             preserve_index >= 0,
@@ -134,8 +139,10 @@ impl Kernel for ZeroOutKernel {
         })?;
         Ok(ZeroOutKernel { preserve_index })
     }
+}
 
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+impl OpKernel for ZeroOutKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (dtype, n) = {
             let x = ctx.input(0)?;
             (x.dtype(), x.num_elements())
@@ -173,12 +180,14 @@ impl Kernel for ZeroOutKernel {
 /// `ZeroOutInt32`'s kernel: keeps element 0.
 pub struct ZeroOutInt32Kernel;
 
-impl Kernel for ZeroOutInt32Kernel {
-    fn create(_: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for ZeroOutInt32Kernel {
+    fn create(_: &OpKernelConstruction<'_>) -> Result<Self> {
         Ok(ZeroOutInt32Kernel)
     }
+}
 
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+impl OpKernel for ZeroOutInt32Kernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let x = ctx.input(0)?;
         let dims = x.dims().to_vec();
         let input = x.flat::<i32>()?.to_vec();
@@ -196,14 +205,16 @@ impl Kernel for ZeroOutInt32Kernel {
 /// stay empty).
 pub struct ZeroOutListKernel;
 
-impl Kernel for ZeroOutListKernel {
-    fn create(init: &KernelInit<'_>) -> Result<Self> {
+impl CreateKernel for ZeroOutListKernel {
+    fn create(init: &OpKernelConstruction<'_>) -> Result<Self> {
         let n: i64 = init.get_attr("N")?;
         ensure!(n >= 1, InvalidArgument, "Need N >= 1, got {}", n);
         Ok(ZeroOutListKernel)
     }
+}
 
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> Result<()> {
+impl OpKernel for ZeroOutListKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let inputs = ctx.input_range("to_zero")?;
         let outputs = ctx.output_range("zeroed")?;
         ensure!(
@@ -248,10 +259,8 @@ use opforge_plugin::KernelDef;
 /// so that gradient is `ZeroOut` of the incoming gradient with the same
 /// `preserve_index`: exactly zeros elsewhere, and itself differentiable to
 /// any order.
-pub fn zero_out_grad(g: &mut GradCtx<'_>) -> Result<()> {
-    let Some(dy) = g.output_grad(0) else {
-        return Ok(());
-    };
+pub fn zero_out_grad(g: &mut GradientContext<'_>) -> Result<()> {
+    let dy = g.grad()?;
     let preserve_index: i64 = g.get_attr("preserve_index")?;
     let dx = g.op1(
         "ZeroOut",
@@ -263,7 +272,7 @@ pub fn zero_out_grad(g: &mut GradCtx<'_>) -> Result<()> {
 
 /// `ZeroOutList`'s gradient: input `i` gets `ZeroOut` (keeping element 0)
 /// of output `i`'s gradient.
-pub fn zero_out_list_grad(g: &mut GradCtx<'_>) -> Result<()> {
+pub fn zero_out_list_grad(g: &mut GradientContext<'_>) -> Result<()> {
     let inputs = g.input_range("to_zero")?;
     let outputs = g.output_range("zeroed")?;
     for (i, o) in inputs.zip(outputs) {

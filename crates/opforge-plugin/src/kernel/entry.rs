@@ -22,7 +22,7 @@ pub(super) fn kernel_what(def: &KernelDef, phase: &str) -> String {
     format!("{phase} of kernel {}", def.def.op())
 }
 
-pub(crate) unsafe extern "C" fn create_trampoline<K: Kernel>(
+pub(crate) unsafe extern "C" fn create_trampoline<K: CreateKernel>(
     init: *const OpforgeKernelInit,
     user: *mut c_void,
     state: *mut *mut c_void,
@@ -37,7 +37,7 @@ pub(crate) unsafe extern "C" fn create_trampoline<K: Kernel>(
         status,
         || kernel_what(def, "create"),
         |host| {
-            let init = KernelInit {
+            let init = OpKernelConstruction {
                 raw: init,
                 status,
                 host,
@@ -66,7 +66,7 @@ pub(crate) unsafe extern "C" fn create_trampoline<K: Kernel>(
     )
 }
 
-pub(crate) unsafe extern "C" fn compute_trampoline<K: Kernel>(
+pub(crate) unsafe extern "C" fn compute_trampoline<K: OpKernel>(
     state: *mut c_void,
     ctx: *mut OpforgeKernelCtx,
     status: *mut OpforgeStatus,
@@ -76,7 +76,7 @@ pub(crate) unsafe extern "C" fn compute_trampoline<K: Kernel>(
 }
 
 /// The 1.1 entry: as [`compute_trampoline`], with the views the host made.
-pub(crate) unsafe extern "C" fn compute_views_trampoline<K: Kernel>(
+pub(crate) unsafe extern "C" fn compute_views_trampoline<K: OpKernel>(
     state: *mut c_void,
     ctx: *mut OpforgeKernelCtx,
     views: *const OpforgeKernelViews,
@@ -104,7 +104,7 @@ pub(crate) unsafe extern "C" fn compute_views_trampoline<K: Kernel>(
 /// (`views` NULL for compute) of a kernel registered by
 /// [`KernelDefBuilder::build::<K>`](crate::KernelDefBuilder::build).
 #[inline(always)]
-unsafe fn run_compute<K: Kernel>(
+unsafe fn run_compute<K: OpKernel>(
     state: *mut c_void,
     ctx: *mut OpforgeKernelCtx,
     views: *const OpforgeKernelViews,
@@ -162,7 +162,7 @@ struct Call<'a, K> {
     status: *mut OpforgeStatus,
 }
 
-impl<K: Kernel> Call<'_, K> {
+impl<K: OpKernel> Call<'_, K> {
     /// The compute itself: its code, its error (if any) written to the
     /// status.
     #[inline(always)]
@@ -192,7 +192,7 @@ impl<K: Kernel> Call<'_, K> {
             UnsafeCell::new(MaybeUninit::uninit()),
         ];
         let input_buf: InputBuf = UnsafeCell::new(MaybeUninit::uninit());
-        let mut c = KernelCtx {
+        let mut c = OpKernelContext {
             raw: self.ctx,
             status: self.status,
             host,
@@ -250,7 +250,7 @@ fn declared_mask(def: &KernelDef) -> u64 {
         .fold(0, |m, l| m | bit(l.output))
 }
 
-pub(crate) unsafe extern "C" fn destroy_trampoline<K: Kernel>(
+pub(crate) unsafe extern "C" fn destroy_trampoline<K: OpKernel>(
     state: *mut c_void,
     user: *mut c_void,
 ) {

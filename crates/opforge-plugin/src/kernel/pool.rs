@@ -3,7 +3,7 @@
 
 use super::*;
 
-/// The host's thread pool during one compute ([`KernelCtx::thread_pool`]).
+/// The host's thread pool during one compute ([`OpKernelContext::thread_pool`]).
 #[derive(Clone, Copy)]
 pub struct ThreadPool<'a> {
     pub(super) raw: *mut OpforgeKernelCtx,
