@@ -273,14 +273,14 @@ fn the_standard_ops_without_a_cpu_kernel_are_the_documented_ones() {
     assert_eq!(without, documented, "standard ops without a CPU kernel");
     for (op, _) in WITHOUT_CPU_KERNEL {
         let why = registry
-            .attr::<opforge::kernel::WithoutKernel>(op)
+            .attr::<opforge::op_def::WithoutKernel>(op)
             .unwrap_or_else(|| panic!("{op} must declare why it has no kernel (without_kernel)"));
         assert!(!why.is_empty());
     }
     // And no op declares `without_kernel` while having a kernel.
     for op in registry.names() {
         if registry
-            .attr::<opforge::kernel::WithoutKernel>(&op)
+            .attr::<opforge::op_def::WithoutKernel>(&op)
             .is_some()
         {
             assert!(
