@@ -31,7 +31,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use opforge::eager::EagerContext;
 use opforge::Registry;
-use opforge::{Code, Status};
+use opforge::Status;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -536,13 +536,7 @@ fn open_input(path: &Path) -> Result<Box<dyn Read>, Status> {
 }
 
 fn read_error(path: &Path, err: io::Error) -> Status {
-    let code = match err.kind() {
-        io::ErrorKind::NotFound => Code::NotFound,
-        io::ErrorKind::PermissionDenied => Code::PermissionDenied,
-        io::ErrorKind::InvalidData => Code::InvalidArgument,
-        _ => Code::Unknown,
-    };
-    Status::new(code, format!("cannot read {}: {err}", path.display()))
+    Status::io("read", path, &err)
 }
 
 /// The `opforge` binary: parses the arguments, links the standard op
