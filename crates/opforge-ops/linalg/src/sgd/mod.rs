@@ -1,10 +1,11 @@
 //! `_ResourceApplyGradientDescentMatMul`: the SGD update of a variable
 //! whose gradient is a matrix product, `var -= alpha * op(a) · op(b)`, as
-//! one kernel. The session's graph rewrites (`graph/optimize.rs` in
-//! `opforge-core`) put it in place of `ResourceApplyGradientDescent(var,
-//! alpha, MatMul(a, b))` (or `AssignSubVariableOp(var, Mul(alpha,
-//! MatMul(a, b)))`) when nothing else reads the product: a dense layer's
-//! weight update as a training step writes it. Like TensorFlow's
+//! one kernel. The op carries the SGD update fusions as its graph rewrite
+//! ([`rewrite`]), which sessions run before a graph: they put it in place
+//! of `ResourceApplyGradientDescent(var, alpha, MatMul(a, b))` (or
+//! `AssignSubVariableOp(var, Mul(alpha, MatMul(a, b)))`) when nothing else
+//! reads the product: a dense layer's weight update as a training step
+//! writes it. Like TensorFlow's
 //! grappler-made ops (`_FusedMatMul`), its name starts with `_`: graphs get
 //! it from the rewrite, not from users.
 //!
@@ -17,6 +18,8 @@
 //! unfused graph's exactly: the same blocks and kernel calls for the
 //! product, then `v - alpha * p` for each element, so the variable ends up
 //! bit-identical (tested).
+
+mod rewrite;
 
 use crate::matmul::{faer_products, matrix_product, product_then, Gemm};
 use faer::traits::ComplexField;
@@ -50,6 +53,7 @@ pub fn resource_apply_gradient_descent_mat_mul() -> OpDefBuilder {
         .attr("use_locking: bool = false")
         .stateful()
         .set_shape_fn(shape)
+        .graph_rewrite(rewrite::fuse_sgd_updates)
         .doc(
             "Update '*var' by subtracting 'alpha' * MatMul(a, b) from it.\n\
              \n\
