@@ -28,21 +28,6 @@ use opforge_ops_base::cpu::mover::{
 };
 use opforge_ops_base::types::{all_types, types, POD_TYPES, QUANTIZED};
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &[
-    "Transpose",
-    "GatherV2",
-    "Gather",
-    "GatherNd",
-    "ScatterNd",
-    "OneHot",
-    "Reverse",
-    "ReverseV2",
-    "ReverseSequence",
-    "UnravelIndex",
-];
-
 const INDEX_TYPES: &[DataType] = &[DataType::Int32, DataType::Int64];
 
 /// An empty output (no element to move) of `dtype` and `shape`.

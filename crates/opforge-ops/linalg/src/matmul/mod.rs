@@ -29,10 +29,6 @@ use opforge_ops_base::args::fmt_shape;
 use opforge_ops_base::cpu::par::{for_each_index, par_chunks};
 use std::sync::{Mutex, PoisonError};
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &["MatMul", "BatchMatMulV2"];
-
 /// `MatMul`.
 pub fn mat_mul() -> OpDefBuilder {
     OpDefBuilder::new("MatMul")

@@ -28,31 +28,6 @@ use opforge_ops_base::cpu::par::CHEAP_COST;
 use opforge_ops_base::cpu::reduce::{reduce_into, SumR};
 use opforge_ops_base::types::{NUMERIC_KERNEL_TYPES, REAL_KERNEL_TYPES};
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &[
-    "Relu",
-    "ReluGrad",
-    "Relu6",
-    "Relu6Grad",
-    "Elu",
-    "EluGrad",
-    "Selu",
-    "SeluGrad",
-    "Softplus",
-    "SoftplusGrad",
-    "Softsign",
-    "SoftsignGrad",
-    "LeakyRelu",
-    "LeakyReluGrad",
-    "Softmax",
-    "LogSoftmax",
-    "SoftmaxCrossEntropyWithLogits",
-    "SparseSoftmaxCrossEntropyWithLogits",
-    "BiasAdd",
-    "BiasAddGrad",
-];
-
 // ---------------------------------------------------------------------------
 mod defs;
 
