@@ -35,6 +35,7 @@ use opforge_core::{
 };
 use opforge_ops_base::args::fmt_shape;
 use opforge_ops_base::cpu::elem::Num;
+use opforge_ops_base::types::{FLOAT_DOUBLE_SPEC, FLOAT_DOUBLE_TYPES};
 use opforge_ops_base::var::{self, Var};
 
 /// The op's name.
@@ -47,7 +48,7 @@ pub fn resource_apply_gradient_descent_mat_mul() -> OpDefBuilder {
         .input("alpha: T")
         .input("a: T")
         .input("b: T")
-        .attr("T: {float, double}")
+        .attr(format!("T: {{{FLOAT_DOUBLE_SPEC}}}"))
         .attr("transpose_a: bool = false")
         .attr("transpose_b: bool = false")
         .attr("use_locking: bool = false")
@@ -171,7 +172,7 @@ fn fused<T: ComplexField + Num + Element + Copy + Send + Sync>(
 }
 
 register_kernel!(
-    KernelDefBuilder::new(NAME).type_constraint_list("T", &[DataType::Float, DataType::Double]),
+    KernelDefBuilder::new(NAME).type_constraint_list("T", FLOAT_DOUBLE_TYPES),
     Kernel
 );
 
