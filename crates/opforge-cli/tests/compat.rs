@@ -69,10 +69,10 @@ fn compat_lib(args: &[&str], dir: &Path) -> Output {
 /// Replaces the latest recorded version of op `name` in `dir` by `version`
 /// (text format of one OpDef).
 fn replace_latest(dir: &Path, name: &str, version: &str) {
-    let path = dir.join(format!("{name}.pbtxt"));
-    let text = std::fs::read_to_string(&path).unwrap();
-    let last = text.rfind("op {").unwrap();
-    std::fs::write(&path, format!("{}op {{\n{version}\n}}\n", &text[..last])).unwrap();
+    let path = opforge::compat::history_file(dir, name);
+    let (_, mut versions) = opforge::compat::read_history_file(&path).unwrap();
+    *versions.last_mut().unwrap() = opforge::proto::from_text(version).unwrap();
+    opforge::compat::write_history_file(dir, name, &versions).unwrap();
 }
 
 const ZERO_OUT_V4: &str = r#"
@@ -259,9 +259,11 @@ fn compatible_changes_and_new_ops_are_recorded_by_update() {
     let dir = history_copy(ZERO_OUT_HISTORY, "update");
     // ZeroOut's history stops at version 3; MultipleInsAndOuts is not
     // recorded.
-    let path = dir.join("ZeroOut.pbtxt");
+    let path = opforge::compat::history_file(&dir, "ZeroOut");
     let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, &text[..text.rfind("op {").unwrap()]).unwrap();
+    let (_, mut versions) = opforge::compat::read_history_file(&path).unwrap();
+    versions.pop();
+    opforge::compat::write_history_file(&dir, "ZeroOut", &versions).unwrap();
     std::fs::remove_file(dir.join("MultipleInsAndOuts.pbtxt")).unwrap();
     let o = compat_lib(&["check"], &dir);
     assert!(o.status.success(), "{}", both(&o));
