@@ -354,3 +354,21 @@ fn a_shared_or_half_precision_product_is_not_fused() {
         assert_eq!(a, b);
     }
 }
+
+#[test]
+fn the_sgd_fusions_are_the_linalg_familys_registered_rewrite() {
+    opforge::opforge_ops::link();
+    let registry = opforge::Registry::global();
+    assert_eq!(
+        registry.ops_with_attr::<opforge::graph::GraphRewrite>(),
+        ["_ResourceApplyGradientDescentMatMul"]
+    );
+    let origins = registry
+        .attr_origins::<opforge::graph::GraphRewrite>("_ResourceApplyGradientDescentMatMul");
+    assert!(
+        origins
+            .iter()
+            .all(|o| o.location().contains("opforge-ops/linalg/")),
+        "{origins:?}"
+    );
+}

@@ -14,7 +14,7 @@
 
 use opforge::compat::{self, check, check_history, check_node_def, validate_node_def};
 use opforge::graph::{Graph, Session};
-use opforge::proto::{self, GraphDef, NodeDef, OpDef, OpList};
+use opforge::proto::{self, GraphDef, NodeDef, OpDef};
 use opforge::{DataType, OpDefBuilder, Registry};
 use opforge_loader::Loader;
 use std::path::Path;
@@ -25,8 +25,9 @@ fn history() -> Vec<OpDef> {
         "{}/examples/zero_out/ops_history/ZeroOut.pbtxt",
         env!("CARGO_MANIFEST_DIR")
     );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    proto::from_text::<OpList>(&text).unwrap().op
+    compat::read_history_file(Path::new(&path))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .1
 }
 
 /// Links the standard library and loads the `zero_out` example library into

@@ -51,11 +51,6 @@ def _default_value(literal: str):
         return _Default(literal)
 
 
-def _dtype_name(proto_name: str) -> str:
-    d = dtypes.as_dtype(proto_name)
-    return d.name
-
-
 class OpInfo:
     """What the generated functions of one op need, built once."""
 
@@ -223,113 +218,10 @@ class OpInfo:
 
     # -- documentation ---------------------------------------------------
 
-    def _input_doc(self, arg):
-        ta = arg.get("type_attr")
-        fixed = self._fixed_dtype(arg)
-        if arg.get("type_list_attr"):
-            kind = "A list of `Tensor` objects"
-            allowed = self._allowed(arg["type_list_attr"])
-            types = f" with types from: {allowed}." if allowed else "."
-            return kind + types
-        if arg.get("number_attr"):
-            n = self.attr_defs.get(arg["number_attr"], {})
-            minimum = int(n.get("minimum", 0) or 0)
-            head = f"A list of at least {minimum}" if minimum else "A list of"
-            if fixed is not None:
-                return f"{head} `Tensor` objects with type `{fixed.name}`."
-            allowed = self._allowed(ta)
-            return f"{head} `Tensor` objects with the same type" + (
-                f" in: {allowed}." if allowed else "."
-            )
-        if fixed is not None:
-            return f"A `Tensor` of type `{fixed.name}`."
-        allowed = self._allowed(ta)
-        if allowed:
-            return f"A `Tensor`. Must be one of the following types: {allowed}."
-        return "A `Tensor`."
-
-    def _allowed(self, attr):
-        a = self.attr_defs.get(attr or "", {})
-        vals = (a.get("allowed_values") or {}).get("list", {}).get("type")
-        if not vals:
-            return ""
-        return ", ".join(f"`{_dtype_name(v)}`" for v in vals)
-
     def docstring(self):
-        od = self.opdef
-        lines = []
-        summary = od.get("summary", "")
-        lines.append(summary or f"The `{self.name}` op.")
-        if od.get("description"):
-            lines += ["", od["description"]]
-        lines += ["", "Args:"]
-        for py, arg, is_input, default in self.params:
-            if is_input:
-                a = next(x for x in self.inputs if x["name"] == arg)
-                text = self._input_doc(a)
-                desc = a.get("description", "")
-            else:
-                a = self.attr_defs[arg]
-                t = a["type"]
-                opt = "An optional" if self.has_default[py] else "A"
-                if t.startswith("list("):
-                    kind = f"{opt} list of `{t[5:-1]}s`"
-                else:
-                    kind = f"{opt} `{'tf.DType' if t == 'type' else t}`"
-                allowed = (a.get("allowed_values") or {}).get("list", {})
-                if allowed.get("s"):
-                    import base64
-
-                    vals = [base64.b64decode(s).decode() for s in allowed["s"]]
-                    kind = f"{opt} `string` from: " + ", ".join(f'`"{v}"`' for v in vals)
-                elif t == "type" and allowed.get("type"):
-                    kind = f"{opt} `tf.DType` from: " + ", ".join(
-                        f"`tf.{_dtype_name(v)}`" for v in allowed["type"]
-                    )
-                if a.get("has_minimum"):
-                    kind += f" that is `>= {a.get('minimum', 0)}`"
-                text = kind + (f". Defaults to `{default!r}`." if self.has_default[py] else ".")
-                desc = a.get("description", "")
-            lines.append(f"  {py}: {text}" + (f"\n    {desc}" if desc else ""))
-        lines.append("  name: A name for the operation (optional).")
-        lines += ["", "Returns:"]
-        if not self.outputs:
-            lines.append("  None (the op has no outputs).")
-        elif len(self.outputs) == 1:
-            o = self.outputs[0]
-            lines.append("  " + self._output_doc(o))
-        else:
-            lines.append(f"  A tuple of `Tensor` objects ({', '.join(o['name'] for o in self.outputs)}).")
-            for o in self.outputs:
-                lines.append(f"  {o['name']}: {self._output_doc(o)}")
-        return "\n".join(lines)
-
-    def _output_doc(self, o):
-        fixed = self._fixed_dtype(o)
-        if o.get("number_attr") or o.get("type_list_attr"):
-            return "A list of `Tensor` objects."
-        if fixed is not None:
-            return f"A `Tensor` of type `{fixed.name}`."
-        ta = o.get("type_attr")
-        same = next((i["name"] for i in self.inputs if i.get("type_attr") == ta and ta), None)
-        if same:
-            return f"A `Tensor`. Has the same type as `{same}`."
-        return f"A `Tensor` of type `{ta}`." if ta else "A `Tensor`."
-
-
-def _snake(name: str) -> str:
-    out = []
-    for i, c in enumerate(name):
-        if c == ">":
-            out.append("_")
-            continue
-        if c.isupper() and i > 0:
-            prev = name[i - 1]
-            nxt = name[i + 1] if i + 1 < len(name) else ""
-            if (prev.islower() or nxt.islower()) and prev not in (">", "_"):
-                out.append("_")
-        out.append(c.lower())
-    return "".join(out)
+        """TensorFlow's generated-wrapper docstring, rendered by the core
+        (`opforge_core::signature::python_docstring`)."""
+        return _C.python_docstring(self.name)
 
 
 def make_function(info: OpInfo, raw: bool):
@@ -349,7 +241,7 @@ def make_function(info: OpInfo, raw: bool):
         else:
             attrs.append((arg, py, f"_d{i}" if info.has_default[py] else None))
     params.append("name=None")
-    fname = info.name if raw else _snake(info.name)
+    fname = info.name if raw else _C.snake_case(info.name)
     if keyword.iskeyword(fname):
         fname += "_"
     star = "*, " if raw and params else ""
@@ -452,5 +344,6 @@ def _in_graph(graph, v, op, arg):
 
 def snake_case(name: str) -> str:
     """TensorFlow's Python name of an op (`Conv2DBackpropInput` ->
-    `conv2d_backprop_input`)."""
-    return _snake(name)
+    `conv2d_backprop_input`), by the core's rule
+    (`opforge_core::signature::snake_case`)."""
+    return _C.snake_case(name)

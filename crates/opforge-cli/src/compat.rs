@@ -3,9 +3,9 @@
 //! history.
 //!
 //! The op history is a folder (`ops_history/` by default) with one file
-//! per op, `<OpName>.pbtxt`: an `OpList` in protobuf text format holding
-//! every recorded version of the op, oldest first, without docs (the layout
-//! of TensorFlow's `ops_history_v2`). `check` compares each registered op
+//! per op, `<OpName>.pbtxt`: every recorded version of the op, oldest
+//! first, without docs (the format is core's, [`opforge::compat::read_history`]).
+//! `check` compares each registered op
 //! with its latest recorded version:
 //!
 //! * unchanged: nothing to say (an up-to-date history prints one summary line);
@@ -36,104 +36,17 @@
 //! cannot be read gives `{"name", "error"}`; the run always goes on.
 
 use super::{opdef, CliError};
-use opforge::compat::{self, HistoryCheck, Reason};
+pub use opforge::compat::DEFAULT_HISTORY_DIR;
+use opforge::compat::{
+    self, history_file, read_history, write_history_file, History, HistoryCheck, Reason,
+};
 use opforge::op_def::validate_op_def;
 use opforge::proto::{self, NodeDef, OpDef, OpList};
 use opforge::registry::OPS_TO_REGISTER;
 use opforge::{Registry, Result, Status};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
-
-/// The default op-history folder, relative to the current directory.
-pub const DEFAULT_HISTORY_DIR: &str = "ops_history";
-
-/// Every op's recorded versions, oldest first, by op name.
-pub type History = BTreeMap<String, Vec<OpDef>>;
-
-/// The file that holds op `name`'s history in `dir`.
-pub fn history_file(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.pbtxt"))
-}
-
-/// Reads an op-history folder: every `*.pbtxt` file (other files are
-/// ignored) must be a non-empty text-format `OpList` of valid versions of
-/// one op, named after it. `NotFound` if the folder does not exist.
-pub fn read_history(dir: &Path) -> Result<History> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            Status::not_found(format!(
-                "there is no op history at '{}': run `opforge compat update` (with the same \
-                 --history) to create it",
-                dir.display()
-            ))
-        } else {
-            super::read_error(dir, e)
-        }
-    })?;
-    let mut files: Vec<PathBuf> = Vec::new();
-    for entry in entries {
-        let path = entry.map_err(|e| super::read_error(dir, e))?.path();
-        if path.extension().is_some_and(|x| x == "pbtxt") && path.is_file() {
-            files.push(path);
-        }
-    }
-    files.sort();
-    let mut history = History::new();
-    for path in files {
-        let text = std::fs::read_to_string(&path).map_err(|e| super::read_error(&path, e))?;
-        let list: OpList =
-            proto::from_text(&text).map_err(|e| e.prepend(format!("{}: ", path.display())))?;
-        let Some(first) = list.op.first() else {
-            return Err(Status::invalid_argument(format!(
-                "{}: holds no op version",
-                path.display()
-            )));
-        };
-        let name = first.name.clone();
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-        if stem != name {
-            return Err(Status::invalid_argument(format!(
-                "{}: holds op '{name}', whose history belongs in {name}.pbtxt",
-                path.display()
-            )));
-        }
-        for (i, op) in list.op.iter().enumerate() {
-            if op.name != name {
-                return Err(Status::invalid_argument(format!(
-                    "{}: version {} is op '{}', not '{name}' (one file per op)",
-                    path.display(),
-                    i + 1,
-                    op.name
-                )));
-            }
-            validate_op_def(op).map_err(|e| {
-                e.prepend(format!(
-                    "{}: version {} is not a valid OpDef: ",
-                    path.display(),
-                    i + 1
-                ))
-            })?;
-        }
-        history.insert(name, list.op);
-    }
-    Ok(history)
-}
-
-/// Writes op `name`'s versions to its history file (through a temporary
-/// file, so a failed write leaves the old file).
-fn write_history_file(dir: &Path, name: &str, versions: &[OpDef]) -> Result<()> {
-    let path = history_file(dir, name);
-    let tmp = dir.join(format!(".{name}.pbtxt.tmp"));
-    let text = proto::to_text(&OpList {
-        op: versions.to_vec(),
-    });
-    let write_error =
-        |p: &Path, e: std::io::Error| Status::unknown(format!("cannot write {}: {e}", p.display()));
-    std::fs::write(&tmp, text).map_err(|e| write_error(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| write_error(&path, e))
-}
+use std::path::Path;
 
 /// Where one op stands against the history.
 #[derive(Debug)]
@@ -422,8 +335,6 @@ pub fn update(
         )?;
         return Ok(());
     }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Status::unknown(format!("cannot create {}: {e}", dir.display())))?;
     for (name, state) in &states {
         match state {
             OpState::New { current } => {
@@ -606,6 +517,7 @@ pub fn check_jsonl(input: impl BufRead, out: &mut dyn Write) -> std::result::Res
 mod tests {
     use super::*;
     use opforge::OpDefBuilder;
+    use std::path::PathBuf;
 
     fn temp_dir(name: &str) -> PathBuf {
         let dir =
@@ -693,42 +605,6 @@ mod tests {
         let (ok, text) = run(|o| update(&r1, Scope::All, &dir, o));
         assert!(!ok && text.contains("nothing written"), "{text}");
         assert_eq!(read_history(&dir).unwrap()["ZeroOut"].len(), 2);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn history_files_are_checked() {
-        let dir = temp_dir("bad");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("README.md"), "not a history file").unwrap();
-        std::fs::write(dir.join("Foo.pbtxt"), "op { name: 'Bar' }").unwrap();
-        let err = read_history(&dir).unwrap_err();
-        assert!(err.message().contains("belongs in Bar.pbtxt"), "{err}");
-        std::fs::write(
-            dir.join("Foo.pbtxt"),
-            "op { name: 'Foo' } op { name: 'Baz' }",
-        )
-        .unwrap();
-        let err = read_history(&dir).unwrap_err();
-        assert!(err.message().contains("version 2 is op 'Baz'"), "{err}");
-        std::fs::write(dir.join("Foo.pbtxt"), "").unwrap();
-        let err = read_history(&dir).unwrap_err();
-        assert!(err.message().contains("holds no op version"), "{err}");
-        std::fs::write(
-            dir.join("Foo.pbtxt"),
-            "op { name: 'Foo' input_arg { name: 'x' } }",
-        )
-        .unwrap();
-        let err = read_history(&dir).unwrap_err();
-        assert!(
-            err.message().contains("version 1 is not a valid OpDef"),
-            "{err}"
-        );
-        std::fs::write(dir.join("Foo.pbtxt"), "op { name: 'Foo' bogus: 1 }").unwrap();
-        let err = read_history(&dir).unwrap_err();
-        assert!(err.message().contains("Foo.pbtxt"), "{err}");
-        std::fs::write(dir.join("Foo.pbtxt"), "op { name: 'Foo' }").unwrap();
-        assert_eq!(read_history(&dir).unwrap().len(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -10,7 +10,7 @@
 //! opforge ops export [--format pbtxt|binary|json]   the whole OpList
 //! opforge opdef build --jsonl FILE                  builder calls -> OpDefs, one JSON line each
 //! opforge opdef check FILE.pbtxt                    validate a text-format OpList
-//! opforge shape infer --jsonl FILE                 shape functions on corpus-style cases
+//! opforge shape infer --jsonl FILE [--no-defaults]  shape functions on corpus-style cases
 //! opforge graph run --graph FILE --request REQ    run a GraphDef: feeds/fetches/targets in JSON
 //! opforge graph gradients --graph FILE --ys Y --xs X1,X2 --out FILE2   add a gradient subgraph
 //! opforge exec --jsonl FILE                         run ops eagerly, one JSON line each
@@ -31,7 +31,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use opforge::eager::EagerContext;
 use opforge::Registry;
-use opforge::{Code, Status};
+use opforge::Status;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -193,10 +193,16 @@ pub enum ShapeCommand {
     /// Run shape functions on cases in the format of TensorFlow's shape
     /// inference corpus ({"op", "node_def", "ins", "input_tensors"} per
     /// line). Prints {"outputs": "<shapes>"} or {"error": "<message>"} per line.
+    #[command(long_about = shape::HELP)]
     Infer {
         /// The JSON lines file (`-` for stdin).
         #[arg(long, value_name = "FILE")]
         jsonl: PathBuf,
+        /// Run each node as written: attrs it leaves out do not get the
+        /// op's defaults (as TensorFlow's shape-function tests run a bare
+        /// node).
+        #[arg(long)]
+        no_defaults: bool,
     },
 }
 
@@ -437,8 +443,15 @@ pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(
             }
         },
         Command::Shape {
-            command: ShapeCommand::Infer { jsonl },
-        } => shape::infer_jsonl(io::BufReader::new(open_input(jsonl)?), out),
+            command: ShapeCommand::Infer { jsonl, no_defaults },
+        } => {
+            let defaults = match no_defaults {
+                true => shape::Defaults::AsGiven,
+                false => shape::Defaults::Add,
+            };
+            let input = io::BufReader::new(open_input(jsonl)?);
+            shape::infer_jsonl(registry, defaults, input, out)
+        }
         Command::Compat { command } => match command {
             CompatCommand::Check { history, strict } => {
                 compat::check(registry, scope.as_scope(), history, *strict, out)
@@ -536,13 +549,7 @@ fn open_input(path: &Path) -> Result<Box<dyn Read>, Status> {
 }
 
 fn read_error(path: &Path, err: io::Error) -> Status {
-    let code = match err.kind() {
-        io::ErrorKind::NotFound => Code::NotFound,
-        io::ErrorKind::PermissionDenied => Code::PermissionDenied,
-        io::ErrorKind::InvalidData => Code::InvalidArgument,
-        _ => Code::Unknown,
-    };
-    Status::new(code, format!("cannot read {}: {err}", path.display()))
+    Status::io("read", path, &err)
 }
 
 /// The `opforge` binary: parses the arguments, links the standard op

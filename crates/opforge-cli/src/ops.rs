@@ -1,7 +1,7 @@
 //! `opforge ops list|show|export`: the registered ops.
 
 use super::{CliError, ExportFormat, ShowFormat};
-use opforge::kernel::WithoutKernel;
+use opforge::op_def::WithoutKernel;
 use opforge::{proto, signature, Registry};
 use std::io::Write;
 

@@ -172,6 +172,27 @@ impl Status {
         unavailable => Unavailable,
     }
 
+    /// A file-system error: `cannot ACTION PATH: ERROR`, its code from the
+    /// error's kind (`NotFound`, `PermissionDenied`, `InvalidArgument` for
+    /// invalid data, else `Unknown`).
+    ///
+    /// ```
+    /// use opforge_core::{Code, Status};
+    /// let err = std::fs::read("/no/such/file").unwrap_err();
+    /// let s = Status::io("read", std::path::Path::new("/no/such/file"), &err);
+    /// assert_eq!(s.code(), Code::NotFound);
+    /// assert!(s.message().starts_with("cannot read /no/such/file: "));
+    /// ```
+    pub fn io(action: &str, path: &std::path::Path, err: &std::io::Error) -> Status {
+        let code = match err.kind() {
+            std::io::ErrorKind::NotFound => Code::NotFound,
+            std::io::ErrorKind::PermissionDenied => Code::PermissionDenied,
+            std::io::ErrorKind::InvalidData => Code::InvalidArgument,
+            _ => Code::Unknown,
+        };
+        Status::new(code, format!("cannot {action} {}: {err}", path.display()))
+    }
+
     /// The error code.
     pub fn code(&self) -> Code {
         self.code

@@ -34,6 +34,7 @@ pub mod graph;
 pub mod kernel;
 pub mod op_attr;
 pub mod op_def;
+pub mod origin;
 pub mod proto;
 pub mod registry;
 pub mod resource;

@@ -381,18 +381,12 @@ fn compat_seeds() -> Vec<Vec<u8>> {
         }
     }
     for dir in ["ops_history", "examples/zero_out/ops_history"] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join(dir))
-            .map(|d| d.filter_map(|e| Some(e.ok()?.path())).collect())
-            .unwrap_or_default();
-        files.sort();
+        let files = opforge_core::compat::history_files(&repo().join(dir)).unwrap_or_default();
         for f in files {
-            let Ok(list) = std::fs::read_to_string(&f)
-                .map_err(|_| ())
-                .and_then(|t| proto::from_text::<OpList>(&t).map_err(|_| ()))
-            else {
+            let Ok((_, versions)) = opforge_core::compat::read_history_file(&f) else {
                 continue;
             };
-            match list.op.as_slice() {
+            match versions.as_slice() {
                 [one] => out.push(pair(one, one, None)),
                 many => many
                     .windows(2)

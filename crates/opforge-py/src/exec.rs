@@ -88,6 +88,23 @@ pub fn python_signature(py: Python<'_>, op: &str) -> PyResult<String> {
     Ok(opforge::signature::python_signature(&def))
 }
 
+/// `_C.python_docstring(op)`: the generated function's docstring, in the
+/// form of TensorFlow's generated wrappers (core's
+/// `signature::python_docstring`).
+#[pyfunction]
+pub fn python_docstring(py: Python<'_>, op: &str) -> PyResult<String> {
+    let def = errors::check(py, Registry::global().op_def(op), None)?;
+    Ok(opforge::signature::python_docstring(&def))
+}
+
+/// `_C.snake_case(name)`: TensorFlow's Python name of an op
+/// (`Conv2DBackpropInput` -> `conv2d_backprop_input`; core's
+/// `signature::snake_case`).
+#[pyfunction]
+pub fn snake_case(name: &str) -> String {
+    opforge::signature::snake_case(name)
+}
+
 /// One row of [`python_params`]: `(python_name, arg_name, is_input,
 /// default_literal)`.
 type ParamRow = (String, String, bool, Option<String>);

@@ -63,6 +63,8 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(exec::op_names, m)?)?;
     m.add_function(wrap_pyfunction!(exec::python_signature, m)?)?;
     m.add_function(wrap_pyfunction!(exec::python_params, m)?)?;
+    m.add_function(wrap_pyfunction!(exec::python_docstring, m)?)?;
+    m.add_function(wrap_pyfunction!(exec::snake_case, m)?)?;
     m.add_function(wrap_pyfunction!(exec::op_list_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(exec::execute, m)?)?;
     m.add_function(wrap_pyfunction!(exec::graph_call, m)?)?;

@@ -13,7 +13,59 @@ use opforge_core::attrs::IntoAttrValue;
 use opforge_core::autodiff::{compute_gradient, compute_gradient_error, Ops, OpsExt, Sym};
 use opforge_core::eager::EagerContext;
 use opforge_core::graph::{Graph, NodeSpec, Output};
+use opforge_core::op_def::WithoutKernel;
+use opforge_core::registry::Registry;
 use opforge_core::{Element, Result, Tensor};
+
+/// The ops of the global registry whose OpDefs were registered by code
+/// under `dir` (a source path as `file!()` gives it, from the workspace
+/// root, such as `crates/opforge-ops/nn/src/nn/`), sorted: a family's or a
+/// module's ops, asked of the registry instead of kept in a list beside it.
+/// Panics if there is none (the path is wrong, or nothing is linked).
+pub fn ops_registered_under(dir: &str) -> Vec<String> {
+    let registry = Registry::global();
+    let ops: Vec<String> = registry
+        .names()
+        .into_iter()
+        .filter(|op| {
+            registry.lookup(op).is_ok_and(|data| {
+                data.state()
+                    .origins()
+                    .iter()
+                    .any(|o| o.location().starts_with(dir))
+            })
+        })
+        .collect();
+    assert!(
+        !ops.is_empty(),
+        "no op of the global registry was registered by code under {dir}"
+    );
+    ops
+}
+
+/// Asserts that every op registered by code under `dir` (see
+/// [`ops_registered_under`]) has exactly one CPU kernel, or none when it
+/// declares why (`OpDefBuilder::without_kernel`); returns the ops.
+pub fn assert_one_cpu_kernel_each(dir: &str) -> Vec<String> {
+    let ops = ops_registered_under(dir);
+    for op in &ops {
+        // (Other tests of the binary may add fake-device mirrors.)
+        let cpu = Registry::global()
+            .kernels_for(op)
+            .iter()
+            .filter(|k| k.def.device_type == "CPU")
+            .count();
+        let want = match Registry::global().attr::<WithoutKernel>(op) {
+            Some(_) => 0,
+            None => 1,
+        };
+        assert_eq!(
+            cpu, want,
+            "{op} (registered under {dir}) has {cpu} CPU kernels"
+        );
+    }
+    ops
+}
 
 /// An eager context on a 2-thread CPU device, shared by the tests.
 pub fn ctx() -> &'static EagerContext {

@@ -47,14 +47,21 @@
 //! ([`validate_node_def`], TensorFlow's `ValidateNodeDef`), so a NodeDef
 //! written for the old op can be checked against the new one
 //! ([`check_node_def`]), and checks an op against its recorded history
-//! ([`check_history`], TensorFlow's `ops_history` check).
+//! ([`check_history`], TensorFlow's `ops_history` check), and reads and
+//! writes the op-history folder (`ops_history/<Op>.pbtxt`, [`read_history`],
+//! [`write_history_file`]).
 
 mod history;
+mod history_files;
 mod node_def;
 mod rules;
 mod summary;
 
 pub use history::{check_history, same_version, strip_docs, HistoryCheck};
+pub use history_files::{
+    history_file, history_files, history_text, read_history, read_history_file, write_history_file,
+    History, DEFAULT_HISTORY_DIR,
+};
 pub use node_def::{
     check_node_def, node_in_out_types, types_compatible, validate_node_def,
     validate_node_def_strict, NodeDefCheck,

@@ -4,12 +4,13 @@
 //! runs when it is added, so a shape error names the node at construction.
 
 mod graph_def;
-mod optimize;
+pub mod rewrite;
 mod session;
 #[cfg(test)]
 mod tests;
 
 pub use graph_def::LeanGraphDef;
+pub use rewrite::{GraphRewrite, Replacement, RewriteContext, RewriteFunction};
 pub use session::{Session, SessionOptions};
 
 use crate::attrs::{
@@ -577,7 +578,7 @@ impl Graph {
     /// Replaces node `id` by the node `spec` describes, which keeps its
     /// name and output types and reads only nodes before it (so every
     /// consumer, feed, fetch and handle of the node still means it): for
-    /// graph rewrites ([`optimize`]).
+    /// graph rewrites ([`rewrite`]).
     pub(crate) fn replace_node(&mut self, id: NodeId, spec: NodeSpec) -> Result<()> {
         let index = self.check_node(id)?;
         let old = &self.nodes[index];

@@ -67,9 +67,11 @@ pub struct SessionOptions {
     /// for it, on a device that has one (TensorFlow's
     /// `allow_soft_placement`; on by default, as in TensorFlow 2).
     pub allow_soft_placement: bool,
-    /// Rewrite the graph before running it, as TensorFlow's grappler does
-    /// (fusing `v.assign_sub(lr * grad)` into one update kernel; node ids,
-    /// names and results stay the same). On by default; the session's
+    /// Rewrite the graph before running it, as TensorFlow's grappler does,
+    /// with the graph rewrites the registry's ops carry
+    /// ([`GraphRewrite`](super::GraphRewrite); the standard library's fuse
+    /// `v.assign_sub(lr * grad)` into one update kernel): node ids, names
+    /// and results stay the same. On by default; the session's
     /// [`graph`](Session::graph) is the rewritten graph.
     pub optimize: bool,
 }
@@ -190,11 +192,13 @@ impl SessionBuilder {
         }
         .filter(|p| p.rayon_pool().is_some());
         graph.check_live()?;
-        let cpu_only = devices.devices().iter().all(|d| d.device_type() == "CPU");
         let graph = match options.optimize {
-            true => super::optimize::optimize(&graph, cpu_only)?
-                .map(Arc::new)
-                .unwrap_or(graph),
+            true => {
+                let types: Vec<&str> = devices.devices().iter().map(|d| d.device_type()).collect();
+                super::rewrite::optimize(&graph, &types)?
+                    .map(Arc::new)
+                    .unwrap_or(graph)
+            }
             false => graph,
         };
         let n = graph.len();

@@ -7,8 +7,8 @@ mod context;
 pub use context::{call_kernel, KernelSignature, OpKernelConstruction, OpKernelContext, TensorVec};
 
 use crate::attrs::AttrMap;
+use crate::origin::EntryState;
 use crate::proto::attr_value::Value;
-use crate::registry::EntryState;
 use crate::{DataType, Element, Result};
 use std::sync::Arc;
 
@@ -25,30 +25,6 @@ pub trait OpKernel: Send + Sync {
 pub trait CreateKernel: OpKernel + Sized + 'static {
     /// Validates the attrs and builds the kernel.
     fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self>;
-}
-
-/// The per-op attribute (see [`crate::op_attr`]) of an op that has, on
-/// purpose, no kernel on any device, with the reason: an op TensorFlow
-/// itself ships without a kernel, or one whose kernel needs something the
-/// runtime does not have. `opforge ops show` and `ops list` print it, and
-/// running such an op fails with `NotFound` naming the reason. Attach it
-/// with [`OpDefBuilder::without_kernel`](crate::OpDefBuilder::without_kernel).
-///
-/// ```
-/// use opforge_core::{kernel::WithoutKernel, OpDefBuilder, Registry};
-/// let r = Registry::new();
-/// r.register_op(OpDefBuilder::new("Marker").without_kernel("a graph annotation only")).unwrap();
-/// assert_eq!(&*r.attr::<WithoutKernel>("Marker").unwrap(), "a graph annotation only");
-/// ```
-pub struct WithoutKernel;
-
-impl crate::op_attr::OpAttr for WithoutKernel {
-    type Value = str;
-    const NAME: &'static str = "WithoutKernel";
-
-    fn same(a: &Arc<str>, b: &Arc<str>) -> bool {
-        a == b
-    }
 }
 
 /// Builds a kernel for a node.
@@ -286,41 +262,4 @@ impl KernelRegistration {
         }
         s
     }
-}
-
-/// Registers a kernel next to its code.
-///
-/// `register_kernel!(KernelDefBuilder::new("ZeroOut").type_constraint::<i32>("T"), ZeroOutOp)`
-/// registers a type implementing [`CreateKernel`]; `register_kernel!(def, fn = |ctx| ...)`
-/// registers a factory closure returning `Result<Box<dyn OpKernel>>`.
-#[macro_export]
-macro_rules! register_kernel {
-    ($def:expr, fn = $factory:expr $(,)?) => {
-        $crate::inventory::submit! {
-            $crate::registry::StaticRegistration::kernel(
-                || $crate::kernel::KernelRegistration::with_factory($def, $factory), file!(), line!())
-        }
-    };
-    ($def:expr, $kernel:ty $(,)?) => {
-        $crate::inventory::submit! {
-            $crate::registry::StaticRegistration::kernel(
-                || $crate::kernel::KernelRegistration::of::<$kernel>($def), file!(), line!())
-        }
-    };
-}
-
-/// Registers a generic kernel once per element type (TensorFlow's
-/// `TF_CALL_REAL_NUMBER_TYPES` idea): `register_kernel_for_types!("ZeroOut",
-/// "T", ZeroOutOp, [f32, f64, i32])` registers `ZeroOutOp<f32>` for
-/// `T = DT_FLOAT`, and so on.
-#[macro_export]
-macro_rules! register_kernel_for_types {
-    ($op:expr, $attr:expr, $kernel:ident, [$($t:ty),* $(,)?]) => {
-        $(
-            $crate::register_kernel!(
-                $crate::kernel::KernelDefBuilder::new($op).type_constraint::<$t>($attr),
-                $kernel<$t>
-            );
-        )*
-    };
 }

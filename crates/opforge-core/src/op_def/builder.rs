@@ -151,9 +151,9 @@ impl OpDefBuilder {
     }
 
     /// Declares that the op has no kernel on purpose, and why (see
-    /// [`WithoutKernel`](crate::kernel::WithoutKernel)).
+    /// [`WithoutKernel`]).
     pub fn without_kernel(self, reason: &str) -> Self {
-        self.set_attr::<crate::kernel::WithoutKernel>(Arc::from(reason))
+        self.set_attr::<WithoutKernel>(Arc::from(reason))
     }
 
     /// The per-op attribute of kind `A` attached so far, if any.
@@ -437,6 +437,30 @@ impl FullTypeDef {
             }],
             attr: None,
         }
+    }
+}
+
+/// The per-op attribute (see [`crate::op_attr`]) of an op that has, on
+/// purpose, no kernel on any device, with the reason: an op TensorFlow
+/// itself ships without a kernel, or one whose kernel needs something the
+/// runtime does not have. `opforge ops show` and `ops list` print it, and
+/// running such an op fails with `NotFound` naming the reason. Attach it
+/// with [`OpDefBuilder::without_kernel`](OpDefBuilder::without_kernel).
+///
+/// ```
+/// use opforge_core::{op_def::WithoutKernel, OpDefBuilder, Registry};
+/// let r = Registry::new();
+/// r.register_op(OpDefBuilder::new("Marker").without_kernel("a graph annotation only")).unwrap();
+/// assert_eq!(&*r.attr::<WithoutKernel>("Marker").unwrap(), "a graph annotation only");
+/// ```
+pub struct WithoutKernel;
+
+impl OpAttr for WithoutKernel {
+    type Value = str;
+    const NAME: &'static str = "WithoutKernel";
+
+    fn same(a: &Arc<str>, b: &Arc<str>) -> bool {
+        a == b
     }
 }
 

@@ -12,7 +12,7 @@ pub use attr_value::{
     parse_attr_value, split_list_type, summarize_attr_value, summarize_shape, validate_attr_value,
     ATTR_BASE_TYPES,
 };
-pub use builder::OpDefBuilder;
+pub use builder::{OpDefBuilder, WithoutKernel};
 pub use spec::{
     is_valid_arg_name, is_valid_attr_name, parse_arg_spec, parse_attr_spec, ArgSpec, SpecError,
 };

@@ -1,7 +1,7 @@
 //! One table per kind of per-op attribute (see [`crate::op_attr`]).
 
-use super::origin::{EntryState, Origin, OwnerId};
 use crate::op_attr::{ErasedAttr, OpAttr};
+use crate::origin::{EntryState, Origin, OwnerId};
 use crate::{Result, Status};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -122,7 +122,7 @@ impl Registry {
                     self.kernel_device_types().join(", ")
                 );
                 if candidates.is_empty() {
-                    match self.attr::<crate::kernel::WithoutKernel>(&op.name) {
+                    match self.attr::<crate::op_def::WithoutKernel>(&op.name) {
                         Some(why) => msg.push_str(&format!(
                             "  <no registered kernels: {} has none on purpose: {why}>\n",
                             op.name

@@ -46,16 +46,15 @@
 mod attr_tables;
 mod kernels;
 mod messages;
-mod origin;
 mod statics;
 mod verify;
 
 #[cfg(test)]
 mod tests;
 
+pub use crate::origin::{EntryState, Origin, OwnerId, BUILTIN_NAME};
 pub use kernels::BuiltKernel;
 pub use messages::describe_difference;
-pub use origin::{EntryState, Origin, OwnerId, BUILTIN_NAME};
 pub use statics::{StaticKind, StaticRegistration};
 
 use crate::kernel::KernelRegistration;

@@ -138,3 +138,40 @@ macro_rules! register_op_attr {
         }
     };
 }
+
+/// Registers a kernel next to its code.
+///
+/// `register_kernel!(KernelDefBuilder::new("ZeroOut").type_constraint::<i32>("T"), ZeroOutOp)`
+/// registers a type implementing [`CreateKernel`](crate::kernel::CreateKernel); `register_kernel!(def, fn = |ctx| ...)`
+/// registers a factory closure returning `Result<Box<dyn OpKernel>>`.
+#[macro_export]
+macro_rules! register_kernel {
+    ($def:expr, fn = $factory:expr $(,)?) => {
+        $crate::inventory::submit! {
+            $crate::registry::StaticRegistration::kernel(
+                || $crate::kernel::KernelRegistration::with_factory($def, $factory), file!(), line!())
+        }
+    };
+    ($def:expr, $kernel:ty $(,)?) => {
+        $crate::inventory::submit! {
+            $crate::registry::StaticRegistration::kernel(
+                || $crate::kernel::KernelRegistration::of::<$kernel>($def), file!(), line!())
+        }
+    };
+}
+
+/// Registers a generic kernel once per element type (TensorFlow's
+/// `TF_CALL_REAL_NUMBER_TYPES` idea): `register_kernel_for_types!("ZeroOut",
+/// "T", ZeroOutOp, [f32, f64, i32])` registers `ZeroOutOp<f32>` for
+/// `T = DT_FLOAT`, and so on.
+#[macro_export]
+macro_rules! register_kernel_for_types {
+    ($op:expr, $attr:expr, $kernel:ident, [$($t:ty),* $(,)?]) => {
+        $(
+            $crate::register_kernel!(
+                $crate::kernel::KernelDefBuilder::new($op).type_constraint::<$t>($attr),
+                $kernel<$t>
+            );
+        )*
+    };
+}

@@ -5,6 +5,7 @@
 
 pub mod common;
 mod context;
+pub mod harness;
 
 pub use context::{
     DimOrConst, DimensionHandle, InferenceContext, ShapeAndType, ShapeHandle, MAX_RANK,

@@ -28,13 +28,19 @@ use opforge_ops_base::grad::one_op_grad;
 use opforge_ops_base::shape::*;
 use opforge_ops_base::types::POD_TYPES;
 
+opforge_ops_base::dtype_table! {
+    /// The dtypes of `Diag` and `DiagPart`: their OpDefs' type list (in
+    /// TensorFlow's order) and their CPU kernels'.
+    DIAG_TYPES, DIAG_SPEC => [BFloat16, Half, Float, Double, Int32, Int64, Complex64, Complex128]
+}
+
 #[cfg(test)]
 mod tests;
 
 register_op!(OpDefBuilder::new("Diag")
     .input("diagonal: T")
     .output("output: T")
-    .attr("T: {bfloat16, half, float, double, int32, int64, complex64, complex128}")
+    .attr(format!("T: {{{DIAG_SPEC}}}"))
     .set_shape_fn(with_inputs(1, diag_shape))
     .doc(
         "Returns a diagonal tensor with the given diagonal values.\n\n\
@@ -52,7 +58,7 @@ fn diag_shape(c: &mut InferenceContext) -> Result<()> {
 register_op!(OpDefBuilder::new("DiagPart")
     .input("input: T")
     .output("diagonal: T")
-    .attr("T: {bfloat16, half, float, double, int32, int64, complex64, complex128}")
+    .attr(format!("T: {{{DIAG_SPEC}}}"))
     .set_shape_fn(with_inputs(1, diag_part_shape))
     .doc(
         "Returns the diagonal part of the tensor.\n\n\
@@ -183,19 +189,6 @@ register_op!(OpDefBuilder::new("MatrixBandPart")
 // ---------------------------------------------------------------------------
 // CPU kernels
 // ---------------------------------------------------------------------------
-
-/// The dtypes of TensorFlow's `Diag` and `DiagPart` CPU kernels (the
-/// OpDefs' type list).
-const DIAG_TYPES: &[DataType] = &[
-    DataType::BFloat16,
-    DataType::Half,
-    DataType::Float,
-    DataType::Double,
-    DataType::Int32,
-    DataType::Int64,
-    DataType::Complex64,
-    DataType::Complex128,
-];
 
 /// Rows of `n` elements, row `r` zero but for element `r % n`, which is
 /// `src[r]`: `Diag` (one `[n, n]` matrix) and `MatrixDiag` (a batch of

@@ -11,6 +11,13 @@ use opforge_core::shape_inference::common::{concat_shape_helper, unchanged_shape
 use opforge_core::shape_inference::InferenceContext;
 use opforge_core::{register_op, OpDefBuilder, Result, Status};
 use opforge_ops_base::shape::{reshape_shape, with_inputs};
+use opforge_ops_base::types::FLOAT_DOUBLE_TYPES;
+
+opforge_ops_base::dtype_table! {
+    /// `T` of `QuantizeAndDequantize` (V1, V2), in TensorFlow's order: its
+    /// kernels run `float` and `double` only.
+    QDQ_SPEC = FLOAT_DOUBLE_TYPES, no_kernel [BFloat16, Half] in [BFloat16, Half, Float, Double]
+}
 
 register_op!(OpDefBuilder::new("QuantizeAndDequantize")
     .input("input: T")
@@ -20,7 +27,7 @@ register_op!(OpDefBuilder::new("QuantizeAndDequantize")
     .attr("input_min: float = 0")
     .attr("input_max: float = 0")
     .output("output: T")
-    .attr("T: {bfloat16, half, float, double}")
+    .attr(format!("T: {{{QDQ_SPEC}}}"))
     .deprecated(22, "Replaced by QuantizeAndDequantizeV2")
     .set_shape_fn(with_inputs(1, unchanged_shape))
     .doc("Use QuantizeAndDequantizeV2 instead."));
@@ -33,7 +40,7 @@ register_op!(OpDefBuilder::new("QuantizeAndDequantizeV2")
     .attr("num_bits: int = 8")
     .attr("range_given: bool = false")
     .output("output: T")
-    .attr("T: {bfloat16, half, float, double}")
+    .attr(format!("T: {{{QDQ_SPEC}}}"))
     .attr("round_mode: {'HALF_TO_EVEN', 'HALF_UP'} = 'HALF_TO_EVEN'")
     .attr("narrow_range: bool = false")
     .attr("axis: int = -1")

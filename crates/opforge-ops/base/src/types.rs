@@ -4,8 +4,9 @@
 use opforge_core::kernel::OpKernelContext;
 use opforge_core::{DataType, Status};
 
-/// TensorFlow's `TF_CALL_POD_TYPES`: every number type (real and complex) and bool.
-pub const POD_TYPES: &[DataType] = &[
+/// TensorFlow's `TF_CALL_POD_TYPES` (every number type, real and complex,
+/// and bool), then string: the types of kernels that only move elements.
+pub const POD_STRING_TYPES: &[DataType] = &[
     DataType::Float,
     DataType::Double,
     DataType::Int32,
@@ -21,7 +22,11 @@ pub const POD_TYPES: &[DataType] = &[
     DataType::Half,
     DataType::UInt32,
     DataType::UInt64,
+    DataType::String,
 ];
+
+/// TensorFlow's `TF_CALL_POD_TYPES`: every number type (real and complex) and bool.
+pub const POD_TYPES: &[DataType] = POD_STRING_TYPES.split_at(POD_STRING_TYPES.len() - 1).0;
 
 /// The types of several lists, in order (for registrations).
 pub fn types(lists: &[&[DataType]]) -> Vec<DataType> {
@@ -109,6 +114,27 @@ macro_rules! __tf_type_name {
     (String) => {
         "string"
     };
+    (QInt8) => {
+        "qint8"
+    };
+    (QUInt8) => {
+        "quint8"
+    };
+    (QInt16) => {
+        "qint16"
+    };
+    (QUInt16) => {
+        "quint16"
+    };
+    (QInt32) => {
+        "qint32"
+    };
+    (Resource) => {
+        "resource"
+    };
+    (Variant) => {
+        "variant"
+    };
 }
 
 /// The spec type list of `DataType` variants, in their order, as a string
@@ -127,8 +153,8 @@ macro_rules! tf_type_list {
 
 /// A dtype table: from ONE list of `DataType` variants, a `&[DataType]`
 /// constant (kernel type constraints), a spec-string constant (the OpDef
-/// attr's allowed types, in the same order) and a dispatch macro over
-/// exactly these types, so the three cannot disagree.
+/// attr's allowed types, in the same order) and, when named, a dispatch
+/// macro over exactly these types, so the three cannot disagree.
 ///
 /// ```
 /// opforge_ops_base::dtype_table! {
@@ -140,6 +166,37 @@ macro_rules! tf_type_list {
 /// let size = example_floats!(opforge_core::DataType::Double, T => std::mem::size_of::<T>(), 0);
 /// assert_eq!(size, 8);
 /// ```
+///
+/// TensorFlow lists the same set of types in different orders for
+/// different ops (`Softmax`: `half, bfloat16, float, double`; `Diag`:
+/// `bfloat16, half, float, double`), and an OpDef must keep its op's
+/// order. So a table also gives the spec of an op in TensorFlow's order:
+/// `SPEC = TABLE in [...]` checks at compile time that the list is exactly
+/// the table's types, and `SPEC = TABLE, no_kernel [...] in [...]` that it
+/// is the table's types and the listed ones, which the op allows but has no
+/// kernel for (the kernel registers `TABLE`):
+///
+/// ```
+/// use opforge_ops_base::types::FLOAT_TYPES;
+/// opforge_ops_base::dtype_table! {
+///     /// `Softmax`'s `T`.
+///     SOFTMAX_SPEC = FLOAT_TYPES in [Half, BFloat16, Float, Double]
+/// }
+/// assert_eq!(SOFTMAX_SPEC, "half, bfloat16, float, double");
+/// opforge_ops_base::dtype_table! {
+///     /// An op that allows `bool` without a kernel for it.
+///     WITH_BOOL_SPEC = FLOAT_TYPES, no_kernel [Bool] in [Bool, Half, BFloat16, Float, Double]
+/// }
+/// assert_eq!(WITH_BOOL_SPEC, "bool, half, bfloat16, float, double");
+/// ```
+///
+/// ```compile_fail
+/// use opforge_ops_base::types::FLOAT_TYPES;
+/// opforge_ops_base::dtype_table! {
+///     /// Not the table's types: `double` is missing.
+///     BAD_SPEC = FLOAT_TYPES in [Half, BFloat16, Float]
+/// }
+/// ```
 #[macro_export]
 macro_rules! dtype_table {
     ($(#[$doc:meta])* $list:ident, $spec:ident, $mac:ident => [$($dt:ident),+ $(,)?]) => {
@@ -148,13 +205,33 @@ macro_rules! dtype_table {
     ($(#[$doc:meta])* export $list:ident, $spec:ident, $mac:ident => [$($dt:ident),+ $(,)?]) => {
         $crate::dtype_table!(@table [#[macro_export]] $(#[$doc])* $list, $spec, $mac => [$($dt),+]);
     };
-    (@table [$($export:tt)*] $(#[$doc:meta])* $list:ident, $spec:ident, $mac:ident => [$($dt:ident),+]) => {
+    ($(#[$doc:meta])* $list:ident, $spec:ident => [$($dt:ident),+ $(,)?]) => {
         $(#[$doc])*
         pub const $list: &[opforge_core::DataType] = &[$(opforge_core::DataType::$dt),+];
         $(#[$doc])*
         ///
         /// (The spec type list: the same types, as an OpDef attr lists them.)
         pub const $spec: &str = $crate::tf_type_list!($($dt),+);
+    };
+    ($(#[$doc:meta])* $spec:ident = $table:ident $(, no_kernel [$($x:ident),+ $(,)?])? in [$($dt:ident),+ $(,)?]) => {
+        $(#[$doc])*
+        pub const $spec: &str = $crate::tf_type_list!($($dt),+);
+        const _: () = assert!(
+            $crate::types::same_types(
+                &[$(opforge_core::DataType::$dt),+],
+                $table,
+                &[$($(opforge_core::DataType::$x),+)?],
+            ),
+            concat!(
+                stringify!($spec),
+                ": the types must be exactly those of ",
+                stringify!($table),
+                " and of its no_kernel list, each once"
+            )
+        );
+    };
+    (@table [$($export:tt)*] $(#[$doc:meta])* $list:ident, $spec:ident, $mac:ident => [$($dt:ident),+]) => {
+        $crate::dtype_table!($(#[$doc])* $list, $spec => [$($dt),+]);
         $(#[$doc])*
         ///
         /// (Dispatch: `$mac!(dtype, T => body, fallback)` runs `body` with
@@ -167,6 +244,57 @@ macro_rules! dtype_table {
             };
         }
     };
+}
+
+const fn contains(types: &[DataType], t: DataType) -> bool {
+    let mut i = 0;
+    while i < types.len() {
+        if types[i] as i32 == t as i32 {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+const fn distinct(types: &[DataType]) -> bool {
+    let mut i = 0;
+    while i < types.len() {
+        let (_, rest) = types.split_at(i + 1);
+        if contains(rest, types[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Whether `order` lists each type of `table` and of `extra` exactly once
+/// and nothing else (`table` and `extra` sharing no type): the check of
+/// [`dtype_table!`]'s `SPEC = TABLE, no_kernel [...] in [...]` form.
+pub const fn same_types(order: &[DataType], table: &[DataType], extra: &[DataType]) -> bool {
+    if order.len() != table.len() + extra.len()
+        || !distinct(order)
+        || !distinct(table)
+        || !distinct(extra)
+    {
+        return false;
+    }
+    let mut i = 0;
+    while i < extra.len() {
+        if contains(table, extra[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    let mut i = 0;
+    while i < order.len() {
+        if !contains(table, order[i]) && !contains(extra, order[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 dtype_table! {
@@ -220,4 +348,52 @@ dtype_table! {
 dtype_table! {
     /// The signed types (signed integers, floats, complex).
     export SIGNED_TYPES, SIGNED_SPEC, signed_types => [Float, Double, Half, BFloat16, Int8, Int16, Int32, Int64, Complex64, Complex128]
+}
+
+dtype_table! {
+    /// The index dtypes in TensorFlow's order, `"int32, int64"` (the `T` of
+    /// `InvertPermutation`, `BroadcastArgs`, ...).
+    INDEX_SPEC = INDEX_TYPES in [Int32, Int64]
+}
+
+dtype_table! {
+    /// `float` and `double` (kernels that run only in single and double
+    /// precision, such as `_ResourceApplyGradientDescentMatMul`'s).
+    export FLOAT_DOUBLE_TYPES, FLOAT_DOUBLE_SPEC, float_double_types => [Float, Double]
+}
+
+// The tables of whole type classes are the classes of TensorFlow's spec
+// language (core's `opforge_core::dtype`), so a `"T: realnumbertype"` OpDef
+// and a `REAL_KERNEL_TYPES` kernel cover the same types.
+const _: () = assert!(same_types(
+    REAL_KERNEL_TYPES,
+    opforge_core::dtype::REAL_NUMBER_TYPES,
+    &[]
+));
+const _: () = assert!(same_types(
+    opforge_core::dtype::NUMBER_TYPES,
+    NUMERIC_KERNEL_TYPES,
+    opforge_core::dtype::QUANTIZED_TYPES
+));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_types_checks_sets_and_extras() {
+        use DataType::*;
+        assert!(same_types(&[Half, Float], &[Float, Half], &[]));
+        assert!(same_types(&[Bool, Float], &[Float], &[Bool]));
+        assert!(!same_types(&[Float], &[Float, Half], &[]), "missing");
+        assert!(!same_types(&[Float, Half], &[Float], &[]), "extra");
+        assert!(!same_types(&[Float, Float], &[Float, Half], &[]), "twice");
+        assert!(
+            !same_types(&[Float, Half], &[Float, Half], &[Half]),
+            "overlap"
+        );
+        assert_eq!(POD_TYPES.len(), 15);
+        assert!(!POD_TYPES.contains(&String));
+        assert_eq!(INDEX_SPEC, "int32, int64");
+    }
 }

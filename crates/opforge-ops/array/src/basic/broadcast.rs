@@ -26,7 +26,7 @@ pub fn broadcast_args() -> OpDefBuilder {
         .input("s0: T")
         .input("s1: T")
         .output("r0: T")
-        .attr("T: {int32, int64} = DT_INT32")
+        .attr(format!("T: {{{INDEX_SPEC}}} = DT_INT32"))
         .doc(
             "Return the shape of s0 op s1 with broadcast.\n\n\
              Given `s0` and `s1`, tensors that represent shapes, compute `r0`, the\n\
@@ -41,7 +41,7 @@ pub fn broadcast_gradient_args() -> OpDefBuilder {
         .input("s1: T")
         .output("r0: T")
         .output("r1: T")
-        .attr("T: {int32, int64} = DT_INT32")
+        .attr(format!("T: {{{INDEX_SPEC}}} = DT_INT32"))
         .doc(
             "Return the reduction indices for computing gradients of s0 op s1 with broadcast.\n\n\
              This is typically used by gradient computations for a broadcasting operation.",

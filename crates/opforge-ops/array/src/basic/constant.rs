@@ -239,10 +239,15 @@ register_op!(OpDefBuilder::new("RefIdentity")
     )
     .doc("Return the same ref tensor as the input ref tensor."));
 
+opforge_ops_base::dtype_table! {
+    /// `CheckNumerics`' `T`, in TensorFlow's order (its kernel's types).
+    CHECK_NUMERICS_SPEC = FLOAT_TYPES in [BFloat16, Half, Float, Double]
+}
+
 register_op!(OpDefBuilder::new("CheckNumerics")
     .input("tensor: T")
     .output("output: T")
-    .attr("T: {bfloat16, half, float, double}")
+    .attr(format!("T: {{{CHECK_NUMERICS_SPEC}}}"))
     .attr("message: string")
     .stateful()
     .set_shape_fn(with_inputs(1, unchanged_shape))
@@ -405,14 +410,6 @@ impl OpKernel for CheckNumericsOp {
 }
 
 register_kernel!(
-    KernelDefBuilder::new("CheckNumerics").type_constraint_list(
-        "T",
-        &[
-            DataType::Half,
-            DataType::BFloat16,
-            DataType::Float,
-            DataType::Double
-        ]
-    ),
+    KernelDefBuilder::new("CheckNumerics").type_constraint_list("T", FLOAT_TYPES),
     CheckNumericsOp
 );

@@ -29,15 +29,20 @@ pub fn zeros_like() -> OpDefBuilder {
         .doc("Returns a tensor of zeros with the same shape and type as x.")
 }
 
+opforge_ops_base::dtype_table! {
+    /// `OnesLike`'s `T`, in TensorFlow's order (its kernel's types).
+    ONES_LIKE_SPEC = POD_TYPES in [
+        BFloat16, Half, Float, Double, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64,
+        Complex64, Complex128, Bool
+    ]
+}
+
 /// `OnesLike`.
 pub fn ones_like() -> OpDefBuilder {
     OpDefBuilder::new("OnesLike")
         .input("x: T")
         .output("y: T")
-        .attr(
-            "T: {bfloat16, half, float, double, int8, uint8, int16, uint16, int32, uint32, \
-             int64, uint64, complex64, complex128, bool}",
-        )
+        .attr(format!("T: {{{ONES_LIKE_SPEC}}}"))
         .doc("Returns a tensor of ones with the same shape and type as x.")
 }
 
@@ -134,7 +139,7 @@ register_kernel!(
     fn = |_| Ok(Box::new(FillOp))
 );
 register_kernel!(
-    KernelDefBuilder::new("ZerosLike").type_constraint_list("T", &types(&[POD_TYPES, &[DataType::String]])),
+    KernelDefBuilder::new("ZerosLike").type_constraint_list("T", POD_STRING_TYPES),
     fn = |_| Ok(Box::new(ZerosLikeOp))
 );
 register_kernel!(

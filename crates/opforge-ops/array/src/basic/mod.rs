@@ -32,33 +32,6 @@ use opforge_ops_base::cpu::mover::*;
 use opforge_ops_base::cpu::par::par_map_inplace;
 use opforge_ops_base::types::*;
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &[
-    "Const",
-    "Identity",
-    "IdentityN",
-    "StopGradient",
-    "Shape",
-    "ShapeN",
-    "Size",
-    "Rank",
-    "Reshape",
-    "ExpandDims",
-    "Squeeze",
-    "Bitcast",
-    "Fill",
-    "ZerosLike",
-    "OnesLike",
-    "BroadcastTo",
-    "BroadcastArgs",
-    "BroadcastGradientArgs",
-    "Range",
-    "InvertPermutation",
-    "GuaranteeConst",
-    "CheckNumerics",
-];
-
 // ---------------------------------------------------------------------------
 // Dtype lists (TensorFlow's TF_CALL_* groups), for kernel registrations.
 // ---------------------------------------------------------------------------

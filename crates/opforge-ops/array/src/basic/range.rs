@@ -234,7 +234,7 @@ pub fn invert_permutation() -> OpDefBuilder {
     OpDefBuilder::new("InvertPermutation")
         .input("x: T")
         .output("y: T")
-        .attr("T: {int32, int64} = DT_INT32")
+        .attr(format!("T: {{{INDEX_SPEC}}} = DT_INT32"))
         .doc(
             "Computes the inverse permutation of a tensor.\n\n\
              `y[x[i]] = i for i in [0, 1, ..., len(x) - 1]`. The values must be a\n\

@@ -401,17 +401,20 @@ register_kernel!(KernelDefBuilder::new("Squeeze"), SqueezeOp);
 // shares the input's storage; TensorFlow's `BitcastOp`). No gradient, as in
 // TensorFlow (`array_grad.py` has none).
 
+opforge_ops_base::dtype_table! {
+    /// The types of `Bitcast`'s `T` and `type` (every fixed-size numeric
+    /// type), in TensorFlow's order, and its kernel's.
+    BITCAST_TYPES, BITCAST_SPEC => [
+        BFloat16, Half, Float, Double, Int64, Int32, UInt8, UInt16, UInt32, UInt64, Int8, Int16,
+        Complex64, Complex128, QInt8, QUInt8, QInt16, QUInt16, QInt32
+    ]
+}
+
 register_op!(OpDefBuilder::new("Bitcast")
     .input("input: T")
     .output("output: type")
-    .attr(
-        "T: {bfloat16, half, float, double, int64, int32, uint8, uint16, uint32, uint64, int8, \
-         int16, complex64, complex128, qint8, quint8, qint16, quint16, qint32}"
-    )
-    .attr(
-        "type: {bfloat16, half, float, double, int64, int32, uint8, uint16, uint32, uint64, \
-         int8, int16, complex64, complex128, qint8, quint8, qint16, quint16, qint32}"
-    )
+    .attr(format!("T: {{{BITCAST_SPEC}}}"))
+    .attr(format!("type: {{{BITCAST_SPEC}}}"))
     .set_shape_fn(with_inputs(1, bitcast_shape))
     .doc(
         "Bitcasts a tensor from one type to another without copying data.\n\n\
@@ -508,26 +511,3 @@ register_kernel!(
         .type_constraint_list("type", BITCAST_TYPES),
     BitcastOp
 );
-
-/// The types `Bitcast`'s OpDef allows (every fixed-size numeric type).
-const BITCAST_TYPES: &[DataType] = &[
-    DataType::BFloat16,
-    DataType::Half,
-    DataType::Float,
-    DataType::Double,
-    DataType::Int64,
-    DataType::Int32,
-    DataType::UInt8,
-    DataType::UInt16,
-    DataType::UInt32,
-    DataType::UInt64,
-    DataType::Int8,
-    DataType::Int16,
-    DataType::Complex64,
-    DataType::Complex128,
-    DataType::QInt8,
-    DataType::QUInt8,
-    DataType::QInt16,
-    DataType::QUInt16,
-    DataType::QInt32,
-];

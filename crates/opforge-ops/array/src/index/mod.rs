@@ -26,22 +26,7 @@ use opforge_ops_base::args::{fmt_shape, index_values};
 use opforge_ops_base::cpu::mover::{
     for_each_chunk, move_elements, strides_of, Carrier, MoveElements,
 };
-use opforge_ops_base::types::{all_types, types, POD_TYPES, QUANTIZED};
-
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &[
-    "Transpose",
-    "GatherV2",
-    "Gather",
-    "GatherNd",
-    "ScatterNd",
-    "OneHot",
-    "Reverse",
-    "ReverseV2",
-    "ReverseSequence",
-    "UnravelIndex",
-];
+use opforge_ops_base::types::{all_types, types, POD_STRING_TYPES, QUANTIZED};
 
 const INDEX_TYPES: &[DataType] = &[DataType::Int32, DataType::Int64];
 

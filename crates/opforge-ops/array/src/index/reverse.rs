@@ -7,16 +7,29 @@ use opforge_ops_base::shape::*;
 // Reverse, ReverseV2
 // ---------------------------------------------------------------------------
 
+opforge_ops_base::dtype_table! {
+    /// `Reverse`'s `T`, in TensorFlow's order (its kernel's types).
+    REVERSE_SPEC = POD_STRING_TYPES in [
+        UInt8, Int8, UInt16, Int16, UInt32, Int32, UInt64, Int64, Bool, BFloat16, Half, Float,
+        Double, Complex64, Complex128, String
+    ]
+}
+
+opforge_ops_base::dtype_table! {
+    /// `ReverseV2`'s `T`, in TensorFlow's order (its kernel's types).
+    REVERSE_V2_SPEC = POD_STRING_TYPES in [
+        UInt8, Int8, UInt16, Int16, Int32, UInt32, Int64, UInt64, Bool, BFloat16, Half, Float,
+        Double, Complex64, Complex128, String
+    ]
+}
+
 /// `Reverse`.
 pub fn reverse() -> OpDefBuilder {
     OpDefBuilder::new("Reverse")
         .input("tensor: T")
         .input("dims: bool")
         .output("output: T")
-        .attr(
-            "T: {uint8, int8, uint16, int16, uint32, int32, uint64, int64, bool, bfloat16, \
-             half, float, double, complex64, complex128, string}",
-        )
+        .attr(format!("T: {{{REVERSE_SPEC}}}"))
         .doc(
             "Reverses specific dimensions of a tensor.\n\n\
              `dims` has one bool per dimension of `tensor`; the dimensions where it is\n\
@@ -31,10 +44,7 @@ pub fn reverse_v2() -> OpDefBuilder {
         .input("axis: Tidx")
         .output("output: T")
         .attr("Tidx: {int32, int64} = DT_INT32")
-        .attr(
-            "T: {uint8, int8, uint16, int16, int32, uint32, int64, uint64, bool, bfloat16, \
-             half, float, double, complex64, complex128, string}",
-        )
+        .attr(format!("T: {{{REVERSE_V2_SPEC}}}"))
         .doc(
             "Reverses specific dimensions of a tensor.\n\n\
              `axis` lists the dimensions to reverse (negative values count from the\n\
@@ -248,13 +258,13 @@ register_op!(reverse().set_shape_fn(reverse_shape));
 register_op!(reverse_v2().set_shape_fn(reverse_v2_shape));
 register_kernel!(
     KernelDefBuilder::new("Reverse")
-        .type_constraint_list("T", &types(&[POD_TYPES, &[DataType::String]]))
+        .type_constraint_list("T", POD_STRING_TYPES)
         .host_memory("dims"),
     fn = |_| Ok(Box::new(ReverseOp))
 );
 register_kernel!(
     KernelDefBuilder::new("ReverseV2")
-        .type_constraint_list("T", &types(&[POD_TYPES, &[DataType::String]]))
+        .type_constraint_list("T", POD_STRING_TYPES)
         .type_constraint_list("Tidx", INDEX_TYPES)
         .host_memory("axis"),
     fn = |_| Ok(Box::new(ReverseV2Op))
@@ -451,7 +461,7 @@ impl OpKernel for ReverseSequenceOp {
 
 register_kernel!(
     KernelDefBuilder::new("ReverseSequence")
-        .type_constraint_list("T", &types(&[POD_TYPES, &[DataType::String]]))
+        .type_constraint_list("T", POD_STRING_TYPES)
         .type_constraint_list("Tlen", INDEX_TYPES),
     ReverseSequenceOp
 );

@@ -7,12 +7,12 @@ use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
-use opforge_core::{dispatch, ensure, register_gradient, register_kernel, DataType, Element};
+use opforge_core::{dispatch, ensure, register_gradient, register_kernel, Element};
 use opforge_core::{Result, Status};
 use opforge_ops_base::args::{dims_product, fmt_float};
 use opforge_ops_base::cpu::par::{chunks_in_shards, elementwise_shards, par_map};
 use opforge_ops_base::grad::identity_grad;
-use opforge_ops_base::types::unsupported;
+use opforge_ops_base::types::{unsupported, FLOAT_DOUBLE_TYPES};
 use std::ops::{Div, Mul};
 
 /// The element types of the kernels (float and double): what the
@@ -299,8 +299,7 @@ impl OpKernel for QuantizeAndDequantizeOp {
 }
 
 register_kernel!(
-    KernelDefBuilder::new("QuantizeAndDequantize")
-        .type_constraint_list("T", &[DataType::Float, DataType::Double]),
+    KernelDefBuilder::new("QuantizeAndDequantize").type_constraint_list("T", FLOAT_DOUBLE_TYPES),
     QuantizeAndDequantizeOp
 );
 
@@ -405,8 +404,7 @@ impl OpKernel for QuantizeAndDequantizeV2Op {
 }
 
 register_kernel!(
-    KernelDefBuilder::new("QuantizeAndDequantizeV2")
-        .type_constraint_list("T", &[DataType::Float, DataType::Double]),
+    KernelDefBuilder::new("QuantizeAndDequantizeV2").type_constraint_list("T", FLOAT_DOUBLE_TYPES),
     QuantizeAndDequantizeV2Op
 );
 

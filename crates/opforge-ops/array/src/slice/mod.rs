@@ -31,24 +31,6 @@ use opforge_ops_base::args::{fmt_shape, index_values};
 use opforge_ops_base::cpu::mover::layout::*;
 use opforge_ops_base::cpu::mover::*;
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &[
-    "ConcatV2",
-    "Concat",
-    "ConcatOffset",
-    "_ParallelConcatStart",
-    "Pack",
-    "Unpack",
-    "Split",
-    "Slice",
-    "Tile",
-    "Pad",
-    "PadV2",
-    "MirrorPad",
-    "MirrorPadGrad",
-];
-
 // ---------------------------------------------------------------------------
 mod defs;
 

@@ -21,6 +21,16 @@ use opforge_core::shape_inference::{DimensionHandle, InferenceContext, ShapeHand
 use opforge_core::{register_op, OpDefBuilder, Result, Status};
 use opforge_ops_base::args::int_values;
 use opforge_ops_base::shape::*;
+use opforge_ops_base::types::NUMERIC_KERNEL_TYPES;
+
+opforge_ops_base::dtype_table! {
+    /// `ExtractImagePatches`' `T`, in TensorFlow's order: its kernel runs
+    /// every numeric type; `bool` has none.
+    PATCHES_SPEC = NUMERIC_KERNEL_TYPES, no_kernel [Bool] in [
+        BFloat16, Half, Float, Double, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
+        Complex64, Complex128, Bool
+    ]
+}
 
 /// The block shape and the number of block dims of a space/batch op.
 fn num_block_dims(c: &mut InferenceContext, block_shape_shape: ShapeHandle) -> Result<usize> {
@@ -348,10 +358,7 @@ register_op!(OpDefBuilder::new("ExtractImagePatches")
     .attr("ksizes: list(int) >= 4")
     .attr("strides: list(int) >= 4")
     .attr("rates: list(int) >= 4")
-    .attr(
-        "T: {bfloat16, half, float, double, int8, int16, int32, int64, uint8, uint16, uint32, \
-         uint64, complex64, complex128, bool}"
-    )
+    .attr(format!("T: {{{PATCHES_SPEC}}}"))
     .attr("padding: {'SAME', 'VALID'}")
     .set_shape_fn(with_inputs(1, extract_image_patches_shape))
     .doc(

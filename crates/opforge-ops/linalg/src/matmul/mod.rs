@@ -29,9 +29,22 @@ use opforge_ops_base::args::fmt_shape;
 use opforge_ops_base::cpu::par::{for_each_index, par_chunks};
 use std::sync::{Mutex, PoisonError};
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &["MatMul", "BatchMatMulV2"];
+opforge_ops_base::dtype_table! {
+    /// `MatMul`'s types: its OpDef's (in TensorFlow's order) and its kernel's.
+    MATMUL_TYPES, MATMUL_SPEC => [
+        BFloat16, Half, Float, Double, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Complex64,
+        Complex128
+    ]
+}
+
+opforge_ops_base::dtype_table! {
+    /// `BatchMatMulV2`'s types: its OpDef's (in TensorFlow's order) and its
+    /// kernel's.
+    BATCH_MATMUL_TYPES, BATCH_MATMUL_SPEC => [
+        BFloat16, Half, Float, Double, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64,
+        Complex64, Complex128
+    ]
+}
 
 /// `MatMul`.
 pub fn mat_mul() -> OpDefBuilder {
@@ -41,10 +54,7 @@ pub fn mat_mul() -> OpDefBuilder {
         .output("product: T")
         .attr("transpose_a: bool = false")
         .attr("transpose_b: bool = false")
-        .attr(
-            "T: {bfloat16, half, float, double, int32, int64, uint8, uint16, uint32, uint64, \
-             complex64, complex128}",
-        )
+        .attr(format!("T: {{{MATMUL_SPEC}}}"))
         .attr("grad_a: bool = false")
         .attr("grad_b: bool = false")
         .set_shape_fn(common::matmul_shape)
@@ -63,10 +73,7 @@ pub fn batch_mat_mul_v2() -> OpDefBuilder {
         .input("x: T")
         .input("y: T")
         .output("output: T")
-        .attr(
-            "T: {bfloat16, half, float, double, int16, int32, int64, uint8, uint16, uint32, \
-             uint64, complex64, complex128}",
-        )
+        .attr(format!("T: {{{BATCH_MATMUL_SPEC}}}"))
         .attr("adj_x: bool = false")
         .attr("adj_y: bool = false")
         .attr("grad_x: bool = false")
@@ -772,44 +779,11 @@ impl OpKernel for BatchMatMulKernel {
 }
 
 register_kernel!(
-    KernelDefBuilder::new("MatMul").type_constraint_list(
-        "T",
-        &[
-            DataType::BFloat16,
-            DataType::Half,
-            DataType::Float,
-            DataType::Double,
-            DataType::Int32,
-            DataType::Int64,
-            DataType::UInt8,
-            DataType::UInt16,
-            DataType::UInt32,
-            DataType::UInt64,
-            DataType::Complex64,
-            DataType::Complex128,
-        ]
-    ),
+    KernelDefBuilder::new("MatMul").type_constraint_list("T", MATMUL_TYPES),
     MatMulKernel
 );
 register_kernel!(
-    KernelDefBuilder::new("BatchMatMulV2").type_constraint_list(
-        "T",
-        &[
-            DataType::BFloat16,
-            DataType::Half,
-            DataType::Float,
-            DataType::Double,
-            DataType::Int16,
-            DataType::Int32,
-            DataType::Int64,
-            DataType::UInt8,
-            DataType::UInt16,
-            DataType::UInt32,
-            DataType::UInt64,
-            DataType::Complex64,
-            DataType::Complex128,
-        ]
-    ),
+    KernelDefBuilder::new("BatchMatMulV2").type_constraint_list("T", BATCH_MATMUL_TYPES),
     BatchMatMulKernel
 );
 

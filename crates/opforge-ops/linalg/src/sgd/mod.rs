@@ -1,10 +1,11 @@
 //! `_ResourceApplyGradientDescentMatMul`: the SGD update of a variable
 //! whose gradient is a matrix product, `var -= alpha * op(a) · op(b)`, as
-//! one kernel. The session's graph rewrites (`graph/optimize.rs` in
-//! `opforge-core`) put it in place of `ResourceApplyGradientDescent(var,
-//! alpha, MatMul(a, b))` (or `AssignSubVariableOp(var, Mul(alpha,
-//! MatMul(a, b)))`) when nothing else reads the product: a dense layer's
-//! weight update as a training step writes it. Like TensorFlow's
+//! one kernel. The op carries the SGD update fusions as its graph rewrite
+//! ([`rewrite`]), which sessions run before a graph: they put it in place
+//! of `ResourceApplyGradientDescent(var, alpha, MatMul(a, b))` (or
+//! `AssignSubVariableOp(var, Mul(alpha, MatMul(a, b)))`) when nothing else
+//! reads the product: a dense layer's weight update as a training step
+//! writes it. Like TensorFlow's
 //! grappler-made ops (`_FusedMatMul`), its name starts with `_`: graphs get
 //! it from the rewrite, not from users.
 //!
@@ -17,6 +18,8 @@
 //! unfused graph's exactly: the same blocks and kernel calls for the
 //! product, then `v - alpha * p` for each element, so the variable ends up
 //! bit-identical (tested).
+
+mod rewrite;
 
 use crate::matmul::{faer_products, matrix_product, product_then, Gemm};
 use faer::traits::ComplexField;
@@ -32,6 +35,7 @@ use opforge_core::{
 };
 use opforge_ops_base::args::fmt_shape;
 use opforge_ops_base::cpu::elem::Num;
+use opforge_ops_base::types::{FLOAT_DOUBLE_SPEC, FLOAT_DOUBLE_TYPES};
 use opforge_ops_base::var::{self, Var};
 
 /// The op's name.
@@ -44,12 +48,13 @@ pub fn resource_apply_gradient_descent_mat_mul() -> OpDefBuilder {
         .input("alpha: T")
         .input("a: T")
         .input("b: T")
-        .attr("T: {float, double}")
+        .attr(format!("T: {{{FLOAT_DOUBLE_SPEC}}}"))
         .attr("transpose_a: bool = false")
         .attr("transpose_b: bool = false")
         .attr("use_locking: bool = false")
         .stateful()
         .set_shape_fn(shape)
+        .graph_rewrite(rewrite::fuse_sgd_updates)
         .doc(
             "Update '*var' by subtracting 'alpha' * MatMul(a, b) from it.\n\
              \n\
@@ -167,7 +172,7 @@ fn fused<T: ComplexField + Num + Element + Copy + Send + Sync>(
 }
 
 register_kernel!(
-    KernelDefBuilder::new(NAME).type_constraint_list("T", &[DataType::Float, DataType::Double]),
+    KernelDefBuilder::new(NAME).type_constraint_list("T", FLOAT_DOUBLE_TYPES),
     Kernel
 );
 

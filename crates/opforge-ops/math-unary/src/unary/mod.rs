@@ -33,35 +33,6 @@ use opforge_ops_base::cpu::par::par_zip;
 use opforge_ops_base::types::unsupported;
 use opforge_ops_base::{float_complex_types, float_types, int_types, numeric_types, signed_types};
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &[
-    "Neg",
-    "Abs",
-    "Sign",
-    "Reciprocal",
-    "Square",
-    "Sqrt",
-    "Rsqrt",
-    "Exp",
-    "Log",
-    "Log1p",
-    "Tanh",
-    "Sigmoid",
-    "Sin",
-    "Cos",
-    "Floor",
-    "Ceil",
-    "Round",
-    "Cast",
-    "LogicalNot",
-    "TanhGrad",
-    "SigmoidGrad",
-    "SqrtGrad",
-    "RsqrtGrad",
-    "ReciprocalGrad",
-];
-
 mod ops;
 
 mod grad_ops;

@@ -42,34 +42,6 @@ fn value_types() -> Vec<DataType> {
     types(&[NUMERIC_BOOL_TYPES, &[DataType::String]])
 }
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &[
-    "Add",
-    "AddV2",
-    "Sub",
-    "Mul",
-    "Div",
-    "RealDiv",
-    "FloorDiv",
-    "FloorMod",
-    "Maximum",
-    "Minimum",
-    "Pow",
-    "SquaredDifference",
-    "AddN",
-    "Equal",
-    "NotEqual",
-    "Less",
-    "LessEqual",
-    "Greater",
-    "GreaterEqual",
-    "LogicalAnd",
-    "LogicalOr",
-    "Select",
-    "SelectV2",
-];
-
 // ---------------------------------------------------------------------------
 mod functions;
 

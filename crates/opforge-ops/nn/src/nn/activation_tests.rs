@@ -181,7 +181,11 @@ fn opdefs_finalize() {
         leaky_relu(),
         leaky_relu_grad(),
     ] {
-        assert!(OPS.contains(&b.finalize().unwrap().name.as_str()));
+        let op = b.finalize().unwrap();
+        assert_eq!(
+            opforge_core::Registry::global().op_def(&op.name).unwrap(),
+            op
+        );
     }
     // The generated signatures: `T` is inferred, `alpha` defaults to 0.2.
     let op = opforge_core::Registry::global()

@@ -27,7 +27,7 @@ fn unary_def(name: &str, doc: &'static str) -> OpDefBuilder {
     OpDefBuilder::new(name)
         .input("features: T")
         .output("activations: T")
-        .attr("T: {half, bfloat16, float, double}")
+        .attr(format!("T: {{{NN_FLOAT_SPEC}}}"))
         .set_shape_fn(common::unchanged_shape)
         .doc(doc)
 }
@@ -38,7 +38,7 @@ fn grad_def(name: &str, second: &str, doc: &'static str) -> OpDefBuilder {
         .input("gradients: T")
         .input(format!("{second}: T"))
         .output("backprops: T")
-        .attr("T: {half, bfloat16, float, double}")
+        .attr(format!("T: {{{NN_FLOAT_SPEC}}}"))
         .set_shape_fn(merge_both_inputs_shape)
         .doc(doc)
 }
@@ -141,7 +141,7 @@ pub fn leaky_relu() -> OpDefBuilder {
         .input("features: T")
         .output("activations: T")
         .attr("alpha: float = 0.2")
-        .attr("T: {half, bfloat16, float, double} = DT_FLOAT")
+        .attr(format!("T: {{{NN_FLOAT_SPEC}}} = DT_FLOAT"))
         .set_shape_fn(common::unchanged_shape)
         .doc(
             "Computes rectified linear with a leak: `features` where `features > 0`,\n\
@@ -156,7 +156,7 @@ pub fn leaky_relu_grad() -> OpDefBuilder {
         .input("features: T")
         .output("backprops: T")
         .attr("alpha: float = 0.2")
-        .attr("T: {half, bfloat16, float, double} = DT_FLOAT")
+        .attr(format!("T: {{{NN_FLOAT_SPEC}}} = DT_FLOAT"))
         .set_shape_fn(merge_both_inputs_shape)
         .doc(
             "Computes rectified linear gradients for a LeakyRelu operation.\n\n\

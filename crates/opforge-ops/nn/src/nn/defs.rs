@@ -60,7 +60,7 @@ pub fn softmax() -> OpDefBuilder {
     OpDefBuilder::new("Softmax")
         .input("logits: T")
         .output("softmax: T")
-        .attr("T: {half, bfloat16, float, double}")
+        .attr(format!("T: {{{NN_FLOAT_SPEC}}}"))
         .set_shape_fn(softmax_shape)
         .doc(
             "Computes softmax activations.\n\n\
@@ -75,7 +75,7 @@ pub fn log_softmax() -> OpDefBuilder {
     OpDefBuilder::new("LogSoftmax")
         .input("logits: T")
         .output("logsoftmax: T")
-        .attr("T: {half, bfloat16, float, double}")
+        .attr(format!("T: {{{NN_FLOAT_SPEC}}}"))
         .set_shape_fn(softmax_shape)
         .doc(
             "Computes log softmax activations.\n\n\
@@ -92,7 +92,7 @@ pub fn softmax_cross_entropy_with_logits() -> OpDefBuilder {
         .input("labels: T")
         .output("loss: T")
         .output("backprop: T")
-        .attr("T: {half, bfloat16, float, double}")
+        .attr(format!("T: {{{NN_FLOAT_SPEC}}}"))
         .set_shape_fn(softmax_cross_entropy_shape)
         .doc(
             "Computes softmax cross entropy cost and gradients to backpropagate.\n\n\
@@ -110,7 +110,7 @@ pub fn sparse_softmax_cross_entropy_with_logits() -> OpDefBuilder {
         .input("labels: Tlabels")
         .output("loss: T")
         .output("backprop: T")
-        .attr("T: {half, bfloat16, float, double}")
+        .attr(format!("T: {{{NN_FLOAT_SPEC}}}"))
         .attr("Tlabels: {int32, int64} = DT_INT64")
         .set_shape_fn(sparse_softmax_cross_entropy_shape)
         .doc(

@@ -26,32 +26,14 @@ use opforge_ops_base::cpu::elem::{Float, Num, Ordered, RealFloat, Wide};
 use opforge_ops_base::cpu::par::par_chunks;
 use opforge_ops_base::cpu::par::CHEAP_COST;
 use opforge_ops_base::cpu::reduce::{reduce_into, SumR};
-use opforge_ops_base::types::{NUMERIC_KERNEL_TYPES, REAL_KERNEL_TYPES};
+use opforge_ops_base::types::{FLOAT_TYPES, NUMERIC_KERNEL_TYPES, REAL_KERNEL_TYPES};
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &[
-    "Relu",
-    "ReluGrad",
-    "Relu6",
-    "Relu6Grad",
-    "Elu",
-    "EluGrad",
-    "Selu",
-    "SeluGrad",
-    "Softplus",
-    "SoftplusGrad",
-    "Softsign",
-    "SoftsignGrad",
-    "LeakyRelu",
-    "LeakyReluGrad",
-    "Softmax",
-    "LogSoftmax",
-    "SoftmaxCrossEntropyWithLogits",
-    "SparseSoftmaxCrossEntropyWithLogits",
-    "BiasAdd",
-    "BiasAddGrad",
-];
+opforge_ops_base::dtype_table! {
+    /// The `T` of TensorFlow's activations (`Elu`, ..., `LeakyRelu` and
+    /// their gradients) and softmax ops, in its order; their kernels
+    /// register `FLOAT_TYPES`.
+    NN_FLOAT_SPEC = FLOAT_TYPES in [Half, BFloat16, Float, Double]
+}
 
 // ---------------------------------------------------------------------------
 mod defs;

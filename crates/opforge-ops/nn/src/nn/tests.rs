@@ -29,7 +29,11 @@ fn opdefs_finalize() {
         bias_add(),
         bias_add_grad(),
     ] {
-        assert!(OPS.contains(&b.finalize().unwrap().name.as_str()));
+        let op = b.finalize().unwrap();
+        assert_eq!(
+            opforge_core::Registry::global().op_def(&op.name).unwrap(),
+            op
+        );
     }
 }
 

@@ -33,12 +33,6 @@ use opforge_ops_base::cpu::reduce::reducers::*;
 use opforge_ops_base::grad::*;
 use opforge_ops_base::types::{NUMERIC_KERNEL_TYPES, REAL_KERNEL_TYPES};
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &[
-    "Sum", "Mean", "Max", "Min", "Prod", "All", "Any", "ArgMax", "ArgMin",
-];
-
 // ---------------------------------------------------------------------------
 // OpDefs
 // ---------------------------------------------------------------------------

@@ -37,7 +37,10 @@ fn opdefs_finalize() {
         arg_min(),
     ] {
         let op = b.finalize().unwrap();
-        assert!(OPS.contains(&op.name.as_str()));
+        assert_eq!(
+            opforge_core::Registry::global().op_def(&op.name).unwrap(),
+            op
+        );
     }
 }
 

@@ -21,10 +21,6 @@ use opforge_ops_base::grad::concat_vectors;
 use opforge_ops_base::shape::{dim_for_scalar_input, with_inputs};
 use opforge_ops_base::types::{unsupported, NUMERIC_KERNEL_TYPES};
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &["UnsortedSegmentSum"];
-
 /// `UnsortedSegmentSum`.
 pub fn unsorted_segment_sum() -> OpDefBuilder {
     OpDefBuilder::new("UnsortedSegmentSum")

@@ -45,18 +45,6 @@ use opforge_ops_base::var::{
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The ops this file registers (its tests check them).
-#[cfg(test)]
-const OPS: &[&str] = &[
-    "VarHandleOp",
-    "ReadVariableOp",
-    "AssignVariableOp",
-    "AssignAddVariableOp",
-    "AssignSubVariableOp",
-    "DestroyResourceOp",
-    "ResourceApplyGradientDescent",
-];
-
 /// TensorFlow's `ResourceHandle::ANONYMOUS_NAME`: a `VarHandleOp` with this
 /// `shared_name` makes a handle with a new unique name on every run.
 pub const ANONYMOUS_NAME: &str = "cd2c89b7-88b7-44c8-ad83-06c2a9158347";

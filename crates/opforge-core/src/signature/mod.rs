@@ -1,6 +1,7 @@
-//! Human-facing views of an OpDef: the Python function name and signature
-//! TensorFlow's Python op wrappers would have, and the page that
-//! `opforge ops show` prints.
+//! Human-facing views of an OpDef: the Python function name, signature and
+//! docstring TensorFlow's Python op wrappers would have (the Python
+//! package's generated functions use them), and the page that `opforge ops
+//! show` prints.
 //!
 //! ```
 //! use opforge_core::proto::{self, OpDef};
@@ -25,6 +26,10 @@ use crate::proto::{AttrValue, OpDef, TensorShapeProto};
 use crate::DataType;
 use std::collections::BTreeSet;
 use std::fmt::Write;
+
+mod docstring;
+
+pub use docstring::python_docstring;
 
 /// The Python function name of an op, by TensorFlow's rule
 /// (`GenerateLowerCaseOpName`): lower-case every letter and put `_` before an
@@ -154,21 +159,27 @@ pub fn python_signature(op: &OpDef) -> String {
     format!("{}({})", snake_case(&op.name), params.join(", "))
 }
 
-/// The Python name of a dtype, as in `tf.float32`.
-fn python_dtype(code: i32) -> String {
-    let Some(dt) = DataType::from_i32(code) else {
-        return format!("tf.as_dtype({code})");
-    };
+/// The Python name of a dtype (`float32`, `float16`, `int32_ref`), or
+/// `None` for a code that is no dtype.
+fn python_dtype_name(code: i32) -> Option<String> {
+    let dt = DataType::from_i32(code)?;
     let base = match dt.base() {
         DataType::Float => "float32",
         DataType::Double => "float64",
         DataType::Half => "float16",
         other => other.name(),
     };
-    if dt.is_ref() {
-        format!("tf.{base}_ref")
-    } else {
-        format!("tf.{base}")
+    Some(match dt.is_ref() {
+        true => format!("{base}_ref"),
+        false => base.to_string(),
+    })
+}
+
+/// The Python name of a dtype, as in `tf.float32`.
+fn python_dtype(code: i32) -> String {
+    match python_dtype_name(code) {
+        Some(name) => format!("tf.{name}"),
+        None => format!("tf.as_dtype({code})"),
     }
 }
 

@@ -1,10 +1,8 @@
-//! Graph rewrites a [`Session`](super::Session) applies before it runs a
-//! graph, as TensorFlow's grappler does (its remapper fuses patterns of
-//! ops into one kernel). A rewrite keeps every node's id, name and output
-//! types, so feeds, fetches, targets and the nodes' consumers mean the same
-//! nodes; it changes no result. [`SessionOptions::optimize`] turns it off.
+//! The SGD update fusions, a graph rewrite (`opforge_core::graph::rewrite`)
+//! registered with `_ResourceApplyGradientDescentMatMul`, which sessions
+//! run before a graph (on CPU-only sessions: both fused ops are CPU
+//! kernels). It fuses the SGD update as training code writes it:
 //!
-//! The rewrites so far fuse the SGD update as training code writes it:
 //! - `v.assign_sub(lr * grad)`: `AssignSubVariableOp(v, Mul(lr, grad))`,
 //!   with `lr` a scalar `Const` and the `Mul` read by nothing else, becomes
 //!   `ResourceApplyGradientDescent(v, lr, grad)`, which updates the variable
@@ -18,30 +16,33 @@
 //!   so the gradient never goes through memory and the update overlaps the
 //!   product (the same blocks and arithmetic as the two ops: bit-identical).
 //!
-//! [`SessionOptions::optimize`]: super::SessionOptions::optimize
+//! The replaced update keeps its node id and name and waits for what the
+//! nodes it absorbs (the `Mul`, the `MatMul`) waited for. Both fusions are
+//! one rewrite because the second looks through the first: the `MatMul`
+//! under `Mul(lr, MatMul(a, b))` is read only by the `Mul` the first
+//! fusion absorbs.
 
-use super::{Graph, Input, NodeSpec, Output};
-use crate::attrs::{AttrMap, FromAttrValue, IntoAttrValue};
-use crate::{DataType, Result};
+use super::NAME as APPLY_MATMUL;
+use opforge_core::attrs::{AttrMap, FromAttrValue, IntoAttrValue};
+use opforge_core::graph::{Graph, Input, Node, NodeSpec, Output, Replacement, RewriteContext};
+use opforge_core::{DataType, Result};
 
-/// `graph` rewritten, or `None` when no rewrite applies. `cpu_only`: every
-/// device of the session is a CPU (a rewrite only uses ops whose CPU
-/// kernels opforge has, so placement cannot change).
-pub(crate) fn optimize(graph: &Graph, cpu_only: bool) -> Result<Option<Graph>> {
-    if !cpu_only {
-        return Ok(None);
+const APPLY: &str = "ResourceApplyGradientDescent";
+
+/// The rewrite: every SGD update of `ctx`'s graph that fuses.
+pub(super) fn fuse_sgd_updates(ctx: &RewriteContext<'_>) -> Result<Vec<Replacement>> {
+    if !ctx.all_devices_are("CPU") {
+        return Ok(Vec::new());
     }
-    let fusions = sgd_updates(graph);
-    if fusions.is_empty() {
-        return Ok(None);
-    }
-    let mut g = graph.clone_as_same();
-    for f in fusions {
-        let update = g.at(f.update);
+    let graph = ctx.graph();
+    let mut out = Vec::new();
+    for f in sgd_updates(graph) {
+        let nodes = graph.nodes();
+        let update = &nodes[f.update];
         // The update waits for what the nodes it absorbs waited for.
         let mut control = update.control_inputs.clone();
         for &n in &f.absorbed {
-            for &c in &g.at(n).control_inputs {
+            for &c in &nodes[n].control_inputs {
                 if !control.contains(&c) {
                     control.push(c);
                 }
@@ -72,14 +73,12 @@ pub(crate) fn optimize(graph: &Graph, cpu_only: bool) -> Result<Option<Graph>> {
         for (name, value) in attrs {
             spec = spec.attr(name, value);
         }
-        let id = g.id_at(f.update);
-        g.replace_node(id, spec)?;
+        if let Some(id) = graph.node_id(f.update) {
+            out.push(Replacement::new(id, spec));
+        }
     }
-    Ok(Some(g))
+    Ok(out)
 }
-
-const APPLY: &str = "ResourceApplyGradientDescent";
-const APPLY_MATMUL: &str = "_ResourceApplyGradientDescentMatMul";
 
 /// One SGD update to rewrite.
 struct SgdUpdate {
@@ -134,7 +133,7 @@ fn sgd_updates(graph: &Graph) -> Vec<SgdUpdate> {
     };
     // The node behind output `o` when `o` is its first output, read by
     // nothing else, on the reader's device.
-    let sole = |o: Output, device: &str| {
+    let sole = |o: Output, device: &str| -> Option<&Node> {
         let n = &nodes[o.node.index()];
         (o.index == 0 && readers[o.node.index()] == 1 && n.device == device).then_some(n)
     };

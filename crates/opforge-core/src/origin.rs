@@ -1,5 +1,8 @@
-//! Who registered an entry, and where: [`OwnerId`], [`Origin`], and the
-//! liveness state shared by an entry and everyone holding it.
+//! Who registered a registry entry, and where: [`OwnerId`], [`Origin`], and
+//! the liveness state ([`EntryState`]) shared by an entry and everyone
+//! holding it (a kernel registration, a graph node). Below both the kernel
+//! table and the registry, so `kernel` need not import `registry`; the
+//! registry re-exports these types.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,8 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// Who provides a registry entry: the code compiled into this binary
 /// ([`OwnerId::BUILTIN`]), or a library loaded at run time (an id from
-/// [`Registry::add_owner`](super::Registry::add_owner)).
-/// [`Registry::unload`](super::Registry::unload) removes everything one
+/// [`Registry::add_owner`](crate::registry::Registry::add_owner)).
+/// [`Registry::unload`](crate::registry::Registry::unload) removes everything one
 /// owner registered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct OwnerId(pub(crate) u64);
