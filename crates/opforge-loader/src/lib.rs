@@ -62,4 +62,7 @@ mod shape;
 
 pub use library::{LibraryHandle, Loader, UnloadReport};
 pub use manifest::{inspect, Manifest};
+/// The C ABI this host speaks (`opforge_abi`: its version, constants and
+/// negotiation), for callers that report it.
+pub use opforge_abi as abi;
 pub use seal::{seal, SealOutcome};

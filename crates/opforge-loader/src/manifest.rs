@@ -141,6 +141,63 @@ pub struct KernelRecord {
     pub json: Value,
 }
 
+impl KernelRecord {
+    /// What two records of the same kernel share: [`kernel_key`], the
+    /// label and the priority.
+    fn key(&self) -> (KernelKey, String, i64) {
+        let label = self.json.get("label").and_then(Value::as_str);
+        let priority = self.json.get("priority").and_then(Value::as_i64);
+        (
+            kernel_key(&self.op, &self.device, &self.constraints),
+            label.unwrap_or_default().to_string(),
+            priority.unwrap_or_default(),
+        )
+    }
+
+    /// `ZeroOut on CPU, T in [DT_FLOAT, DT_INT32]`, for messages and
+    /// summaries.
+    pub fn describe(&self) -> String {
+        describe_kernel(&self.op, &self.device, &self.constraints)
+    }
+}
+
+/// A kernel as a declaration and init's registrations are compared: its
+/// op, its device, and its type constraints sorted (by attr, dtypes by
+/// number).
+pub(crate) type KernelKey = (String, String, Vec<(String, Vec<i32>)>);
+
+/// The [`KernelKey`] of a kernel.
+pub(crate) fn kernel_key(
+    op: &str,
+    device: &str,
+    constraints: &[(String, Vec<DataType>)],
+) -> KernelKey {
+    let mut c: Vec<(String, Vec<i32>)> = constraints
+        .iter()
+        .map(|(a, t)| {
+            let mut t: Vec<i32> = t.iter().map(|d| *d as i32).collect();
+            t.sort_unstable();
+            (a.clone(), t)
+        })
+        .collect();
+    c.sort();
+    (op.to_string(), device.to_string(), c)
+}
+
+/// `ZeroOut on CPU, T in [DT_FLOAT, DT_INT32]`.
+pub(crate) fn describe_kernel(
+    op: &str,
+    device: &str,
+    constraints: &[(String, Vec<DataType>)],
+) -> String {
+    let mut out = format!("{op} on {device}");
+    for (attr, types) in constraints {
+        let names: Vec<&str> = types.iter().map(|d| d.proto_name()).collect();
+        out.push_str(&format!(", {attr} in [{}]", names.join(", ")));
+    }
+    out
+}
+
 /// A gradient record.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GradientRecord {
@@ -175,6 +232,34 @@ impl Manifest {
     /// kernel or gradient record in its manifest, or a sealed declaration.
     pub fn is_declared(&self) -> bool {
         self.ops.is_some()
+    }
+
+    /// Version negotiation (step 1 of the header's "Version negotiation"),
+    /// from the manifest alone: `Ok` if this host may load the library,
+    /// else `FailedPrecondition` naming both versions and the remedy, the
+    /// error [`Loader::load`](crate::Loader::load) gives before any code of
+    /// the library runs (and `opforge lib inspect` exits with).
+    pub fn check_host(&self) -> Result<()> {
+        use opforge_abi::Refusal;
+        opforge_abi::negotiate(&self.library.abi).map_err(|refusal| {
+            let remedy = match refusal {
+                Refusal::MajorMismatch { library, host } if library > host => {
+                    "upgrade opforge to a version with that ABI major, or rebuild the library \
+                     against this opforge's include/opforge/opforge.h"
+                }
+                Refusal::HostTooOld { .. } => {
+                    "upgrade opforge, or rebuild the library with a lower OPFORGE_MIN_HOST_MINOR \
+                     (checking newer slots with OPFORGE_HAS_SLOT)"
+                }
+                _ => "rebuild the library against this opforge's include/opforge/opforge.h",
+            };
+            Status::failed_precondition(format!(
+                "op library '{}' ({} {}) cannot be loaded: {refusal}; {remedy}",
+                self.path.display(),
+                self.library.name,
+                self.library.version
+            ))
+        })
     }
 
     /// The JSON object `opforge lib inspect` prints (the header's form):
@@ -432,17 +517,15 @@ pub(crate) struct Collected {
     pub(crate) declared: bool,
     /// `seal` records (only a sealed declaration has one), with offsets.
     pub(crate) seals: Vec<(usize, Value)>,
+    /// Records of kinds this host does not know (ignored, as the header
+    /// says), with offsets: named when the library record is missing.
+    pub(crate) unknown: Vec<(usize, Value)>,
 }
 
 fn from_records(path: &Path, records: Vec<(usize, Value)>) -> Result<Manifest> {
     let c = collect(path, records)?;
     let Some(library) = c.library else {
-        return Err(Status::failed_precondition(format!(
-            "'{}' has an opforge manifest without the library record, which version \
-             negotiation needs; add OPFORGE_LIBRARY(\"name\", \"version\") (C/C++) or use the \
-             opforge-plugin SDK, and rebuild",
-            path.display()
-        )));
+        return Err(missing_library(path, &c.unknown));
     };
     Ok(Manifest {
         path: path.to_path_buf(),
@@ -452,6 +535,80 @@ fn from_records(path: &Path, records: Vec<(usize, Value)>) -> Result<Manifest> {
         gradients: c.declared.then_some(c.gradients),
         sealed: false,
     })
+}
+
+/// What a record without a `kind` or of an unknown kind tells a reader:
+/// records written by C carry no CRC (a compiler cannot compute it), so a
+/// damaged byte in one is only found when its content makes no sense.
+const DAMAGED: &str = "records written by C carry no CRC, so a byte changed in the file is \
+                       only found here";
+
+/// The keys of a record, for messages: `kind, name, version, abi`.
+fn keys(v: &Value) -> String {
+    match v {
+        Value::Object(m) => m.keys().map(String::as_str).collect::<Vec<_>>().join(", "),
+        _ => String::new(),
+    }
+}
+
+/// The error of a manifest without a library record: a damaged library
+/// record (a record of an unknown kind with the library record's keys), a
+/// library for a newer opforge (records of kinds this host does not know),
+/// or a library built without one.
+fn missing_library(path: &Path, unknown: &[(usize, Value)]) -> Status {
+    let kind = |v: &Value| v.get("kind").map(Value::to_string).unwrap_or_default();
+    if let Some((off, v)) = unknown.iter().find(|(_, v)| v.get("abi").is_some()) {
+        return Status::data_loss(format!(
+            "'{}': the opforge manifest has no library record, but the record at offset {off} \
+             of its section has the library record's keys ({}) under the kind {}, which no \
+             opforge defines: the record is damaged ({DAMAGED}). Rebuild the library from its \
+             sources",
+            path.display(),
+            keys(v),
+            kind(v)
+        ));
+    }
+    if !unknown.is_empty() {
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|(off, v)| format!("{} at offset {off}", kind(v)))
+            .collect();
+        return Status::failed_precondition(format!(
+            "'{}': the opforge manifest has no library record, which version negotiation needs, \
+             and records of kinds this host does not know ({}): the library was built for a \
+             newer opforge, or its records are damaged ({DAMAGED}). Rebuild it against this \
+             opforge's include/opforge/opforge.h (OPFORGE_LIBRARY) or opforge-plugin SDK",
+            path.display(),
+            list.join(", ")
+        ));
+    }
+    Status::failed_precondition(format!(
+        "'{}' has an opforge manifest without the library record, which version \
+         negotiation needs; add OPFORGE_LIBRARY(\"name\", \"version\") (C/C++) or use the \
+         opforge-plugin SDK, and rebuild",
+        path.display()
+    ))
+}
+
+/// Refuses a second record of the same op, kernel or gradient: `seen`
+/// maps what a record declares to the offset of the first record of it.
+fn refuse_twice<K: Ord>(
+    path: &Path,
+    seen: &mut std::collections::BTreeMap<K, usize>,
+    key: K,
+    off: usize,
+    what: impl FnOnce() -> String,
+) -> Result<()> {
+    if let Some(first) = seen.insert(key, off) {
+        return Err(Status::invalid_argument(format!(
+            "'{}': the opforge manifest declares {} twice, in the records at offsets {first} \
+             and {off} of its section; declare each once (one OPFORGE_MANIFEST_* record per op, \
+             kernel and gradient), then rebuild the library",
+            path.display(),
+            what()
+        )));
+    }
+    Ok(())
 }
 
 /// Reads every record of a section.
@@ -466,9 +623,19 @@ pub(crate) fn collect(path: &Path, records: Vec<(usize, Value)>) -> Result<Colle
     let mut library = None;
     let (mut ops, mut kernels, mut gradients) = (Vec::new(), Vec::new(), Vec::new());
     let mut declared = false;
-    let mut seals = Vec::new();
+    let (mut seals, mut unknown) = (Vec::new(), Vec::new());
+    let (mut op_at, mut kernel_at, mut gradient_at) = Default::default();
     for (off, v) in records {
-        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+        let Some(kind) = v.get("kind").and_then(Value::as_str) else {
+            return Err(bad(
+                off,
+                format!(
+                    "it has no \"kind\" string (its keys: {}); a record without one is damaged \
+                     ({DAMAGED})",
+                    keys(&v)
+                ),
+            ));
+        };
         let r = Rec {
             v: &v,
             off,
@@ -482,9 +649,7 @@ pub(crate) fn collect(path: &Path, records: Vec<(usize, Value)>) -> Result<Colle
                         "a second library record (there must be one)".into(),
                     ));
                 }
-                let abi = v
-                    .get("abi")
-                    .ok_or_else(|| bad(off, "the library record has no 'abi'".into()))?;
+                let abi = v.get("abi").ok_or_else(|| r.missing("abi", "an object"))?;
                 let a = Rec {
                     v: abi,
                     off,
@@ -524,8 +689,12 @@ pub(crate) fn collect(path: &Path, records: Vec<(usize, Value)>) -> Result<Colle
                         Some((version, d.opt_str("explanation")?.unwrap_or_default()))
                     }
                 };
+                let name = r.str("name")?;
+                refuse_twice(path, &mut op_at, name.clone(), off, || {
+                    format!("op '{name}'")
+                })?;
                 ops.push(OpRecord {
-                    name: r.str("name")?,
+                    name,
                     attrs: r.strs("attrs")?,
                     inputs: r.strs("inputs")?,
                     outputs: r.strs("outputs")?,
@@ -569,22 +738,32 @@ pub(crate) fn collect(path: &Path, records: Vec<(usize, Value)>) -> Result<Colle
                     }
                     Some(_) => return Err(bad(off, "'constraints' is not an object".into())),
                 }
-                kernels.push(KernelRecord {
+                let k = KernelRecord {
                     op: r.str("op")?,
                     device: r.str("device")?,
                     constraints,
                     json: v.clone(),
-                });
+                };
+                refuse_twice(path, &mut kernel_at, k.key(), off, || {
+                    format!("the kernel {}", k.describe())
+                })?;
+                kernels.push(k);
             }
             "gradient" => {
                 declared = true;
+                let op = r.str("op")?;
+                refuse_twice(path, &mut gradient_at, op.clone(), off, || {
+                    format!("a gradient of op '{op}'")
+                })?;
                 gradients.push(GradientRecord {
-                    op: r.str("op")?,
+                    op,
                     form: r.str("form")?,
                 });
             }
             "seal" => seals.push((off, v.clone())),
-            _ => {} // records of an unknown kind are ignored (header).
+            // Records of an unknown kind are ignored (header), but named
+            // if the library record is missing.
+            _ => unknown.push((off, v.clone())),
         }
     }
     Ok(Collected {
@@ -594,6 +773,7 @@ pub(crate) fn collect(path: &Path, records: Vec<(usize, Value)>) -> Result<Colle
         gradients,
         declared,
         seals,
+        unknown,
     })
 }
 
@@ -614,18 +794,31 @@ impl<F: Fn(usize, String) -> Status> Rec<'_, F> {
 
     fn str(&self, key: &str) -> Result<String> {
         self.opt_str(key)?
-            .ok_or_else(|| (self.bad)(self.off, format!("'{key}' is missing")))
+            .ok_or_else(|| self.missing(key, "a string"))
+    }
+
+    /// `key` is missing: names the keys there are (a damaged key shows).
+    fn missing(&self, key: &str, what: &str) -> Status {
+        (self.bad)(
+            self.off,
+            format!(
+                "'{key}' ({what}) is missing (the keys there: {}); if the record was written \
+                 correctly, it is damaged ({DAMAGED})",
+                keys(self.v)
+            ),
+        )
     }
 
     fn u32(&self, key: &str) -> Result<u32> {
-        self.v
-            .get(key)
-            .and_then(Value::as_u64)
+        let Some(v) = self.v.get(key) else {
+            return Err(self.missing(key, "an integer"));
+        };
+        v.as_u64()
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| {
                 (self.bad)(
                     self.off,
-                    format!("'{key}' is missing or not a non-negative integer"),
+                    format!("'{key}' is {v}, not an integer from 0 to 4294967295"),
                 )
             })
     }
@@ -711,6 +904,75 @@ mod tests {
         assert!(e.message().contains("section ends"), "{}", e.message());
         let e = from_records(Path::new("f"), vec![]).unwrap_err();
         assert_eq!(e.code(), opforge_core::Code::FailedPrecondition);
+    }
+
+    fn parsed(records: &[&str]) -> Result<Manifest> {
+        let data: Vec<u8> = records.iter().flat_map(|r| record(r)).collect();
+        from_records(
+            Path::new("f"),
+            parse_records(Path::new("f"), &data, false).unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_kernel_declared_twice_is_refused() {
+        let k = r#"{"kind":"kernel","op":"A","device":"CPU","constraints":{"T":["DT_FLOAT","DT_INT32"]}}"#;
+        // The same constraints in another order are the same kernel.
+        let k2 = r#"{"kind":"kernel","op":"A","device":"CPU","constraints":{"T":["DT_INT32","DT_FLOAT"]}}"#;
+        let e = parsed(&[LIB, k, k2]).unwrap_err();
+        assert_eq!(e.code(), opforge_core::Code::InvalidArgument);
+        assert!(
+            e.message().contains(
+                "declares the kernel A on CPU, T in [DT_INT32, DT_FLOAT] twice, in the records \
+                 at offsets 144 and 248"
+            ),
+            "{}",
+            e.message()
+        );
+        // Another label is another kernel.
+        let k3 = r#"{"kind":"kernel","op":"A","device":"CPU","label":"x","constraints":{"T":["DT_INT32","DT_FLOAT"]}}"#;
+        assert_eq!(parsed(&[LIB, k, k3]).unwrap().kernels.unwrap().len(), 2);
+    }
+
+    #[test]
+    fn records_of_unknown_kinds_are_named_when_the_library_record_is_missing() {
+        let e = parsed(&[r#"{"kind":"future","x":1}"#]).unwrap_err();
+        assert_eq!(e.code(), opforge_core::Code::FailedPrecondition);
+        assert!(
+            e.message()
+                .contains(r#"kinds this host does not know ("future" at offset 0)"#),
+            "{}",
+            e.message()
+        );
+        assert!(
+            !e.message().contains("add OPFORGE_LIBRARY"),
+            "{}",
+            e.message()
+        );
+        // Known records only: the library record is missing, add it.
+        let e = parsed(&[r#"{"kind":"op","name":"A"}"#]).unwrap_err();
+        assert!(
+            e.message().contains("add OPFORGE_LIBRARY"),
+            "{}",
+            e.message()
+        );
+        // A record without a kind is damaged.
+        let e = parsed(&[LIB, r#"{"name":"A"}"#]).unwrap_err();
+        assert_eq!(e.code(), opforge_core::Code::DataLoss);
+        assert!(e.message().contains("at offset 144"), "{}", e.message());
+        assert!(e.message().contains("(its keys: name)"), "{}", e.message());
+    }
+
+    #[test]
+    fn an_abi_field_out_of_range_names_its_value() {
+        let lib = LIB.replace(r#""minor":0"#, r#""minor":-1"#);
+        let e = parsed(&[&lib]).unwrap_err();
+        assert!(
+            e.message()
+                .contains("'minor' is -1, not an integer from 0 to 4294967295"),
+            "{}",
+            e.message()
+        );
     }
 
     #[test]

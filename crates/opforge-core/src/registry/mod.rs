@@ -54,7 +54,7 @@ mod verify;
 mod tests;
 
 pub use kernels::BuiltKernel;
-pub use messages::describe_difference;
+pub use messages::{describe_difference, describe_difference_between};
 pub use origin::{EntryState, Origin, OwnerId, BUILTIN_NAME};
 pub use statics::{StaticKind, StaticRegistration};
 

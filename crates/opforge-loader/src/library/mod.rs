@@ -6,14 +6,14 @@ use crate::decl::DeclGradient;
 use crate::grad::{run_grad_fn, GRAD_API};
 use crate::host::*;
 use crate::kernel::{OutputLike, PluginKernelDef, KERNEL_API};
-use crate::manifest::{self, Manifest};
+use crate::manifest::{self, describe_kernel, kernel_key, KernelKey, Manifest};
 use crate::shape::{run_shape_fn, SHAPE_API};
 use opforge_abi::*;
 use opforge_core::autodiff::{Gradient, GradientFn};
 use opforge_core::kernel::{KernelDefBuilder, KernelRegistration};
-use opforge_core::registry::OwnerId;
+use opforge_core::registry::{describe_difference_between, OwnerId};
 use opforge_core::{DataType, OpDefBuilder, Registry, Result, Status};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -310,7 +310,7 @@ impl Loader {
         } else {
             manifest::parse_unsealed(&canonical, &bytes)?
         };
-        check_version(&manifest)?;
+        manifest.check_host()?;
         drop(bytes);
         {
             let mut lingering = self
@@ -574,42 +574,18 @@ fn still_mapped(_path: &Path) -> bool {
     false
 }
 
-/// Negotiation (step 1 of the header): before any code of the library runs.
-fn check_version(m: &Manifest) -> Result<()> {
-    let abi = &m.library.abi;
-    negotiate(abi).map_err(|refusal| {
-        let remedy = match refusal {
-            Refusal::MajorMismatch { library, host } if library > host => {
-                "upgrade opforge to a version with that ABI major, or rebuild the library \
-                 against this opforge's include/opforge/opforge.h"
-            }
-            Refusal::MajorMismatch { .. } => {
-                "rebuild the library against this opforge's include/opforge/opforge.h"
-            }
-            Refusal::HostTooOld { .. } => {
-                "upgrade opforge, or rebuild the library with a lower OPFORGE_MIN_HOST_MINOR \
-                 (checking newer slots with OPFORGE_HAS_SLOT)"
-            }
-            _ => "rebuild the library against this opforge's include/opforge/opforge.h",
-        };
-        Status::failed_precondition(format!(
-            "op library '{}' ({} {}) cannot be loaded: {refusal}; {remedy}",
-            m.path.display(),
-            m.library.name,
-            m.library.version
-        ))
-    })
-}
-
-/// A library with a declaration must register exactly what it declares.
+/// A library with a declaration must register exactly what it declares:
+/// the first difference is named (the op and the field with both values,
+/// the kernel, the gradient).
 fn check_declaration(m: &Manifest, st: &Staging, lib: &LibInner) -> Result<()> {
     let (Some(ops), Some(kernels), Some(grads)) = (&m.ops, &m.kernels, &m.gradients) else {
         return Ok(());
     };
     let mismatch = |what: String| {
         Status::failed_precondition(format!(
-            "op library {} registered something its manifest does not declare: {what}; rebuild \
-             it so that its manifest records match its init (nothing was registered)",
+            "op library {}: what its init registers differs from what its manifest declares: \
+             {what}; rebuild it so that its manifest records match its init (nothing was \
+             registered)",
             lib.label()
         ))
     };
@@ -634,7 +610,8 @@ fn check_declaration(m: &Manifest, st: &Staging, lib: &LibInner) -> Result<()> {
         })?;
         if a != d {
             return Err(mismatch(format!(
-                "op '{name}' differs between init and the manifest"
+                "op '{name}': {}",
+                describe_difference_between((&d, "the manifest"), (&a, "what init registers"))
             )));
         }
         if rec.shape_fn != *has_shape_fn {
@@ -654,50 +631,56 @@ fn check_declaration(m: &Manifest, st: &Staging, lib: &LibInner) -> Result<()> {
             "the manifest declares op '{name}', init does not register it"
         )));
     }
-    type KernelKey = (String, String, Vec<(String, Vec<i32>)>);
-    let key = |op: &str, dev: &str, c: &[(String, Vec<DataType>)]| -> KernelKey {
-        let mut c: Vec<(String, Vec<i32>)> = c
-            .iter()
-            .map(|(a, t)| {
-                let mut t: Vec<i32> = t.iter().map(|d| *d as i32).collect();
-                t.sort_unstable();
-                (a.clone(), t)
-            })
-            .collect();
-        c.sort();
-        (op.to_string(), dev.to_string(), c)
-    };
-    let mut a: Vec<KernelKey> = st
-        .kernels
-        .iter()
-        .map(|(kb, _)| {
-            let d = kb.clone().build();
-            key(&d.op, &d.device_type, &d.constraints)
-        })
-        .collect();
-    let mut b: Vec<KernelKey> = kernels
-        .iter()
-        .map(|k| key(&k.op, &k.device, &k.constraints))
-        .collect();
-    a.sort();
-    b.sort();
-    if a != b {
-        return Err(mismatch(format!(
-            "init registers the kernels {a:?}, the manifest declares {b:?}"
-        )));
+    // Kernels: how often init registers and the manifest declares each.
+    let mut count: BTreeMap<KernelKey, (usize, usize, String)> = BTreeMap::new();
+    for (kb, _) in &st.kernels {
+        let d = kb.clone().build();
+        let key = kernel_key(&d.op, &d.device_type, &d.constraints);
+        let describe = || describe_kernel(&d.op, &d.device_type, &d.constraints);
+        count.entry(key).or_insert_with(|| (0, 0, describe())).0 += 1;
     }
-    let ga: HashSet<(String, String)> = st
+    for k in kernels {
+        let key = kernel_key(&k.op, &k.device, &k.constraints);
+        count.entry(key).or_insert_with(|| (0, 0, k.describe())).1 += 1;
+    }
+    if let Some((init, declared, k)) = count.values().find(|(i, d, _)| i != d) {
+        return Err(mismatch(match (init, declared) {
+            (_, 0) => format!("init registers the kernel {k}, the manifest does not declare it"),
+            (0, _) => format!("the manifest declares the kernel {k}, init does not register it"),
+            (i, d) => format!(
+                "init registers the kernel {k} {i} times, the manifest declares it {d} times"
+            ),
+        }));
+    }
+    let staged: BTreeMap<&str, &str> = st
         .gradients
         .iter()
-        .map(|(o, f, _)| (o.clone(), f.to_string()))
+        .map(|(o, f, _)| (o.as_str(), *f))
         .collect();
-    let gb: HashSet<(String, String)> = grads
+    let declared: BTreeMap<&str, &str> = grads
         .iter()
-        .map(|g| (g.op.clone(), g.form.clone()))
+        .map(|g| (g.op.as_str(), g.form.as_str()))
         .collect();
-    if ga != gb {
+    for (op, form) in &staged {
+        match declared.get(op) {
+            None => {
+                return Err(mismatch(format!(
+                    "init registers a gradient of op '{op}' (form \"{form}\"), the manifest \
+                     declares none"
+                )));
+            }
+            Some(d) if d != form => {
+                return Err(mismatch(format!(
+                    "the gradient of op '{op}' has the form \"{d}\" in the manifest, \"{form}\" \
+                     in what init registers"
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some((op, form)) = declared.iter().find(|(op, _)| !staged.contains_key(*op)) {
         return Err(mismatch(format!(
-            "init registers the gradients {ga:?}, the manifest declares {gb:?}"
+            "the manifest declares a gradient of op '{op}' (form \"{form}\"), init registers none"
         )));
     }
     Ok(())
