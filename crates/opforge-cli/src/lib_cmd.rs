@@ -132,7 +132,7 @@ pub fn cycle(
         let h = loader
             .load(file)
             .map_err(|e| e.prepend(format!("cycle {i} of {times}: ")))?;
-        label = format!("{} {} ({})", h.name(), h.version(), h.path().display());
+        label = h.to_string();
         let report = loader
             .unload(&h)
             .map_err(|e| e.prepend(format!("cycle {i} of {times}: ")))?;

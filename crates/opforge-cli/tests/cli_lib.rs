@@ -144,7 +144,10 @@ fn lib_inspect_fails_with_loadings_reason_on_a_wrong_layout_hash() {
     // What the manifest says, then why this host refuses it.
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j["name"], "manifests");
-    assert!(err.starts_with("error: FAILED_PRECONDITION: op library '"), "{err}");
+    assert!(
+        err.starts_with("error: FAILED_PRECONDITION: op library '"),
+        "{err}"
+    );
     assert!(
         err.contains("its layout hash 0123456789abcdef is not the one of opforge C ABI 1.1"),
         "{err}"
@@ -152,12 +155,19 @@ fn lib_inspect_fails_with_loadings_reason_on_a_wrong_layout_hash() {
     let o = opforge(&["lib", "inspect", bad.to_str().unwrap(), "--format", "text"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("refuses it (the error below says why)"), "{out}");
+    assert!(
+        out.contains("refuses it (the error below says why)"),
+        "{out}"
+    );
     assert!(err.contains("layout hash 0123456789abcdef"), "{err}");
     // Loading it (--library) gives the same reason.
     let o = opforge(&["ops", "list", "--library", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).1.contains("layout hash 0123456789abcdef"), "{}", text(&o).1);
+    assert!(
+        text(&o).1.contains("layout hash 0123456789abcdef"),
+        "{}",
+        text(&o).1
+    );
 }
 
 #[test]
@@ -179,18 +189,31 @@ fn lib_cycle_loads_and_unloads_with_flat_memory() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}{err}");
     assert!(out.contains("zero_out_c 0.1.0 ("), "{out}");
-    assert!(out.contains(": 300 cycles of load, init, unload\n"), "{out}");
+    assert!(
+        out.contains(": 300 cycles of load, init, unload\n"),
+        "{out}"
+    );
     assert!(out.contains("unmapped after every unload: yes\n"), "{out}");
-    assert!(out.contains("KiB over the 299 cycles after the first)"), "{out}");
+    assert!(
+        out.contains("KiB over the 299 cycles after the first)"),
+        "{out}"
+    );
     let o = opforge(&["lib", "cycle", lib.to_str().unwrap(), "--times", "0"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).1.starts_with("error: INVALID_ARGUMENT: "), "{}", text(&o).1);
+    assert!(
+        text(&o).1.starts_with("error: INVALID_ARGUMENT: "),
+        "{}",
+        text(&o).1
+    );
     // A library that fails to load fails the command, naming the cycle.
     let twice = manifests_lib("manifests_cli_cycle_twice", &["-DMANIFEST_TWICE"]);
     let o = opforge(&["lib", "cycle", twice.to_str().unwrap(), "--times", "3"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1));
-    assert!(err.starts_with("error: INVALID_ARGUMENT: cycle 1 of 3: "), "{err}");
+    assert!(
+        err.starts_with("error: INVALID_ARGUMENT: cycle 1 of 3: "),
+        "{err}"
+    );
 }
 
 #[test]

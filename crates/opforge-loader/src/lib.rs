@@ -60,7 +60,7 @@ pub mod manifest;
 pub mod seal;
 mod shape;
 
-pub use library::{LibraryHandle, Loader, UnloadReport};
+pub use library::{Holders, LibraryHandle, Loader, UnloadReport};
 pub use manifest::{inspect, Manifest};
 /// The C ABI this host speaks (`opforge_abi`: its version, constants and
 /// negotiation), for callers that report it.

@@ -67,13 +67,12 @@ impl LibInner {
         self.foreign.fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// "N kernel instances and M outputs", for messages.
-    fn holders(&self) -> String {
-        format!(
-            "{} kernel instances and {} outputs backed by its memory",
-            self.instances.load(Ordering::Acquire),
-            self.foreign.load(Ordering::Acquire)
-        )
+    /// What holds the library now.
+    fn holders(&self) -> Holders {
+        Holders {
+            kernel_instances: self.instances.load(Ordering::Acquire),
+            foreign_outputs: self.foreign.load(Ordering::Acquire),
+        }
     }
 }
 
@@ -141,6 +140,49 @@ impl LibraryHandle {
     }
 }
 
+impl std::fmt::Display for LibraryHandle {
+    /// `NAME VERSION (PATH)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} ({})",
+            self.name,
+            self.version,
+            self.path.display()
+        )
+    }
+}
+
+/// What holds a loaded library's code or memory besides its registry
+/// entries ([`Loader::holders`]): while any of these is alive, an unload
+/// removes the library's entries but cannot finalise and unmap it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Holders {
+    /// Live kernel instances of the library (in sessions, and in the kernel
+    /// caches of eager contexts and prepared calls).
+    pub kernel_instances: usize,
+    /// Live tensors whose memory the library owns (outputs its kernels
+    /// made in their own memory, `set_output_foreign`).
+    pub foreign_outputs: usize,
+}
+
+impl Holders {
+    /// Whether nothing holds the library.
+    pub fn is_empty(&self) -> bool {
+        self.kernel_instances == 0 && self.foreign_outputs == 0
+    }
+}
+
+impl std::fmt::Display for Holders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} kernel instances and {} outputs backed by its memory",
+            self.kernel_instances, self.foreign_outputs
+        )
+    }
+}
+
 /// What [`Loader::unload`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnloadReport {
@@ -177,6 +219,9 @@ pub struct Loader {
     loaded: Mutex<Vec<Loaded>>,
     /// Libraries unloaded while something still held them.
     lingering: Mutex<Vec<(PathBuf, Weak<LibInner>)>>,
+    /// The ops of unloaded libraries (not registered again since): op ->
+    /// `NAME VERSION (PATH)` of the library that had it.
+    unloaded_ops: Mutex<HashMap<String, String>>,
 }
 
 impl std::fmt::Debug for Loader {
@@ -213,6 +258,16 @@ fn check_not_mapped_elsewhere(canonical: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The loaded library of the file at `canonical` whose content is `bytes`:
+/// loaded from that path, or from a file with the same content.
+fn find_loaded<'a>(loaded: &'a [Loaded], canonical: &Path, bytes: &[u8]) -> Option<&'a Loaded> {
+    let key = content_key(bytes);
+    loaded.iter().find(|l| {
+        l.handle.path == canonical
+            || (l.content == key && std::fs::read(&l.handle.path).is_ok_and(|b| b == bytes))
+    })
+}
+
 fn content_key(bytes: &[u8]) -> (u64, u64) {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for &b in bytes {
@@ -229,6 +284,7 @@ impl Loader {
             registry,
             loaded: Mutex::new(Vec::new()),
             lingering: Mutex::new(Vec::new()),
+            unloaded_ops: Mutex::new(HashMap::new()),
         }
     }
 
@@ -277,6 +333,55 @@ impl Loader {
             .ok_or_else(|| not_loaded(handle))
     }
 
+    /// The loaded library of the file at `path` (the path it was loaded
+    /// from, a symlink to it, or a copy with the same content). `NotFound`
+    /// if this loader has no such library loaded.
+    pub fn find(&self, path: impl AsRef<Path>) -> Result<LibraryHandle> {
+        let path = path.as_ref();
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        let bytes = std::fs::read(&canonical).unwrap_or_default();
+        if let Some(l) = find_loaded(&loaded, &canonical, &bytes) {
+            return Ok(l.handle.clone());
+        }
+        let names: Vec<String> = loaded
+            .iter()
+            .map(|l| format!("{} {}", l.handle.name, l.handle.version))
+            .collect();
+        Err(Status::not_found(format!(
+            "no op library loaded from '{}' (loaded: {}); pass the path it was loaded from, or \
+             the module load_op_library returned",
+            path.display(),
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        )))
+    }
+
+    /// What holds a loaded library besides its registry entries (see
+    /// [`Holders`]). `NotFound` if it is not loaded by this loader.
+    pub fn holders(&self, handle: &LibraryHandle) -> Result<Holders> {
+        let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        loaded
+            .iter()
+            .find(|l| l.handle == *handle)
+            .map(|l| l.strong.holders())
+            .ok_or_else(|| not_loaded(handle))
+    }
+
+    /// The library (`NAME VERSION (PATH)`) that registered op `op` and was
+    /// unloaded by this loader, when no library loaded since registers it:
+    /// what a "not registered" error for `op` can add.
+    pub fn unloaded_library_of(&self, op: &str) -> Option<String> {
+        self.unloaded_ops
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(op)
+            .cloned()
+    }
+
     fn load_impl(&self, path: &Path, sealed: bool) -> Result<LibraryHandle> {
         let canonical = std::fs::canonicalize(path).map_err(|e| {
             let code = if e.kind() == std::io::ErrorKind::NotFound {
@@ -297,13 +402,8 @@ impl Loader {
         })?;
         let key = content_key(&bytes);
         let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-        for l in loaded.iter() {
-            if l.handle.path == canonical {
-                return Ok(l.handle.clone());
-            }
-            if l.content == key && std::fs::read(&l.handle.path).is_ok_and(|b| b == bytes) {
-                return Ok(l.handle.clone());
-            }
+        if let Some(l) = find_loaded(&loaded, &canonical, &bytes) {
+            return Ok(l.handle.clone());
         }
         let manifest = if sealed {
             manifest::parse(&canonical, &bytes)?
@@ -336,6 +436,15 @@ impl Loader {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((canonical.clone(), Arc::downgrade(&inner)));
+        {
+            let mut unloaded = self
+                .unloaded_ops
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for op in self.registry.ops_of(handle.owner) {
+                unloaded.remove(&op);
+            }
+        }
         loaded.push(Loaded {
             handle: handle.clone(),
             inner: Arc::downgrade(&inner),
@@ -472,17 +581,13 @@ impl Loader {
                 .iter()
                 .find(|l| l.handle == *handle)
                 .ok_or_else(|| not_loaded(handle))?;
-            let inner = &l.strong;
-            if inner.instances.load(Ordering::Acquire) > 0
-                || inner.foreign.load(Ordering::Acquire) > 0
-            {
+            let holders = l.strong.holders();
+            if !holders.is_empty() {
                 return Err(Status::failed_precondition(format!(
-                    "op library {} {} is in use: {} are alive (sessions, eager contexts and \
-                     tensors that used it hold them); drop them and retry, or call unload, \
+                    "op library {} {} is in use: {holders} are alive (sessions, eager contexts \
+                     and tensors that used it hold them); drop them and retry, or call unload, \
                      which removes the library's ops now and closes it when they are gone",
-                    handle.name,
-                    handle.version,
-                    inner.holders()
+                    handle.name, handle.version,
                 )));
             }
         }
@@ -500,6 +605,16 @@ impl Loader {
         let l = loaded.remove(i);
         drop(loaded);
         let removed = self.registry.unload(l.handle.owner);
+        {
+            let label = handle.to_string();
+            let mut unloaded = self
+                .unloaded_ops
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for op in &removed.ops {
+                unloaded.insert(op.clone(), label.clone());
+            }
+        }
         let weak = l.inner.clone();
         drop(l.strong);
         let (unmapped, note) = match weak.upgrade() {
