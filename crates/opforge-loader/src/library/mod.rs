@@ -208,7 +208,8 @@ struct Loaded {
     inner: Weak<LibInner>,
     /// Keeps the library alive while it is loaded.
     strong: Arc<LibInner>,
-    content: (u64, u64),
+    /// The file's length when it was loaded (to find copies of it).
+    len: usize,
     /// What init registered, as manifest records.
     declaration: Vec<serde_json::Value>,
 }
@@ -236,7 +237,6 @@ impl std::fmt::Debug for Loader {
     }
 }
 
-/// FNV-1a 64 of the content and its length: which loaded library a copy is.
 /// Every file mapped by any [`Loader`] of this process, while its library is
 /// alive. The dynamic linker maps a file once per process (the same path or
 /// inode gives the same handle), so a second `Loader` loading it would run
@@ -258,23 +258,23 @@ fn check_not_mapped_elsewhere(canonical: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The loaded library of the file at `canonical` whose content is `bytes`:
-/// loaded from that path, or from a file with the same content.
-fn find_loaded<'a>(loaded: &'a [Loaded], canonical: &Path, bytes: &[u8]) -> Option<&'a Loaded> {
-    let key = content_key(bytes);
-    loaded.iter().find(|l| {
-        l.handle.path == canonical
-            || (l.content == key && std::fs::read(&l.handle.path).is_ok_and(|b| b == bytes))
-    })
-}
-
-fn content_key(bytes: &[u8]) -> (u64, u64) {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// The loaded library of the file at `canonical`: loaded from that path,
+/// or (when its content `bytes` is given) from a file with the same
+/// content.
+fn find_loaded<'a>(
+    loaded: &'a [Loaded],
+    canonical: &Path,
+    bytes: Option<&[u8]>,
+) -> Option<&'a Loaded> {
+    if let Some(l) = loaded.iter().find(|l| l.handle.path == canonical) {
+        return Some(l);
     }
-    (h, bytes.len() as u64)
+    // A copy: the same length, then the same bytes (files of one length
+    // are rare enough to read).
+    let bytes = bytes?;
+    loaded
+        .iter()
+        .find(|l| l.len == bytes.len() && std::fs::read(&l.handle.path).is_ok_and(|b| b == bytes))
 }
 
 impl Loader {
@@ -340,8 +340,11 @@ impl Loader {
         let path = path.as_ref();
         let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-        let bytes = std::fs::read(&canonical).unwrap_or_default();
-        if let Some(l) = find_loaded(&loaded, &canonical, &bytes) {
+        let found = find_loaded(&loaded, &canonical, None).or_else(|| {
+            let bytes = std::fs::read(&canonical).ok()?;
+            find_loaded(&loaded, &canonical, Some(&bytes))
+        });
+        if let Some(l) = found {
             return Ok(l.handle.clone());
         }
         let names: Vec<String> = loaded
@@ -394,15 +397,21 @@ impl Loader {
                 format!("cannot load op library '{}': {e}", path.display()),
             )
         })?;
+        {
+            // Loaded from this path: no need to read the file.
+            let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(l) = find_loaded(&loaded, &canonical, None) {
+                return Ok(l.handle.clone());
+            }
+        }
         let bytes = std::fs::read(&canonical).map_err(|e| {
             Status::failed_precondition(format!(
                 "cannot read op library '{}': {e}",
                 canonical.display()
             ))
         })?;
-        let key = content_key(&bytes);
         let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(l) = find_loaded(&loaded, &canonical, &bytes) {
+        if let Some(l) = find_loaded(&loaded, &canonical, Some(&bytes)) {
             return Ok(l.handle.clone());
         }
         let manifest = if sealed {
@@ -411,6 +420,7 @@ impl Loader {
             manifest::parse_unsealed(&canonical, &bytes)?
         };
         manifest.check_host()?;
+        let len = bytes.len();
         drop(bytes);
         {
             let mut lingering = self
@@ -449,7 +459,7 @@ impl Loader {
             handle: handle.clone(),
             inner: Arc::downgrade(&inner),
             strong: inner,
-            content: key,
+            len,
             declaration,
         });
         Ok(handle)
