@@ -96,54 +96,42 @@ fn an_op_or_gradient_declared_twice_is_refused_naming_both_records() {
 #[test]
 fn a_damaged_library_record_is_not_reported_as_a_missing_one() {
     let lib = build("manifests_damage", &[]);
-    // The kind's value: a record no opforge defines, with the library
-    // record's keys.
-    let bad = patched(
-        &lib,
-        "manifests_damaged_kind",
-        r#""kind":"library""#,
-        r#""kind":"librarx""#,
-    );
-    for e in [inspect(&bad).unwrap_err(), load_error(&bad).0] {
-        assert_eq!(e.code(), Code::DataLoss, "{e}");
-        let msg = e.message();
-        assert!(
-            msg.contains(r#"under the kind "librarx""#) && msg.contains("damaged"),
-            "{msg}"
-        );
-        assert!(msg.contains("no CRC"), "{msg}");
-        assert!(!msg.contains("add OPFORGE_LIBRARY"), "{msg}");
+    // (name, from, to, what the error says besides "damaged" and "no CRC")
+    let damages: [(&str, &str, &str, &[&str]); 3] = [
+        // The kind's value: a kind no opforge defines, with the library
+        // record's keys.
+        (
+            "manifests_damaged_kind",
+            r#""kind":"library""#,
+            r#""kind":"librarx""#,
+            &[r#"under the kind "librarx""#],
+        ),
+        // The kind's key.
+        (
+            "manifests_damaged_key",
+            r#""kind":"library""#,
+            r#""kinx":"library""#,
+            &[r#"no "kind" string (its keys: "#, "kinx"],
+        ),
+        // Another key of the library record.
+        (
+            "manifests_damaged_name",
+            r#""name":"manifests""#,
+            r#""nxme":"manifests""#,
+            &["'name' (a string) is missing", "nxme"],
+        ),
+    ];
+    for (name, from, to, says) in damages {
+        let bad = patched(&lib, name, from, to);
+        for e in [inspect(&bad).unwrap_err(), load_error(&bad).0] {
+            assert_eq!(e.code(), Code::DataLoss, "{e}");
+            let msg = e.message();
+            for s in says.iter().chain(&["damaged", "no CRC"]) {
+                assert!(msg.contains(s), "{s:?} not in {msg}");
+            }
+            assert!(!msg.contains("add OPFORGE_LIBRARY"), "{msg}");
+        }
     }
-    // The kind's key.
-    let bad = patched(
-        &lib,
-        "manifests_damaged_key",
-        r#""kind":"library""#,
-        r#""kinx":"library""#,
-    );
-    let e = inspect(&bad).unwrap_err();
-    assert_eq!(e.code(), Code::DataLoss, "{e}");
-    assert!(
-        e.message().contains(r#"no "kind" string (its keys: "#)
-            && e.message().contains("kinx")
-            && e.message().contains("damaged"),
-        "{e}"
-    );
-    // Another key of the library record.
-    let bad = patched(
-        &lib,
-        "manifests_damaged_name",
-        r#""name":"manifests""#,
-        r#""nxme":"manifests""#,
-    );
-    let e = inspect(&bad).unwrap_err();
-    assert_eq!(e.code(), Code::DataLoss, "{e}");
-    assert!(
-        e.message().contains("'name' (a string) is missing")
-            && e.message().contains("nxme")
-            && e.message().contains("damaged"),
-        "{e}"
-    );
     // Without a library record at all, the advice is to add one.
     let none = build("manifests_no_library", &["-DNO_LIBRARY_RECORD"]);
     let e = inspect(&none).unwrap_err();

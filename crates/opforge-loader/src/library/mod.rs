@@ -386,17 +386,8 @@ impl Loader {
     }
 
     fn load_impl(&self, path: &Path, sealed: bool) -> Result<LibraryHandle> {
-        let canonical = std::fs::canonicalize(path).map_err(|e| {
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
-                opforge_core::Code::NotFound
-            } else {
-                opforge_core::Code::FailedPrecondition
-            };
-            Status::new(
-                code,
-                format!("cannot load op library '{}': {e}", path.display()),
-            )
-        })?;
+        let canonical = std::fs::canonicalize(path)
+            .map_err(|e| manifest::io_status("cannot load op library", path, &e))?;
         {
             // Loaded from this path: no need to read the file.
             let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);

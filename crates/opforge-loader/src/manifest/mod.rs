@@ -10,8 +10,8 @@ use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
 mod records;
-pub(crate) use records::{collect, crc32, parse_records};
 use records::from_records;
+pub(crate) use records::{collect, crc32, parse_records};
 #[cfg(test)]
 mod tests;
 
@@ -361,18 +361,19 @@ impl Manifest {
 /// has no manifest or no library record, `DataLoss` if a record is corrupt.
 pub fn inspect(path: impl AsRef<Path>) -> Result<Manifest> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|e| {
-        let code = if e.kind() == std::io::ErrorKind::NotFound {
-            opforge_core::Code::NotFound
-        } else {
-            opforge_core::Code::FailedPrecondition
-        };
-        Status::new(
-            code,
-            format!("cannot read op library '{}': {e}", path.display()),
-        )
-    })?;
+    let bytes = std::fs::read(path).map_err(|e| io_status("cannot read op library", path, &e))?;
     parse(path, &bytes)
+}
+
+/// "`doing` 'PATH': ERROR": `NotFound` if the file does not exist, else
+/// `FailedPrecondition`.
+pub(crate) fn io_status(doing: &str, path: &Path, e: &std::io::Error) -> Status {
+    let code = if e.kind() == std::io::ErrorKind::NotFound {
+        opforge_core::Code::NotFound
+    } else {
+        opforge_core::Code::FailedPrecondition
+    };
+    Status::new(code, format!("{doing} '{}': {e}", path.display()))
 }
 
 /// [`inspect`] over bytes already read (`path` is for messages).

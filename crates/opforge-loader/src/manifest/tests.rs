@@ -75,9 +75,11 @@ fn parsed(records: &[&str]) -> Result<Manifest> {
 
 #[test]
 fn a_kernel_declared_twice_is_refused() {
-    let k = r#"{"kind":"kernel","op":"A","device":"CPU","constraints":{"T":["DT_FLOAT","DT_INT32"]}}"#;
+    let k =
+        r#"{"kind":"kernel","op":"A","device":"CPU","constraints":{"T":["DT_FLOAT","DT_INT32"]}}"#;
     // The same constraints in another order are the same kernel.
-    let k2 = r#"{"kind":"kernel","op":"A","device":"CPU","constraints":{"T":["DT_INT32","DT_FLOAT"]}}"#;
+    let k2 =
+        r#"{"kind":"kernel","op":"A","device":"CPU","constraints":{"T":["DT_INT32","DT_FLOAT"]}}"#;
     let e = parsed(&[LIB, k, k2]).unwrap_err();
     assert_eq!(e.code(), opforge_core::Code::InvalidArgument);
     assert!(
