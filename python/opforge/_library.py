@@ -5,6 +5,7 @@ of generated functions (TensorFlow's `tf.load_op_library`), and
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import types
 from typing import NamedTuple
@@ -126,6 +127,18 @@ def _graph_holders(ops: set) -> list[str]:
     return out
 
 
+def _holders(ops: set, foreign: int) -> list[str]:
+    """What uses a library whose ops are `ops` and which owns the memory of
+    `foreign` tensors: graphs with nodes of its ops, and those tensors."""
+    holders = _graph_holders(ops)
+    if foreign:
+        holders.append(
+            f"{foreign} tensor{'s' if foreign > 1 else ''} whose memory the library owns "
+            "(outputs its kernels made in their own memory)"
+        )
+    return holders
+
+
 def unload_op_library(
     library: types.ModuleType | str | os.PathLike[str], force: bool = False
 ) -> UnloadReport:
@@ -152,12 +165,13 @@ def unload_op_library(
     path = _library_path(library)
     name, version, resolved, ops, _kernels, foreign = _C.release_library(path)
     if not force:
-        holders = _graph_holders(set(ops))
-        if foreign:
-            holders.append(
-                f"{foreign} tensor{'s' if foreign > 1 else ''} whose memory the library owns "
-                "(outputs its kernels made in their own memory)"
-            )
+        holders = _holders(set(ops), foreign)
+        if holders:
+            # Graphs and tensors only kept alive by reference cycles are
+            # not in use: collect them, then ask again.
+            gc.collect()
+            foreign = _C.release_library(path)[5]
+            holders = _holders(set(ops), foreign)
         if holders:
             raise errors.FailedPreconditionError(
                 f"op library {name} {version} ({resolved}) is in use: "
