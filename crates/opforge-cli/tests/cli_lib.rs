@@ -345,7 +345,7 @@ fn exec_and_shape_infer_take_libraries_too() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert!(out.contains("[d0_0,7]"), "{out}");
-    // `lib` commands never load a library.
+    // `lib` commands take the library as their argument, not --library.
     let o = opforge(&[
         "lib",
         "inspect",
