@@ -54,7 +54,7 @@ mod verify;
 mod tests;
 
 pub use kernels::BuiltKernel;
-pub use messages::{describe_difference, describe_difference_between};
+pub use messages::describe_difference;
 pub use origin::{EntryState, Origin, OwnerId, BUILTIN_NAME};
 pub use statics::{StaticKind, StaticRegistration};
 
@@ -64,6 +64,7 @@ use crate::op_def::{validate_op_def, OpDefBuilder};
 use crate::proto::{OpDef, OpList};
 use crate::{Result, Status};
 use attr_tables::AttrTable;
+pub use messages::describe_difference_between;
 use messages::{did_you_mean, name_op};
 use std::any::TypeId;
 use std::collections::HashMap;
