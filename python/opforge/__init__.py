@@ -7,7 +7,7 @@
 
 TensorFlow's names where TensorFlow has them: `of.constant`,
 `of.convert_to_tensor`, `of.raw_ops.AddV2(x=..., y=...)`, `of.ops.add_v2`,
-`of.load_op_library`, `of.errors.InvalidArgumentError`, the dtypes
+`of.load_op_library` (and `of.unload_op_library`), `of.errors.InvalidArgumentError`, the dtypes
 `of.float32`, ...
 """
 
@@ -26,7 +26,7 @@ from . import _tensor
 _C.set_hooks(_tensor.HOOKS)
 
 from ._convert import constant, convert_to_tensor, from_dlpack  # noqa: E402
-from ._library import load_op_library  # noqa: E402
+from ._library import UnloadReport, load_op_library, unload_op_library  # noqa: E402
 from ._tape import GradientTape, Variable  # noqa: E402
 from .framework import NotDifferentiable, RegisterGradient, no_gradient  # noqa: E402
 from ._graph import Graph, get_default_graph, init_scope, name_scope, placeholder  # noqa: E402

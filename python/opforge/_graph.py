@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from . import _C, dtypes
@@ -94,10 +95,21 @@ _READ_ONLY_RESOURCE_OPS = frozenset(
 )
 
 
+# Every live graph (plain and function graphs): `unload_op_library` looks
+# through them for graphs that use a library's ops.
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+def live_graphs() -> list[Graph]:
+    """Every graph alive now, plain and function graphs."""
+    return list(_LIVE)
+
+
 class Graph(_C.Graph):
     """A dataflow graph of opforge ops (`tf.Graph`)."""
 
     def __init__(self) -> None:
+        _LIVE.add(self)
         self._tensors: dict = {}
         self._operations: dict = {}
         # Eager tensors used in the graph: id -> (tensor, symbolic tensor).

@@ -39,3 +39,13 @@ def __getattr__(name: str):
 def __dir__():
     _sync()
     return sorted(_names)
+
+
+def _forget(ops) -> None:
+    """Removes the functions of `ops` (an unloaded op library's)."""
+    ns = globals()
+    for op in ops:
+        name = _ops.snake_case(op)
+        if _names.get(name) == op:
+            del _names[name]
+            ns.pop(name, None)

@@ -35,3 +35,12 @@ def __getattr__(name: str):
 def __dir__():
     _sync()
     return sorted(_names)
+
+
+def _forget(ops) -> None:
+    """Removes the functions of `ops` (an unloaded op library's)."""
+    ns = globals()
+    for op in ops:
+        if op in _names:
+            _names.discard(op)
+            ns.pop(op, None)

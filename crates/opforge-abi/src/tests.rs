@@ -2,6 +2,8 @@
 //! compiler by `tests/layout.rs`.
 
 use super::*;
+use crate::versioned::abi_struct;
+use core::mem::{offset_of, size_of};
 
 #[test]
 fn the_layout_hash_is_pinned() {

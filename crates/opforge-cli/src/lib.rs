@@ -6,6 +6,7 @@
 //! opforge ops list                                  every registered op, sorted
 //! opforge ops show NAME [--format text|pbtxt|json]  one op
 //! opforge lib inspect FILE [--format json|text]     an op library's manifest, without loading it
+//! opforge lib cycle FILE [--times N]                load and unload a library N times; memory
 //! opforge lib seal FILE [--timeout SECS]            record the ops of a library that registers by code
 //! opforge ops export [--format pbtxt|binary|json]   the whole OpList
 //! opforge opdef build --jsonl FILE                  builder calls -> OpDefs, one JSON line each
@@ -133,13 +134,33 @@ pub enum Command {
 pub enum LibCommand {
     /// Print a library's manifest (name, version, ABI, ops, kernels, shape
     /// functions, gradients) without loading it: no code of the file runs.
-    /// Exit 1 if the file has no manifest or a corrupt one.
+    /// Exit 1 if the file has no manifest, a corrupt or inconsistent one
+    /// (an op declared twice), or one this host refuses to load (another
+    /// ABI major, a newer minimum host minor, a wrong layout hash: the
+    /// manifest is printed, then the reason loading would give).
     Inspect {
         /// The shared library.
         file: PathBuf,
         /// How to print it.
         #[arg(long, value_enum, default_value_t = InspectFormat::Json)]
         format: InspectFormat,
+    },
+    /// Load a library into this process, run its init and unload it (fini,
+    /// dlclose), N times, running none of its ops; print the process's
+    /// resident memory before the first cycle, after the first and after
+    /// the last, and whether every unload unmapped the library. Exit 1 if a
+    /// load or unload fails, or if the memory grew by more than
+    /// --max-growth-kib from the first cycle to the last.
+    Cycle {
+        /// The shared library.
+        file: PathBuf,
+        /// How many times to load and unload it.
+        #[arg(long, value_name = "N", default_value_t = 100)]
+        times: u32,
+        /// Fail if the resident memory grew by more than this many KiB
+        /// between the first cycle and the last.
+        #[arg(long, value_name = "KIB")]
+        max_growth_kib: Option<u64>,
     },
     /// Print the compiler flags of a C or C++ op library (the include
     /// directory of opforge/opforge.h), as TensorFlow's
@@ -183,7 +204,8 @@ pub enum LibCommand {
 pub enum InspectFormat {
     /// One JSON object (the header's form).
     Json,
-    /// The JSON object, then a readable summary.
+    /// A readable summary: the library, whether this host loads it, its
+    /// ops (with their attrs), kernels and gradients.
     Text,
 }
 
@@ -403,8 +425,8 @@ pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(
     let _loader = match &cli.command {
         Command::Lib { .. } if !cli.libraries.is_empty() => {
             return Err(Status::invalid_argument(
-                "--library is not used by `opforge lib` commands, which never load a library \
-                 into this process: pass the file as their argument",
+                "--library is not used by `opforge lib` commands, which take the library file \
+                 as their argument: pass it there",
             )
             .into());
         }
@@ -480,6 +502,14 @@ pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(
         Command::Lib {
             command: LibCommand::Inspect { file, format },
         } => lib_cmd::inspect(file, *format, out),
+        Command::Lib {
+            command:
+                LibCommand::Cycle {
+                    file,
+                    times,
+                    max_growth_kib,
+                },
+        } => lib_cmd::cycle(file, *times, *max_growth_kib, out),
         Command::Lib {
             command: LibCommand::Cflags,
         } => new_cmd::cflags(out),

@@ -56,15 +56,164 @@ fn lib_inspect_prints_the_manifest_without_running_the_library() {
     let o = opforge(&["lib", "inspect", lib.to_str().unwrap(), "--format", "text"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
+    // The summary only: no JSON before it.
     assert!(
-        out.contains("zero_out_c 0.1.0 (opforge C ABI 1.1, runs on hosts 1.1+)"),
+        out.starts_with("zero_out_c 0.1.0 (opforge C ABI 1.1, runs on hosts 1.1+)\n"),
+        "{out}"
+    );
+    assert!(!out.contains('{') && !out.contains("\"name\""), "{out}");
+    assert!(
+        out.contains("  this host (opforge C ABI 1.1): loads it\n"),
         "{out}"
     );
     assert!(
         out.contains("op ZeroOut(to_zero: int32) -> (zeroed: int32), shape function"),
         "{out}"
     );
+    assert!(out.contains("  kernel ZeroOut on CPU\n"), "{out}");
     assert!(!marker.exists());
+}
+
+#[test]
+fn lib_inspect_text_lists_attrs_kernels_and_gradients() {
+    let lib = zero_out_lib();
+    let o = opforge(&["lib", "inspect", &lib]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let o = opforge(&["lib", "inspect", &lib, "--format", "text"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let gradients = j["gradients"].as_array().unwrap();
+    assert!(!gradients.is_empty(), "{j}");
+    for g in gradients {
+        let line = format!(
+            "  gradient of {}: {}\n",
+            g["op"].as_str().unwrap(),
+            g["form"].as_str().unwrap()
+        );
+        assert!(out.contains(&line), "{line:?} not in\n{out}");
+    }
+    assert_eq!(
+        out.matches("\n  kernel ").count(),
+        j["kernels"].as_array().unwrap().len(),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "  op ZeroOut(to_zero: T) -> (zeroed: T), shape function\n    attrs: T: \
+             realnumbertype = DT_INT32; preserve_index: int = 0\n"
+        ),
+        "{out}"
+    );
+}
+
+/// `crates/opforge-loader/tests/c/manifests.c` built with `defines`.
+fn manifests_lib(name: &str, defines: &[&str]) -> PathBuf {
+    cc(
+        &repo().join("crates/opforge-loader/tests/c/manifests.c"),
+        name,
+        defines,
+    )
+}
+
+#[test]
+fn lib_inspect_fails_on_an_op_declared_twice() {
+    let lib = manifests_lib("manifests_cli_twice", &["-DMANIFEST_TWICE"]);
+    for format in ["json", "text"] {
+        let o = opforge(&["lib", "inspect", lib.to_str().unwrap(), "--format", format]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{out}");
+        assert!(err.starts_with("error: INVALID_ARGUMENT: "), "{err}");
+        assert!(err.contains("declares op 'ManifestOp' twice"), "{err}");
+        assert!(out.is_empty(), "{out}");
+    }
+}
+
+#[test]
+fn lib_inspect_fails_with_loadings_reason_on_a_wrong_layout_hash() {
+    let lib = manifests_lib("manifests_cli_hash", &[]);
+    let mut bytes = std::fs::read(&lib).unwrap();
+    let hash = b"d369ae65736de423";
+    let at = bytes.windows(16).position(|w| w == hash).unwrap();
+    bytes[at..at + 16].copy_from_slice(b"0123456789abcdef");
+    let bad = lib.with_file_name("libmanifests_cli_bad_hash.so");
+    std::fs::write(&bad, bytes).unwrap();
+    let o = opforge(&["lib", "inspect", bad.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    // What the manifest says, then why this host refuses it.
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["name"], "manifests");
+    assert!(
+        err.starts_with("error: FAILED_PRECONDITION: op library '"),
+        "{err}"
+    );
+    assert!(
+        err.contains("its layout hash 0123456789abcdef is not the one of opforge C ABI 1.1"),
+        "{err}"
+    );
+    let o = opforge(&["lib", "inspect", bad.to_str().unwrap(), "--format", "text"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("refuses it (the error below says why)"),
+        "{out}"
+    );
+    assert!(err.contains("layout hash 0123456789abcdef"), "{err}");
+    // Loading it (--library) gives the same reason.
+    let o = opforge(&["ops", "list", "--library", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains("layout hash 0123456789abcdef"),
+        "{}",
+        text(&o).1
+    );
+}
+
+#[test]
+fn lib_cycle_loads_and_unloads_with_flat_memory() {
+    let lib = cc(
+        &repo().join("examples/c_zero_out/zero_out.c"),
+        "zo_cli_cycle",
+        &[],
+    );
+    let o = opforge(&[
+        "lib",
+        "cycle",
+        lib.to_str().unwrap(),
+        "--times",
+        "300",
+        "--max-growth-kib",
+        "2048",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(out.contains("zero_out_c 0.1.0 ("), "{out}");
+    assert!(
+        out.contains(": 300 cycles of load, init, unload\n"),
+        "{out}"
+    );
+    assert!(out.contains("unmapped after every unload: yes\n"), "{out}");
+    assert!(
+        out.contains("KiB over the 299 cycles after the first)"),
+        "{out}"
+    );
+    let o = opforge(&["lib", "cycle", lib.to_str().unwrap(), "--times", "0"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.starts_with("error: INVALID_ARGUMENT: "),
+        "{}",
+        text(&o).1
+    );
+    // A library that fails to load fails the command, naming the cycle.
+    let twice = manifests_lib("manifests_cli_cycle_twice", &["-DMANIFEST_TWICE"]);
+    let o = opforge(&["lib", "cycle", twice.to_str().unwrap(), "--times", "3"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.starts_with("error: INVALID_ARGUMENT: cycle 1 of 3: "),
+        "{err}"
+    );
 }
 
 #[test]
@@ -196,7 +345,7 @@ fn exec_and_shape_infer_take_libraries_too() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert!(out.contains("[d0_0,7]"), "{out}");
-    // `lib` commands never load a library.
+    // `lib` commands take the library as their argument, not --library.
     let o = opforge(&[
         "lib",
         "inspect",

@@ -449,6 +449,37 @@ impl EagerContext {
             .map(Vec::len)
             .sum()
     }
+
+    /// Drops the kernels this context cached for the ops in `ops` (its
+    /// shared cache, and the calling thread's recent kernels of this
+    /// context), so that it holds nothing of them: what an op library's
+    /// unload does first, to find what else still holds the library.
+    /// Other threads' recent kernels stay until their next call (or their
+    /// exit); the next call of an op builds its kernel again. Returns how
+    /// many kernels the shared cache dropped.
+    pub fn release_kernels(&self, ops: &[String]) -> usize {
+        let gone: Vec<Vec<Arc<CachedKernel>>> = {
+            let mut cache = self.cache.write().unwrap_or_else(PoisonError::into_inner);
+            ops.iter()
+                .filter_map(|op| cache.remove(op.as_str()))
+                .collect()
+        };
+        let recent = RECENT
+            .try_with(|r| match r.try_borrow_mut() {
+                Ok(mut r) => {
+                    let (mine, others): (Vec<_>, Vec<_>) = r.drain(..).partition(|(id, c)| {
+                        *id == self.id && ops.iter().any(|op| *op == c.sig.op_def.name)
+                    });
+                    *r = others;
+                    mine
+                }
+                Err(_) => Vec::new(),
+            })
+            .unwrap_or_default();
+        // Dropped here, without a lock or borrow held.
+        drop(recent);
+        gone.iter().map(Vec::len).sum()
+    }
 }
 
 /// Grouped arguments as flat inputs and their grouping (`None` for a single
@@ -647,7 +678,7 @@ mod tests {
     }
 
     #[test]
-    fn dropping_a_context_drops_its_kernels_on_this_thread() {
+    fn releasing_or_dropping_a_context_drops_its_kernels_on_this_thread() {
         use std::sync::atomic::AtomicUsize;
         static ALIVE: AtomicUsize = AtomicUsize::new(0);
         struct Counted;
@@ -681,6 +712,17 @@ mod tests {
             Arc::new(crate::device::CpuDevice::new(1).unwrap()),
             Arc::new(r),
         );
+        ctx.op("TCounted")
+            .input(Tensor::scalar(1f32))
+            .run1()
+            .unwrap();
+        assert_eq!(ALIVE.load(Ordering::SeqCst), 1);
+        // Released: the shared cache and this thread's recent list let go.
+        assert_eq!(ctx.release_kernels(&["Other".into()]), 0);
+        assert_eq!(ALIVE.load(Ordering::SeqCst), 1);
+        assert_eq!(ctx.release_kernels(&["TCounted".into()]), 1);
+        assert_eq!((ALIVE.load(Ordering::SeqCst), ctx.cached_kernels()), (0, 0));
+        // Built again by the next call.
         ctx.op("TCounted")
             .input(Tensor::scalar(1f32))
             .run1()

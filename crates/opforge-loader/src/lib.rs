@@ -41,7 +41,18 @@
 //!   (`benches/plugin_dispatch.rs`).
 //! - [`Loader::unload`] removes the library's entries (`Registry::unload`),
 //!   then finalises (`opforge_plugin_fini_v1`) and unmaps it when nothing
-//!   holds it any more, and says when it could not.
+//!   holds it any more, and says when it could not. Before it, a host finds
+//!   the library of a file ([`Loader::find`]), lets its own caches go
+//!   (`EagerContext::release_kernels`) and asks what still holds it
+//!   ([`Loader::holders`]); after it, [`Loader::unloaded_library_of`] names
+//!   the library an op came from, for "not registered" errors.
+//! - The manifest is checked before anything else: an op, kernel or
+//!   gradient declared twice is refused, a damaged record (C writes no CRC)
+//!   is told apart from a missing library record, and
+//!   [`Manifest::check_host`] is negotiation's verdict, which `opforge lib
+//!   inspect` reports too. A declaration that differs from what init
+//!   registers is refused naming the first difference (the op's field
+//!   with both values, the kernel, the gradient's form).
 //!
 //! - Attr values of every type cross the ABI both ways, tensor and func
 //!   included: a `tensor` attr is lent as a read-only, contiguous
@@ -72,6 +83,9 @@ pub mod manifest;
 pub mod seal;
 mod shape;
 
-pub use library::{LibraryHandle, Loader, UnloadReport};
+pub use library::{Holders, LibraryHandle, Loader, UnloadReport};
 pub use manifest::{inspect, Manifest};
+/// The C ABI this host speaks (`opforge_abi`: its version, constants and
+/// negotiation), for callers that report it.
+pub use opforge_abi as abi;
 pub use seal::{seal, SealOutcome};

@@ -10,7 +10,7 @@
 //! records exactly as a declaring library's manifest has them.
 
 use crate::manifest::{self, Manifest};
-use opforge_core::{Code, Result, Status};
+use opforge_core::{Result, Status};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -167,12 +167,7 @@ pub(crate) fn apply(m: &mut Manifest, file: &object::File<'_>) -> Result<()> {
 }
 
 fn read_error(path: &Path, e: std::io::Error) -> Status {
-    let code = if e.kind() == std::io::ErrorKind::NotFound {
-        Code::NotFound
-    } else {
-        Code::FailedPrecondition
-    };
-    Status::new(code, format!("cannot read '{}': {e}", path.display()))
+    manifest::io_status("cannot read", path, &e)
 }
 
 /// What the library at `path` declares in its own manifest (a sealed

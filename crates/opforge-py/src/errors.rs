@@ -87,6 +87,9 @@ pub fn to_py(py: Python<'_>, status: &Status, op: Option<&str>) -> PyErr {
     }
     let code = status.code() as usize;
     let mut message = status.message().to_string();
+    if let Some(note) = crate::library::unloaded_note(status) {
+        message.push_str(&note);
+    }
     if let Some(op) = op {
         if !message.contains("[Op:") {
             message.push_str(&format!(" [Op:{op}]"));

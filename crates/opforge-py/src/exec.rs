@@ -1,5 +1,5 @@
-//! Running ops eagerly from Python, the OpDefs the Python layer generates
-//! functions from, and op libraries loaded at run time.
+//! Running ops eagerly from Python, and the OpDefs the Python layer
+//! generates functions from.
 
 use crate::attrs::attr_value;
 use crate::errors;
@@ -8,7 +8,6 @@ use opforge::attrs::{arg_ranges, resolve_call, ArgTypes, AttrMap};
 use opforge::eager::{Arg, EagerContext};
 use opforge::proto::OpDef;
 use opforge::{Registry, Tensor};
-use opforge_loader::Loader;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -22,12 +21,6 @@ pub const DETACH_ELEMENTS: usize = 32 * 1024;
 pub fn context() -> &'static EagerContext {
     static CTX: OnceLock<EagerContext> = OnceLock::new();
     CTX.get_or_init(EagerContext::default_cpu)
-}
-
-/// The process's op-library loader (into the global registry).
-fn loader() -> &'static Loader {
-    static LOADER: OnceLock<Loader> = OnceLock::new();
-    LOADER.get_or_init(|| Loader::new(Registry::global().clone()))
 }
 
 /// `_C.op_names()`: every registered op, sorted.
@@ -329,25 +322,5 @@ pub fn graph_call<'py>(
             out.append(PyTensor::new(t))?;
         }
         Ok((out, shapes))
-    })
-}
-
-/// `_C.load_library(path)`: loads an op library into the global registry
-/// (a second load of the same file is the same library). Returns `(name,
-/// version, path, ops)`.
-#[pyfunction]
-pub fn load_library(
-    py: Python<'_>,
-    path: std::path::PathBuf,
-) -> PyResult<(String, String, String, Vec<String>)> {
-    errors::guard(py, "load_library", || {
-        let h = errors::check(py, py.detach(|| loader().load(&path)), None)?;
-        let ops = Registry::global().ops_of(h.owner());
-        Ok((
-            h.name().to_string(),
-            h.version().to_string(),
-            h.path().display().to_string(),
-            ops,
-        ))
     })
 }

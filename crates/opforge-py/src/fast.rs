@@ -208,6 +208,22 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The op it runs.
+    pub fn op(&self) -> &str {
+        &self.op
+    }
+
+    /// Drops the kernels its prepared ops hold (they stay prepared): their
+    /// next calls resolve the op again.
+    pub fn release(&self) {
+        if let Some(p) = self.defaults.get() {
+            p.clear();
+        }
+        let prepared =
+            std::mem::take(&mut *self.prepared.lock().unwrap_or_else(PoisonError::into_inner));
+        drop(prepared);
+    }
+
     /// The plan of op `op` with visible attrs `attrs` (in parameter
     /// order), or `None` when the op has list inputs or outputs (those
     /// calls always go to the Python fallback).
@@ -478,6 +494,9 @@ impl OpFunction {
         } else {
             None
         };
+        if let Some(plan) = &plan {
+            crate::library::remember_plan(plan);
+        }
         Ok(OpFunction {
             vectorcall: Some(op_function_vectorcall),
             plan,
@@ -758,6 +777,21 @@ macro_rules! operators {
             #[doc = concat!("The `", $op, "` op of a Tensor operator.")]
             pub static $name: OperatorPlan = OperatorPlan::new($op);
         )*
+
+        /// Every Tensor operator's plan.
+        static OPERATORS: &[&OperatorPlan] = &[$(&$name),*];
+
+        /// Makes the Tensor operators of `ops` let go of their prepared
+        /// kernels (see [`Plan::release`]).
+        pub fn release_operator_kernels(ops: &[String]) {
+            for o in OPERATORS {
+                if let Some(Some(p)) = o.plan.get() {
+                    if ops.iter().any(|op| op == p.op()) {
+                        p.release();
+                    }
+                }
+            }
+        }
     };
 }
 

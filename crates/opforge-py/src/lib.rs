@@ -28,6 +28,7 @@ mod grad;
 mod graph;
 mod graph_grad;
 mod hooks;
+mod library;
 mod run;
 mod tape;
 mod tensor;
@@ -68,7 +69,9 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(exec::op_list_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(exec::execute, m)?)?;
     m.add_function(wrap_pyfunction!(exec::graph_call, m)?)?;
-    m.add_function(wrap_pyfunction!(exec::load_library, m)?)?;
+    m.add_function(wrap_pyfunction!(library::load_library, m)?)?;
+    m.add_function(wrap_pyfunction!(library::release_library, m)?)?;
+    m.add_function(wrap_pyfunction!(library::unload_library, m)?)?;
     m.add_function(wrap_pyfunction!(grad::register_gradient, m)?)?;
     m.add_function(wrap_pyfunction!(grad::not_differentiable, m)?)?;
     m.add_function(wrap_pyfunction!(exec::registry_generation, m)?)?;

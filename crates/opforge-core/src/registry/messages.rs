@@ -17,21 +17,35 @@ pub(crate) fn name_op(e: Status, name: &str) -> Status {
 /// A short description of how two OpDefs differ: the path of the first
 /// differing field (in the JSON mapping) and both values.
 pub fn describe_difference(registered: &OpDef, new: &OpDef) -> String {
-    let a = proto::to_json(registered);
-    let b = proto::to_json(new);
-    match first_difference(&a, &b, String::new()) {
+    describe_difference_between((registered, "the registered op"), (new, "the new one"))
+}
+
+/// [`describe_difference`] of two OpDefs each named by where it comes
+/// from (`(op_def, "the manifest")`): "input_arg[0].type is \"DT_INT32\" in
+/// the manifest, \"DT_FLOAT\" in what init registers".
+pub fn describe_difference_between(a: (&OpDef, &str), b: (&OpDef, &str)) -> String {
+    let ja = proto::to_json(a.0);
+    let jb = proto::to_json(b.0);
+    match first_difference(&ja, &jb, String::new(), (a.1, b.1)) {
         Some(diff) => diff,
         // The JSON mappings agree, but the messages differ (e.g. unknown
         // fields): fall back to both definitions on one line each.
         None => format!(
-            "registered {{{}}}, new {{{}}}",
-            proto::to_short_text(registered),
-            proto::to_short_text(new)
+            "{} is {{{}}}, {} is {{{}}}",
+            a.1,
+            proto::to_short_text(a.0),
+            b.1,
+            proto::to_short_text(b.0)
         ),
     }
 }
 
-fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: String) -> Option<String> {
+fn first_difference(
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    path: String,
+    names: (&str, &str),
+) -> Option<String> {
     use serde_json::Value;
     if a == b {
         return None;
@@ -56,20 +70,24 @@ fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: String) 
                 };
                 match (x.get(key), y.get(key)) {
                     (Some(u), Some(v)) => {
-                        if let Some(d) = first_difference(u, v, child) {
+                        if let Some(d) = first_difference(u, v, child, names) {
                             return Some(d);
                         }
                     }
                     (Some(u), None) => {
                         return Some(format!(
-                            "{child} is {} in the registered op, unset in the new one",
-                            short(u)
+                            "{child} is {} in {}, unset in {}",
+                            short(u),
+                            names.0,
+                            names.1
                         ))
                     }
                     (None, Some(v)) => {
                         return Some(format!(
-                            "{child} is unset in the registered op, {} in the new one",
-                            short(v)
+                            "{child} is unset in {}, {} in {}",
+                            names.0,
+                            short(v),
+                            names.1
                         ))
                     }
                     (None, None) => {}
@@ -79,23 +97,27 @@ fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: String) 
         }
         (Value::Array(x), Value::Array(y)) => {
             for (i, (u, v)) in x.iter().zip(y).enumerate() {
-                if let Some(d) = first_difference(u, v, format!("{path}[{i}]")) {
+                if let Some(d) = first_difference(u, v, format!("{path}[{i}]"), names) {
                     return Some(d);
                 }
             }
             Some(format!(
-                "{} has {} entr{} in the registered op, {} in the new one",
+                "{} has {} entr{} in {}, {} in {}",
                 at(&path),
                 x.len(),
                 if x.len() == 1 { "y" } else { "ies" },
-                y.len()
+                names.0,
+                y.len(),
+                names.1
             ))
         }
         _ => Some(format!(
-            "{} is {} in the registered op, {} in the new one",
+            "{} is {} in {}, {} in {}",
             at(&path),
             short(a),
-            short(b)
+            names.0,
+            short(b),
+            names.1
         )),
     }
 }

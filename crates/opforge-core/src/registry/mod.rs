@@ -63,6 +63,7 @@ use crate::op_def::{validate_op_def, OpDefBuilder};
 use crate::proto::{OpDef, OpList};
 use crate::{Result, Status};
 use attr_tables::AttrTable;
+pub use messages::describe_difference_between;
 use messages::{did_you_mean, name_op};
 use std::any::TypeId;
 use std::collections::HashMap;

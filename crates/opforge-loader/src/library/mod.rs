@@ -6,14 +6,14 @@ use crate::decl::DeclGradient;
 use crate::grad::{run_grad_fn, GRAD_API};
 use crate::host::*;
 use crate::kernel::{OutputLike, PluginKernelDef, KERNEL_API};
-use crate::manifest::{self, Manifest};
+use crate::manifest::{self, describe_kernel, kernel_key, KernelKey, Manifest};
 use crate::shape::{run_shape_fn, SHAPE_API};
 use opforge_abi::*;
 use opforge_core::autodiff::{Gradient, GradientFn};
 use opforge_core::kernel::{KernelDefBuilder, KernelRegistration};
-use opforge_core::registry::OwnerId;
+use opforge_core::registry::{describe_difference_between, OwnerId};
 use opforge_core::{DataType, OpDefBuilder, Registry, Result, Status};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -67,13 +67,12 @@ impl LibInner {
         self.foreign.fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// "N kernel instances and M outputs", for messages.
-    fn holders(&self) -> String {
-        format!(
-            "{} kernel instances and {} outputs backed by its memory",
-            self.instances.load(Ordering::Acquire),
-            self.foreign.load(Ordering::Acquire)
-        )
+    /// What holds the library now.
+    fn holders(&self) -> Holders {
+        Holders {
+            kernel_instances: self.instances.load(Ordering::Acquire),
+            foreign_outputs: self.foreign.load(Ordering::Acquire),
+        }
     }
 }
 
@@ -141,6 +140,49 @@ impl LibraryHandle {
     }
 }
 
+impl std::fmt::Display for LibraryHandle {
+    /// `NAME VERSION (PATH)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} ({})",
+            self.name,
+            self.version,
+            self.path.display()
+        )
+    }
+}
+
+/// What holds a loaded library's code or memory besides its registry
+/// entries ([`Loader::holders`]): while any of these is alive, an unload
+/// removes the library's entries but cannot finalise and unmap it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Holders {
+    /// Live kernel instances of the library (in sessions, and in the kernel
+    /// caches of eager contexts and prepared calls).
+    pub kernel_instances: usize,
+    /// Live tensors whose memory the library owns (outputs its kernels
+    /// made in their own memory, `set_output_foreign`).
+    pub foreign_outputs: usize,
+}
+
+impl Holders {
+    /// Whether nothing holds the library.
+    pub fn is_empty(&self) -> bool {
+        self.kernel_instances == 0 && self.foreign_outputs == 0
+    }
+}
+
+impl std::fmt::Display for Holders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} kernel instances and {} outputs backed by its memory",
+            self.kernel_instances, self.foreign_outputs
+        )
+    }
+}
+
 /// What [`Loader::unload`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnloadReport {
@@ -166,7 +208,8 @@ struct Loaded {
     inner: Weak<LibInner>,
     /// Keeps the library alive while it is loaded.
     strong: Arc<LibInner>,
-    content: (u64, u64),
+    /// The file's length when it was loaded (to find copies of it).
+    len: usize,
     /// What init registered, as manifest records.
     declaration: Vec<serde_json::Value>,
 }
@@ -177,6 +220,9 @@ pub struct Loader {
     loaded: Mutex<Vec<Loaded>>,
     /// Libraries unloaded while something still held them.
     lingering: Mutex<Vec<(PathBuf, Weak<LibInner>)>>,
+    /// The ops of unloaded libraries (not registered again since): op ->
+    /// `NAME VERSION (PATH)` of the library that had it.
+    unloaded_ops: Mutex<HashMap<String, String>>,
 }
 
 impl std::fmt::Debug for Loader {
@@ -191,7 +237,6 @@ impl std::fmt::Debug for Loader {
     }
 }
 
-/// FNV-1a 64 of the content and its length: which loaded library a copy is.
 /// Every file mapped by any [`Loader`] of this process, while its library is
 /// alive. The dynamic linker maps a file once per process (the same path or
 /// inode gives the same handle), so a second `Loader` loading it would run
@@ -213,13 +258,23 @@ fn check_not_mapped_elsewhere(canonical: &Path) -> Result<()> {
     Ok(())
 }
 
-fn content_key(bytes: &[u8]) -> (u64, u64) {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// The loaded library of the file at `canonical`: loaded from that path,
+/// or (when its content `bytes` is given) from a file with the same
+/// content.
+fn find_loaded<'a>(
+    loaded: &'a [Loaded],
+    canonical: &Path,
+    bytes: Option<&[u8]>,
+) -> Option<&'a Loaded> {
+    if let Some(l) = loaded.iter().find(|l| l.handle.path == canonical) {
+        return Some(l);
     }
-    (h, bytes.len() as u64)
+    // A copy: the same length, then the same bytes (files of one length
+    // are rare enough to read).
+    let bytes = bytes?;
+    loaded
+        .iter()
+        .find(|l| l.len == bytes.len() && std::fs::read(&l.handle.path).is_ok_and(|b| b == bytes))
 }
 
 impl Loader {
@@ -229,6 +284,7 @@ impl Loader {
             registry,
             loaded: Mutex::new(Vec::new()),
             lingering: Mutex::new(Vec::new()),
+            unloaded_ops: Mutex::new(HashMap::new()),
         }
     }
 
@@ -277,40 +333,85 @@ impl Loader {
             .ok_or_else(|| not_loaded(handle))
     }
 
-    fn load_impl(&self, path: &Path, sealed: bool) -> Result<LibraryHandle> {
-        let canonical = std::fs::canonicalize(path).map_err(|e| {
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
-                opforge_core::Code::NotFound
+    /// The loaded library of the file at `path` (the path it was loaded
+    /// from, a symlink to it, or a copy with the same content). `NotFound`
+    /// if this loader has no such library loaded.
+    pub fn find(&self, path: impl AsRef<Path>) -> Result<LibraryHandle> {
+        let path = path.as_ref();
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = find_loaded(&loaded, &canonical, None).or_else(|| {
+            let bytes = std::fs::read(&canonical).ok()?;
+            find_loaded(&loaded, &canonical, Some(&bytes))
+        });
+        if let Some(l) = found {
+            return Ok(l.handle.clone());
+        }
+        let names: Vec<String> = loaded
+            .iter()
+            .map(|l| format!("{} {}", l.handle.name, l.handle.version))
+            .collect();
+        Err(Status::not_found(format!(
+            "no op library loaded from '{}' (loaded: {}); pass the path it was loaded from, or \
+             the module load_op_library returned",
+            path.display(),
+            if names.is_empty() {
+                "none".to_string()
             } else {
-                opforge_core::Code::FailedPrecondition
-            };
-            Status::new(
-                code,
-                format!("cannot load op library '{}': {e}", path.display()),
-            )
-        })?;
+                names.join(", ")
+            }
+        )))
+    }
+
+    /// What holds a loaded library besides its registry entries (see
+    /// [`Holders`]). `NotFound` if it is not loaded by this loader.
+    pub fn holders(&self, handle: &LibraryHandle) -> Result<Holders> {
+        let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        loaded
+            .iter()
+            .find(|l| l.handle == *handle)
+            .map(|l| l.strong.holders())
+            .ok_or_else(|| not_loaded(handle))
+    }
+
+    /// The library (`NAME VERSION (PATH)`) that registered op `op` and was
+    /// unloaded by this loader, when no library loaded since registers it:
+    /// what a "not registered" error for `op` can add.
+    pub fn unloaded_library_of(&self, op: &str) -> Option<String> {
+        self.unloaded_ops
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(op)
+            .cloned()
+    }
+
+    fn load_impl(&self, path: &Path, sealed: bool) -> Result<LibraryHandle> {
+        let canonical = std::fs::canonicalize(path)
+            .map_err(|e| manifest::io_status("cannot load op library", path, &e))?;
+        {
+            // Loaded from this path: no need to read the file.
+            let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(l) = find_loaded(&loaded, &canonical, None) {
+                return Ok(l.handle.clone());
+            }
+        }
         let bytes = std::fs::read(&canonical).map_err(|e| {
             Status::failed_precondition(format!(
                 "cannot read op library '{}': {e}",
                 canonical.display()
             ))
         })?;
-        let key = content_key(&bytes);
         let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-        for l in loaded.iter() {
-            if l.handle.path == canonical {
-                return Ok(l.handle.clone());
-            }
-            if l.content == key && std::fs::read(&l.handle.path).is_ok_and(|b| b == bytes) {
-                return Ok(l.handle.clone());
-            }
+        if let Some(l) = find_loaded(&loaded, &canonical, Some(&bytes)) {
+            return Ok(l.handle.clone());
         }
         let manifest = if sealed {
             manifest::parse(&canonical, &bytes)?
         } else {
             manifest::parse_unsealed(&canonical, &bytes)?
         };
-        check_version(&manifest)?;
+        manifest.check_host()?;
+        let len = bytes.len();
         drop(bytes);
         {
             let mut lingering = self
@@ -336,11 +437,20 @@ impl Loader {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((canonical.clone(), Arc::downgrade(&inner)));
+        {
+            let mut unloaded = self
+                .unloaded_ops
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for op in self.registry.ops_of(handle.owner) {
+                unloaded.remove(&op);
+            }
+        }
         loaded.push(Loaded {
             handle: handle.clone(),
             inner: Arc::downgrade(&inner),
             strong: inner,
-            content: key,
+            len,
             declaration,
         });
         Ok(handle)
@@ -472,17 +582,13 @@ impl Loader {
                 .iter()
                 .find(|l| l.handle == *handle)
                 .ok_or_else(|| not_loaded(handle))?;
-            let inner = &l.strong;
-            if inner.instances.load(Ordering::Acquire) > 0
-                || inner.foreign.load(Ordering::Acquire) > 0
-            {
+            let holders = l.strong.holders();
+            if !holders.is_empty() {
                 return Err(Status::failed_precondition(format!(
-                    "op library {} {} is in use: {} are alive (sessions, eager contexts and \
-                     tensors that used it hold them); drop them and retry, or call unload, \
+                    "op library {} {} is in use: {holders} are alive (sessions, eager contexts \
+                     and tensors that used it hold them); drop them and retry, or call unload, \
                      which removes the library's ops now and closes it when they are gone",
-                    handle.name,
-                    handle.version,
-                    inner.holders()
+                    handle.name, handle.version,
                 )));
             }
         }
@@ -500,6 +606,16 @@ impl Loader {
         let l = loaded.remove(i);
         drop(loaded);
         let removed = self.registry.unload(l.handle.owner);
+        {
+            let label = handle.to_string();
+            let mut unloaded = self
+                .unloaded_ops
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for op in &removed.ops {
+                unloaded.insert(op.clone(), label.clone());
+            }
+        }
         let weak = l.inner.clone();
         drop(l.strong);
         let (unmapped, note) = match weak.upgrade() {
@@ -574,42 +690,18 @@ fn still_mapped(_path: &Path) -> bool {
     false
 }
 
-/// Negotiation (step 1 of the header): before any code of the library runs.
-fn check_version(m: &Manifest) -> Result<()> {
-    let abi = &m.library.abi;
-    negotiate(abi).map_err(|refusal| {
-        let remedy = match refusal {
-            Refusal::MajorMismatch { library, host } if library > host => {
-                "upgrade opforge to a version with that ABI major, or rebuild the library \
-                 against this opforge's include/opforge/opforge.h"
-            }
-            Refusal::MajorMismatch { .. } => {
-                "rebuild the library against this opforge's include/opforge/opforge.h"
-            }
-            Refusal::HostTooOld { .. } => {
-                "upgrade opforge, or rebuild the library with a lower OPFORGE_MIN_HOST_MINOR \
-                 (checking newer slots with OPFORGE_HAS_SLOT)"
-            }
-            _ => "rebuild the library against this opforge's include/opforge/opforge.h",
-        };
-        Status::failed_precondition(format!(
-            "op library '{}' ({} {}) cannot be loaded: {refusal}; {remedy}",
-            m.path.display(),
-            m.library.name,
-            m.library.version
-        ))
-    })
-}
-
-/// A library with a declaration must register exactly what it declares.
+/// A library with a declaration must register exactly what it declares:
+/// the first difference is named (the op and the field with both values,
+/// the kernel, the gradient).
 fn check_declaration(m: &Manifest, st: &Staging, lib: &LibInner) -> Result<()> {
     let (Some(ops), Some(kernels), Some(grads)) = (&m.ops, &m.kernels, &m.gradients) else {
         return Ok(());
     };
     let mismatch = |what: String| {
         Status::failed_precondition(format!(
-            "op library {} registered something its manifest does not declare: {what}; rebuild \
-             it so that its manifest records match its init (nothing was registered)",
+            "op library {}: what its init registers differs from what its manifest declares: \
+             {what}; rebuild it so that its manifest records match its init (nothing was \
+             registered)",
             lib.label()
         ))
     };
@@ -634,7 +726,8 @@ fn check_declaration(m: &Manifest, st: &Staging, lib: &LibInner) -> Result<()> {
         })?;
         if a != d {
             return Err(mismatch(format!(
-                "op '{name}' differs between init and the manifest"
+                "op '{name}': {}",
+                describe_difference_between((&d, "the manifest"), (&a, "what init registers"))
             )));
         }
         if rec.shape_fn != *has_shape_fn {
@@ -654,50 +747,56 @@ fn check_declaration(m: &Manifest, st: &Staging, lib: &LibInner) -> Result<()> {
             "the manifest declares op '{name}', init does not register it"
         )));
     }
-    type KernelKey = (String, String, Vec<(String, Vec<i32>)>);
-    let key = |op: &str, dev: &str, c: &[(String, Vec<DataType>)]| -> KernelKey {
-        let mut c: Vec<(String, Vec<i32>)> = c
-            .iter()
-            .map(|(a, t)| {
-                let mut t: Vec<i32> = t.iter().map(|d| *d as i32).collect();
-                t.sort_unstable();
-                (a.clone(), t)
-            })
-            .collect();
-        c.sort();
-        (op.to_string(), dev.to_string(), c)
-    };
-    let mut a: Vec<KernelKey> = st
-        .kernels
-        .iter()
-        .map(|(kb, _)| {
-            let d = kb.clone().build();
-            key(&d.op, &d.device_type, &d.constraints)
-        })
-        .collect();
-    let mut b: Vec<KernelKey> = kernels
-        .iter()
-        .map(|k| key(&k.op, &k.device, &k.constraints))
-        .collect();
-    a.sort();
-    b.sort();
-    if a != b {
-        return Err(mismatch(format!(
-            "init registers the kernels {a:?}, the manifest declares {b:?}"
-        )));
+    // Kernels: how often init registers and the manifest declares each.
+    let mut count: BTreeMap<KernelKey, (usize, usize, String)> = BTreeMap::new();
+    for (kb, _) in &st.kernels {
+        let d = kb.clone().build();
+        let key = kernel_key(&d.op, &d.device_type, &d.constraints);
+        let describe = || describe_kernel(&d.op, &d.device_type, &d.constraints);
+        count.entry(key).or_insert_with(|| (0, 0, describe())).0 += 1;
     }
-    let ga: HashSet<(String, String)> = st
+    for k in kernels {
+        let key = kernel_key(&k.op, &k.device, &k.constraints);
+        count.entry(key).or_insert_with(|| (0, 0, k.describe())).1 += 1;
+    }
+    if let Some((init, declared, k)) = count.values().find(|(i, d, _)| i != d) {
+        return Err(mismatch(match (init, declared) {
+            (_, 0) => format!("init registers the kernel {k}, the manifest does not declare it"),
+            (0, _) => format!("the manifest declares the kernel {k}, init does not register it"),
+            (i, d) => format!(
+                "init registers the kernel {k} {i} times, the manifest declares it {d} times"
+            ),
+        }));
+    }
+    let staged: BTreeMap<&str, &str> = st
         .gradients
         .iter()
-        .map(|(o, f, _)| (o.clone(), f.to_string()))
+        .map(|(o, f, _)| (o.as_str(), *f))
         .collect();
-    let gb: HashSet<(String, String)> = grads
+    let declared: BTreeMap<&str, &str> = grads
         .iter()
-        .map(|g| (g.op.clone(), g.form.clone()))
+        .map(|g| (g.op.as_str(), g.form.as_str()))
         .collect();
-    if ga != gb {
+    for (op, form) in &staged {
+        match declared.get(op) {
+            None => {
+                return Err(mismatch(format!(
+                    "init registers a gradient of op '{op}' (form \"{form}\"), the manifest \
+                     declares none"
+                )));
+            }
+            Some(d) if d != form => {
+                return Err(mismatch(format!(
+                    "the gradient of op '{op}' has the form \"{d}\" in the manifest, \"{form}\" \
+                     in what init registers"
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some((op, form)) = declared.iter().find(|(op, _)| !staged.contains_key(*op)) {
         return Err(mismatch(format!(
-            "init registers the gradients {ga:?}, the manifest declares {gb:?}"
+            "the manifest declares a gradient of op '{op}' (form \"{form}\"), init registers none"
         )));
     }
     Ok(())
