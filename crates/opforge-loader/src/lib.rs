@@ -70,7 +70,6 @@
 //! crash): resource and variant tensors (as attr values too), host
 //! extensions.
 #![warn(missing_docs)]
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod ctx;
 mod decl;

@@ -238,9 +238,10 @@ mod sigint {
         /// otherwise (default action, ignored, or an SA_SIGINFO handler).
         pub fn install() -> Option<SigintGuard> {
             // SAFETY: a zeroed `sigaction` is a valid value of the plain C
-            // struct; `sigaction` with a null new action only reads the
-            // current one into `old`.
+            // struct.
             let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: `sigaction` with a null new action only reads the
+            // current one into `old`, a valid struct of this frame.
             if unsafe { libc::sigaction(libc::SIGINT, std::ptr::null(), &mut old) } != 0 {
                 return None;
             }
