@@ -76,6 +76,20 @@ impl Drop for Tensor {
 }
 
 /// The error for writing a tensor over read-only foreign memory.
+/// Whether `a` and `b` are fixed-width integer dtypes of one size (`Int32`
+/// and `UInt32`): the same bits, read with the other signedness.
+#[inline]
+fn same_integer_bits(a: DataType, b: DataType) -> bool {
+    use DataType::*;
+    let fixed = |d| {
+        matches!(
+            d,
+            Int8 | UInt8 | Int16 | UInt16 | Int32 | UInt32 | Int64 | UInt64
+        )
+    };
+    fixed(a) && fixed(b) && a.size() == b.size()
+}
+
 fn read_only() -> Status {
     Status::failed_precondition(
         "Cannot write to a tensor whose memory is read-only (a numpy array or DLPack \
@@ -401,6 +415,18 @@ impl Tensor {
         Ok(())
     }
 
+    /// [`check_type`](Self::check_type), also accepting a fixed-width
+    /// integer `T` of the other signedness and the dtype's size.
+    #[inline]
+    fn check_bits<T: Element>(&self) -> Result<()> {
+        if (T::DTYPE != self.dtype && !same_integer_bits(T::DTYPE, self.dtype))
+            || self.location() != Location::Host
+        {
+            return Err(self.view_error(T::DTYPE));
+        }
+        Ok(())
+    }
+
     /// Why this tensor cannot be viewed as elements of `want` on the host
     /// (kept out of line: the check itself is on every kernel's hot path).
     #[cold]
@@ -545,14 +571,41 @@ impl Tensor {
     #[inline]
     pub fn flat<T: Element>(&self) -> Result<&[T]> {
         self.check_type::<T>()?;
+        self.view_checked()
+    }
+
+    /// The elements as `T`, which is the dtype's element type or, for an
+    /// integer dtype, the fixed-width integer of its size and the other
+    /// signedness (a `UInt32` tensor read as `i32`): the same bits. For
+    /// kernels whose arithmetic gives the same bits either way (wrapping
+    /// `+`, `-`, `*`, `==`), so that they compile once per integer size
+    /// rather than once per dtype.
+    ///
+    /// ```
+    /// # use opforge_core::Tensor;
+    /// let t = Tensor::from_vec(&[2], vec![1u32, u32::MAX]).unwrap();
+    /// assert_eq!(t.flat_bits::<i32>().unwrap(), &[1, -1]);
+    /// assert!(t.flat_bits::<f32>().is_err());
+    /// ```
+    #[inline]
+    pub fn flat_bits<T: Element>(&self) -> Result<&[T]> {
+        self.check_bits::<T>()?;
+        self.view_checked()
+    }
+
+    /// The elements as `T` once the dtype check (`check_type` or
+    /// `check_bits`) passed.
+    #[inline]
+    fn view_checked<T: Element>(&self) -> Result<&[T]> {
         let bytes = self.bytes()?;
         let n = bytes.len() / std::mem::size_of::<T>().max(1);
-        // SAFETY: `bytes` holds exactly num_elements * size_of::<T>() bytes
-        // (T::DTYPE == self.dtype, whose size equals size_of::<T>(), so `n`
-        // is the number of elements), starts at a T-aligned address (buffers
-        // are 64-aligned, offsets are multiples of the element size, foreign
-        // buffers are checked), and every byte pattern in it is a valid T
-        // (the `Element` contract).
+        // SAFETY: the caller's check made `T` the dtype's element type or an
+        // integer of the dtype's size and alignment, so `bytes` holds exactly
+        // num_elements * size_of::<T>() bytes (`n` is the number of
+        // elements), starts at a T-aligned address (buffers are 64-aligned,
+        // offsets are multiples of the element size, foreign buffers are
+        // checked), and every byte pattern in it is a valid T (the `Element`
+        // contract; any bits are a valid integer).
         Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), n) })
     }
 
@@ -562,8 +615,22 @@ impl Tensor {
     #[inline]
     pub fn flat_mut<T: Element>(&mut self) -> Result<&mut [T]> {
         self.check_type::<T>()?;
+        self.view_checked_mut()
+    }
+
+    /// [`flat_mut`](Self::flat_mut) with the types of
+    /// [`flat_bits`](Self::flat_bits).
+    #[inline]
+    pub fn flat_bits_mut<T: Element>(&mut self) -> Result<&mut [T]> {
+        self.check_bits::<T>()?;
+        self.view_checked_mut()
+    }
+
+    /// The elements as `T`, mutably, once the dtype check passed.
+    #[inline]
+    fn view_checked_mut<T: Element>(&mut self) -> Result<&mut [T]> {
         if let Some((p, len)) = self.host_data_mut() {
-            // SAFETY: as in `flat` (T is the dtype's element type, the bytes
+            // SAFETY: as in `view_checked` (T has the dtype's size, the bytes
             // are T-aligned and any byte pattern is a valid T), and
             // `host_data_mut` gives exclusive access to the `len` bytes for
             // as long as the `&mut self` borrow of the result lasts.
@@ -591,7 +658,8 @@ impl Tensor {
             )
         })?;
         let bytes = &mut buf.as_mut_slice()[offset..offset + n * std::mem::size_of::<T>()];
-        // SAFETY: as in `flat`, and `Arc::get_mut` proved exclusive access.
+        // SAFETY: as in `view_checked`, and `Arc::get_mut` proved exclusive
+        // access.
         Ok(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<T>(), n) })
     }
 

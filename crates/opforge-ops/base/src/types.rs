@@ -2,7 +2,7 @@
 //! families.
 
 use opforge_core::kernel::OpKernelContext;
-use opforge_core::{DataType, Status};
+use opforge_core::{DataType, Element, Status};
 
 /// TensorFlow's `TF_CALL_POD_TYPES` (every number type, real and complex,
 /// and bool), then string: the types of kernels that only move elements.
@@ -244,6 +244,64 @@ macro_rules! dtype_table {
             };
         }
     };
+}
+
+/// Dispatches like a dtype table's macro `$mac` (in scope where this is
+/// used), but binds each unsigned
+/// integer dtype to the signed integer of its size ([`SignAgnostic`]): for
+/// kernels whose arithmetic gives the same bits for either signedness
+/// (wrapping `+`, `-`, `*`, `==`) and that read their tensors with
+/// `Tensor::flat_bits`, so that they compile once per integer size instead
+/// of once per dtype. The body should be a call of a generic function (a
+/// closure written in the body is a new type in every arm).
+///
+/// ```
+/// use opforge_core::{DataType, Element};
+/// fn dtype_of<T: Element>() -> Option<DataType> {
+///     Some(T::DTYPE)
+/// }
+/// use opforge_ops_base::numeric_types;
+/// let bound = |dt: DataType| {
+///     opforge_ops_base::sign_agnostic!(numeric_types, dt, T => dtype_of::<T>(), None)
+/// };
+/// assert_eq!(bound(DataType::UInt32), Some(DataType::Int32));
+/// assert_eq!(bound(DataType::Float), Some(DataType::Float));
+/// assert_eq!(bound(DataType::Bool), None);
+/// ```
+#[macro_export]
+macro_rules! sign_agnostic {
+    ($mac:ident, $dt:expr, $T:ident => $body:expr, $fallback:expr) => {
+        $mac!($dt, __Element => {
+            #[allow(dead_code)]
+            type $T = <__Element as $crate::types::SignAgnostic>::Bits;
+            $body
+        }, $fallback)
+    };
+}
+
+/// The element type a sign-agnostic kernel computes with
+/// ([`sign_agnostic!`]): the signed integer of an unsigned integer's size,
+/// every other element type itself.
+pub trait SignAgnostic: Element {
+    /// The type whose bits are computed with.
+    type Bits: Element;
+}
+
+macro_rules! sign_agnostic_impls {
+    ($($t:ty => $bits:ty),* $(,)?) => {
+        $(impl SignAgnostic for $t {
+            type Bits = $bits;
+        })*
+    };
+}
+
+sign_agnostic_impls! {
+    u8 => i8, u16 => i16, u32 => i32, u64 => i64,
+    i8 => i8, i16 => i16, i32 => i32, i64 => i64,
+    f32 => f32, f64 => f64, half::f16 => half::f16, half::bf16 => half::bf16,
+    num_complex::Complex<f32> => num_complex::Complex<f32>,
+    num_complex::Complex<f64> => num_complex::Complex<f64>,
+    bool => bool,
 }
 
 const fn contains(types: &[DataType], t: DataType) -> bool {

@@ -20,10 +20,16 @@ pub fn unary_same<T: Element>(
         .forward_input_or_allocate_output_like(&[0], 0, 0)?
         .is_some()
     {
-        par_map_inplace(pool, ctx.output_mut(0)?.flat_mut::<T>()?, cost, f);
+        par_map_inplace(pool, ctx.output_mut(0)?.flat_bits_mut::<T>()?, cost, f);
     } else {
         let (ins, out) = ctx.inputs_and_output(0)?;
-        par_map(pool, ins[0].flat::<T>()?, out.flat_mut::<T>()?, cost, f);
+        par_map(
+            pool,
+            ins[0].flat_bits::<T>()?,
+            out.flat_bits_mut::<T>()?,
+            cost,
+            f,
+        );
     }
     Ok(())
 }
@@ -38,7 +44,13 @@ pub fn unary_map<T: Element, U: Element>(
     ctx.allocate_output(0, shape)?;
     let pool = ctx.thread_pool();
     let (ins, out) = ctx.inputs_and_output(0)?;
-    par_map(pool, ins[0].flat::<T>()?, out.flat_mut::<U>()?, cost, f);
+    par_map(
+        pool,
+        ins[0].flat_bits::<T>()?,
+        out.flat_bits_mut::<U>()?,
+        cost,
+        f,
+    );
     Ok(())
 }
 
@@ -205,24 +217,22 @@ fn row_loop<T: Copy, U>(
     sb: usize,
     f: &impl Fn(T, T) -> U,
 ) {
+    // An innermost dim broadcast in both inputs has size 1 in the output
+    // and is collapsed away, so at most one stride is 0.
     match (sa, sb) {
-        (1, 1) => out
+        (_, 0) => {
+            let y = b[0];
+            out.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x, y))
+        }
+        (0, _) => {
+            let x = a[0];
+            out.iter_mut().zip(b).for_each(|(o, &y)| *o = f(x, y))
+        }
+        _ => out
             .iter_mut()
             .zip(a)
             .zip(b)
             .for_each(|((o, &x), &y)| *o = f(x, y)),
-        (1, 0) => {
-            let y = b[0];
-            out.iter_mut().zip(a).for_each(|(o, &x)| *o = f(x, y))
-        }
-        (0, 1) => {
-            let x = a[0];
-            out.iter_mut().zip(b).for_each(|(o, &y)| *o = f(x, y))
-        }
-        _ => {
-            let (x, y) = (a[0], b[0]);
-            out.iter_mut().for_each(|o| *o = f(x, y))
-        }
     }
 }
 
@@ -279,9 +289,9 @@ pub fn binary_same<T: Element>(
     // One element each, of one shape (scalars): no plan, no sharding.
     let (a, b) = (ctx.input(0), ctx.input(1));
     if a.num_elements() == 1 && a.shape() == b.shape() {
-        let r = f(a.flat::<T>()?[0], b.flat::<T>()?[0]);
+        let r = f(a.flat_bits::<T>()?[0], b.flat_bits::<T>()?[0]);
         ctx.forward_input_or_allocate_output_like(&[0, 1], 0, 0)?;
-        ctx.output_mut(0)?.flat_mut::<T>()?[0] = r;
+        ctx.output_mut(0)?.flat_bits_mut::<T>()?[0] = r;
         return Ok(());
     }
     let (plan, forwarded) = same_output(ctx)?;
@@ -290,8 +300,8 @@ pub fn binary_same<T: Element>(
         Some(forwarded) => {
             // The output holds the forwarded input's values; combine in place.
             let (ins, out) = ctx.inputs_and_output(0)?;
-            let other = ins[1 - forwarded].flat::<T>()?;
-            let out = out.flat_mut::<T>()?;
+            let other = ins[1 - forwarded].flat_bits::<T>()?;
+            let out = out.flat_bits_mut::<T>()?;
             if other.len() == out.len() {
                 let shards = elementwise_shards(pool, out.len(), cost);
                 chunks_in_shards(pool, out, 1, shards, &|off, o| {
@@ -327,9 +337,9 @@ pub fn binary_same<T: Element>(
             zip_planned(
                 pool,
                 plan.as_ref(),
-                ins[0].flat::<T>()?,
-                ins[1].flat::<T>()?,
-                out.flat_mut::<T>()?,
+                ins[0].flat_bits::<T>()?,
+                ins[1].flat_bits::<T>()?,
+                out.flat_bits_mut::<T>()?,
                 cost,
                 f,
             );
@@ -413,9 +423,9 @@ pub fn binary_map<T: Element, U: Element>(
     zip_planned(
         pool,
         plan.as_ref(),
-        ins[0].flat::<T>()?,
-        ins[1].flat::<T>()?,
-        out.flat_mut::<U>()?,
+        ins[0].flat_bits::<T>()?,
+        ins[1].flat_bits::<T>()?,
+        out.flat_bits_mut::<U>()?,
         cost,
         f,
     );

@@ -44,18 +44,6 @@ pub(super) fn clear_low_bits(s: Wide, bits: u32) -> Wide {
     }
 }
 
-pub(super) fn cast_loop<S: Scalar, D: Scalar>(
-    ctx: &mut OpKernelContext<'_>,
-    truncate: Option<u32>,
-) -> Result<()> {
-    match truncate {
-        None => unary_map::<S, D>(ctx, COST_CHEAP, |v| D::narrow(v.widen())),
-        Some(bits) => unary_map::<S, D>(ctx, COST_CHEAP, move |v| {
-            D::narrow(clear_low_bits(v.widen(), bits))
-        }),
-    }
-}
-
 /// Runs `$body` with `$S` bound to the element type of every castable dtype.
 macro_rules! castable_types {
     ($dt:expr, $T:ident => $body:expr, $fallback:expr) => {
@@ -68,6 +56,62 @@ macro_rules! castable_types {
 
 pub(super) fn castable(dt: DataType) -> bool {
     castable_types!(dt, T => true, false)
+}
+
+/// `y = D(x)` element-wise.
+fn cast_plain<S: Scalar, D: Scalar>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
+    unary_map::<S, D>(ctx, COST_CHEAP, |v| D::narrow(v.widen()))
+}
+
+/// `y = D(x)` with `bits` low mantissa bits of `x` cleared first.
+fn cast_truncated<S: Scalar, D: Scalar>(ctx: &mut OpKernelContext<'_>, bits: u32) -> Result<()> {
+    unary_map::<S, D>(ctx, COST_CHEAP, move |v| {
+        D::narrow(clear_low_bits(v.widen(), bits))
+    })
+}
+
+/// Runs `cast_plain` for the dtypes `(src, dst)`, compiled for fewer pairs
+/// than all of them: from bool or an integer, a cast to an integer gives
+/// the same bits for either signedness of the destination (the low bits of
+/// the sign- or zero-extended source), so those casts compile once per
+/// destination size (`sign_agnostic!`; `unary_map` writes through
+/// `flat_bits`).
+fn cast_any(ctx: &mut OpKernelContext<'_>, src: DataType, dst: DataType) -> Result<()> {
+    let bad = || {
+        Err(Status::unimplemented(format!(
+            "Cast {src} to {dst} is not supported"
+        )))
+    };
+    dispatch!(src, S => opforge_ops_base::sign_agnostic!(castable_types, dst,
+            D => cast_plain::<S, D>(ctx), bad()),
+        [Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+        dispatch!(src, S => castable_types!(dst, D => cast_plain::<S, D>(ctx), bad()),
+            [Half, BFloat16, Float, Double, Complex64, Complex128], bad()))
+}
+
+/// Runs `cast_truncated` for the pairs [`truncation_bits`] gives bits for
+/// (compiled for those pairs only).
+fn cast_with_truncation(
+    ctx: &mut OpKernelContext<'_>,
+    src: DataType,
+    dst: DataType,
+    bits: u32,
+) -> Result<()> {
+    use half::{bf16, f16};
+    use num_complex::Complex as C;
+    use DataType::*;
+    match (src, dst) {
+        (Double, Float) => cast_truncated::<f64, f32>(ctx, bits),
+        (Double, Complex64) => cast_truncated::<f64, C<f32>>(ctx, bits),
+        (Complex128, Float) => cast_truncated::<C<f64>, f32>(ctx, bits),
+        (Complex128, Complex64) => cast_truncated::<C<f64>, C<f32>>(ctx, bits),
+        (Double, Half) => cast_truncated::<f64, f16>(ctx, bits),
+        (Complex128, Half) => cast_truncated::<C<f64>, f16>(ctx, bits),
+        (Float, Half) => cast_truncated::<f32, f16>(ctx, bits),
+        (Complex64, Half) => cast_truncated::<C<f32>, f16>(ctx, bits),
+        (Float, BFloat16) => cast_truncated::<f32, bf16>(ctx, bits),
+        _ => cast_any(ctx, src, dst),
+    }
 }
 
 /// `Cast`: converts between any two of bool, the integer, float and complex
@@ -106,13 +150,10 @@ impl OpKernel for CastKernel {
             let t = ctx.take_input(0);
             return ctx.set_output(0, t);
         }
-        let (src, dst, truncate) = (self.src, self.dst, self.truncate);
-        let bad = || {
-            Err(Status::unimplemented(format!(
-                "Cast {src} to {dst} is not supported"
-            )))
-        };
-        castable_types!(src, S => castable_types!(dst, D => cast_loop::<S, D>(ctx, truncate), bad()), bad())
+        match self.truncate {
+            Some(bits) => cast_with_truncation(ctx, self.src, self.dst, bits),
+            None => cast_any(ctx, self.src, self.dst),
+        }
     }
 }
 

@@ -48,4 +48,6 @@ mod cast;
 mod gradients;
 
 #[cfg(test)]
+mod cast_tests;
+#[cfg(test)]
 mod tests;

@@ -53,9 +53,9 @@ impl OpKernel for UnaryKernel {
             Sign => signed_types!(dt, T => unary_same::<T>(ctx, COST_CHEAP, T::sign), bad(ctx)),
             Reciprocal => float_complex_types!(dt, T => unary_same::<T>(ctx, COST_DIV, T::recip),
                 int_types!(dt, T => int_reciprocal::<T>(ctx), bad(ctx))),
-            Square => {
-                numeric_types!(dt, T => unary_same::<T>(ctx, COST_CHEAP, |x: T| x.mul(x)), bad(ctx))
-            }
+            // A wrapping square gives the same bits for either signedness.
+            Square => opforge_ops_base::sign_agnostic!(numeric_types, dt,
+                T => unary_same::<T>(ctx, COST_CHEAP, square::<T>), bad(ctx)),
             Sqrt => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::sqrt), bad(ctx)),
             Rsqrt => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::rsqrt), bad(ctx)),
             Exp => float_complex_types!(dt, T => unary_same::<T>(ctx, T15, T::exp), bad(ctx)),
@@ -215,3 +215,9 @@ register_kernel!(
 );
 
 // ---------------------------------------------------------------------------
+
+/// `x * x`.
+#[inline(always)]
+fn square<T: Num>(x: T) -> T {
+    x.mul(x)
+}

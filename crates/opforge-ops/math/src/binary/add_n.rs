@@ -37,9 +37,9 @@ pub(super) fn add_n<T: Num>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
         .iter()
         .enumerate()
         .filter(|&(i, _)| Some(i) != forwarded)
-        .map(|(_, t)| t.flat::<T>())
+        .map(|(_, t)| t.flat_bits::<T>())
         .collect::<Result<Vec<&[T]>>>()?;
-    let out = out.flat_mut::<T>()?;
+    let out = out.flat_bits_mut::<T>()?;
     // The output starts as the forwarded input, or as a copy of the first one.
     let (first, rest) = match (forwarded, srcs.split_first()) {
         (None, Some((first, rest))) => (Some(*first), rest),
@@ -64,7 +64,9 @@ pub(super) fn add_n<T: Num>(ctx: &mut OpKernelContext<'_>) -> Result<()> {
 impl OpKernel for AddNKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let dt = ctx.input_dtype(0);
-        numeric_types!(dt, T => add_n::<T>(ctx), Err(unsupported(ctx, dt)))
+        // A wrapping sum: one kernel per integer size.
+        opforge_ops_base::sign_agnostic!(numeric_types, dt,
+            T => add_n::<T>(ctx), Err(unsupported(ctx, dt)))
     }
 }
 

@@ -65,12 +65,18 @@ impl BinaryKernel {
         if dt == DataType::String {
             return string_equality(ctx, equal);
         }
-        numeric_bool_types!(dt, T => if equal {
-                binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x == y)
-            } else {
-                binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x != y)
-            },
-            Err(unsupported(ctx, dt)))
+        // `==` of integers compares bits: one kernel per integer size.
+        opforge_ops_base::sign_agnostic!(numeric_bool_types, dt,
+            T => equal_elements::<T>(ctx, equal), Err(unsupported(ctx, dt)))
+    }
+}
+
+/// `x == y` (or `x != y`) element-wise, with broadcasting.
+fn equal_elements<T: Element>(ctx: &mut OpKernelContext<'_>, equal: bool) -> Result<()> {
+    if equal {
+        binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x == y)
+    } else {
+        binary_map::<T, bool>(ctx, COST_CHEAP, |x: T, y: T| x != y)
     }
 }
 
@@ -81,9 +87,14 @@ impl OpKernel for BinaryKernel {
         let bad = |ctx: &OpKernelContext<'_>| Err(unsupported(ctx, dt));
         match self.op {
             Add if dt == DataType::String => string_concat(ctx),
-            Add => numeric_types!(dt, T => binary_same::<T>(ctx, COST_CHEAP, T::add), bad(ctx)),
-            Sub => numeric_types!(dt, T => binary_same::<T>(ctx, COST_CHEAP, T::sub), bad(ctx)),
-            Mul => numeric_types!(dt, T => binary_same::<T>(ctx, COST_CHEAP, T::mul), bad(ctx)),
+            // Wrapping `+`, `-`, `*` give the same bits for either
+            // signedness: one kernel per integer size.
+            Add => opforge_ops_base::sign_agnostic!(numeric_types, dt,
+                T => binary_same::<T>(ctx, COST_CHEAP, T::add), bad(ctx)),
+            Sub => opforge_ops_base::sign_agnostic!(numeric_types, dt,
+                T => binary_same::<T>(ctx, COST_CHEAP, T::sub), bad(ctx)),
+            Mul => opforge_ops_base::sign_agnostic!(numeric_types, dt,
+                T => binary_same::<T>(ctx, COST_CHEAP, T::mul), bad(ctx)),
             Div => float_complex_types!(dt, T => binary_same::<T>(ctx, COST_DIV, T::div),
                 int_types!(dt, T => int_div_op::<T>(ctx, T::trunc_div), bad(ctx))),
             FloorDiv => {

@@ -19,7 +19,7 @@ use opforge_core::kernel::{KernelDefBuilder, OpKernel, OpKernelConstruction, OpK
 use opforge_core::shape_inference::common::{self as shape_common, broadcast_binary_op_shape};
 use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
 use opforge_core::{
-    ensure, register_kernel, register_op, DataType, OpDefBuilder, Result, Status, Tensor,
+    ensure, register_kernel, register_op, DataType, Element, OpDefBuilder, Result, Status, Tensor,
     TensorShape,
 };
 use opforge_ops_base::cpu::broadcast::{

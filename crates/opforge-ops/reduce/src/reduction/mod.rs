@@ -271,12 +271,14 @@ impl OpKernel for ReduceKernel {
         let dt = input.dtype();
         let (i, p) = (&input, &plan);
         match self.op {
-            RedOp::Sum => numeric_types!(dt, T => run(pool, SumR::<T>::new(), i, p, out),
-                Err(unsupported(&name, dt))),
+            // Wrapping sums and products give the same bits for either
+            // signedness: one reduction per integer size.
+            RedOp::Sum => opforge_ops_base::sign_agnostic!(numeric_types, dt,
+                T => run(pool, SumR::<T>::new(), i, p, out), Err(unsupported(&name, dt))),
             RedOp::Mean => numeric_types!(dt, T => run(pool, MeanR::<T>::new(), i, p, out),
                 Err(unsupported(&name, dt))),
-            RedOp::Prod => numeric_types!(dt, T => run(pool, ProdR::<T>::new(), i, p, out),
-                Err(unsupported(&name, dt))),
+            RedOp::Prod => opforge_ops_base::sign_agnostic!(numeric_types, dt,
+                T => run(pool, ProdR::<T>::new(), i, p, out), Err(unsupported(&name, dt))),
             RedOp::Max => real_types!(dt, T => run(pool, MaxR::<T>::new(), i, p, out),
                 Err(unsupported(&name, dt))),
             RedOp::Min => real_types!(dt, T => run(pool, MinR::<T>::new(), i, p, out),

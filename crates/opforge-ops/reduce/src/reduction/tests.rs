@@ -758,3 +758,47 @@ mod grads {
         }
     }
 }
+
+/// `Sum` and `Prod` compute unsigned integers as the signed integers of
+/// their size (`sign_agnostic!`): checked against Rust's wrapping
+/// arithmetic over one axis (one step), two non-adjacent axes (several
+/// steps, the last finished in a separate pass) and all axes, for every
+/// unsigned type.
+#[test]
+fn unsigned_sums_and_products_wrap_on_every_schedule() {
+    macro_rules! check {
+        ($($t:ty),*) => {$({
+            let dims = [4usize, 5, 6];
+            let vals: Vec<$t> = (0..120u32)
+                .map(|i| <$t>::MAX.wrapping_sub((i % 7) as $t).wrapping_mul((i % 3 + 1) as $t))
+                .collect();
+            let x = t(&[4, 5, 6], vals.clone());
+            let at = |i: usize, j: usize, k: usize| vals[(i * dims[1] + j) * dims[2] + k];
+            let fold = |keep: &dyn Fn(usize, usize, usize) -> usize, n: usize, prod: bool| {
+                let mut acc: Vec<$t> = vec![if prod { 1 } else { 0 }; n];
+                for i in 0..dims[0] {
+                    for j in 0..dims[1] {
+                        for k in 0..dims[2] {
+                            let a = &mut acc[keep(i, j, k)];
+                            *a = if prod { a.wrapping_mul(at(i, j, k)) } else { a.wrapping_add(at(i, j, k)) };
+                        }
+                    }
+                }
+                acc
+            };
+            for (op, prod) in [("Sum", false), ("Prod", true)] {
+                let got = reduce(op, x.clone(), axes(&[1]), false).unwrap();
+                let want = fold(&|i, _, k| i * dims[2] + k, dims[0] * dims[2], prod);
+                assert_eq!(got.flat::<$t>().unwrap(), &want[..], "{op} over axis 1");
+                let got = reduce(op, x.clone(), axes(&[0, 2]), false).unwrap();
+                let want = fold(&|_, j, _| j, dims[1], prod);
+                assert_eq!(got.flat::<$t>().unwrap(), &want[..], "{op} over axes 0, 2");
+                let got = reduce(op, x.clone(), axes(&[0, 1, 2]), false).unwrap();
+                let want = fold(&|_, _, _| 0, 1, prod);
+                assert_eq!(got.flat::<$t>().unwrap(), &want[..], "{op} over all axes");
+                assert_eq!(got.dtype(), <$t as opforge_core::Element>::DTYPE);
+            }
+        })*};
+    }
+    check!(u8, u16, u32, u64);
+}

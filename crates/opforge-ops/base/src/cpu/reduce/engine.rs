@@ -309,9 +309,9 @@ pub fn reduce_into<R: Reducer>(
     let Some((first, rest)) = steps.split_first() else {
         return;
     };
-    let Some((last, middle)) = rest.split_last() else {
+    if rest.is_empty() {
         return run_step(pool, &f_in, src, first, &finish, out);
-    };
+    }
     let mut buf = vec![r.identity(); first.outputs()];
     run_step(pool, &f_in, src, first, &keep, &mut buf);
     let f_acc = Fold {
@@ -319,12 +319,15 @@ pub fn reduce_into<R: Reducer>(
         load: |a: R::Acc| a,
         comb: move |a, b| r.combine(a, b),
     };
-    for step in middle {
+    for step in rest {
         let mut next = vec![r.identity(); step.outputs()];
         run_step(pool, &f_acc, &buf, step, &keep, &mut next);
         buf = next;
     }
-    run_step(pool, &f_acc, &buf, last, &finish, out);
+    // The last of several steps keeps its accumulators too, finished in one
+    // pass over the (reduced) output: the folds over accumulators compile
+    // with one store, not two.
+    finish(&buf, out);
 }
 
 /// Reduces `input` by `r` as `plan` says into `out` (allocated with the
@@ -336,8 +339,10 @@ pub fn run<R: Reducer>(
     plan: &ReducePlan,
     out: &mut Tensor,
 ) -> Result<()> {
-    let src = input.flat::<R::In>()?;
-    let dst = out.flat_mut::<R::In>()?;
+    // `flat_bits`: a sign-agnostic reducer reads unsigned integers as the
+    // signed ones of their size (`sign_agnostic!`).
+    let src = input.flat_bits::<R::In>()?;
+    let dst = out.flat_bits_mut::<R::In>()?;
     reduce_into(pool, r, src, &usize_dims(input.dims()), &plan.reduced, dst);
     Ok(())
 }
