@@ -8,7 +8,12 @@ use opforge_core::Tensor;
 use opforge_testing::util::{ctx, t};
 
 fn cast(x: Tensor, dst: DataType) -> Tensor {
-    ctx().op("Cast").input(x).attr("DstT", dst).run1().unwrap()
+    cast_truncating(x, dst, false)
+}
+
+fn cast_truncating(x: Tensor, dst: DataType, truncate: bool) -> Tensor {
+    let op = ctx().op("Cast").input(x).attr("DstT", dst);
+    op.attr("Truncate", truncate).run1().unwrap()
 }
 
 /// Each destination integer type for one source type and its values.
@@ -83,13 +88,7 @@ fn truncating_casts_clear_low_bits_only_where_tensorflow_does() {
     // 1 + 2/128: rounding to nearest even gives the latter; Truncate clears
     // the 16 low bits first, which gives the former.
     let x = t(&[2], vec![1.0f32 + 3.0 / 256.0, -(1.0f32 + 3.0 / 256.0)]);
-    let got = ctx()
-        .op("Cast")
-        .input(x.clone())
-        .attr("DstT", DataType::BFloat16)
-        .attr("Truncate", true)
-        .run1()
-        .unwrap();
+    let got = cast_truncating(x.clone(), DataType::BFloat16, true);
     let v: Vec<f32> = got
         .flat::<bf16>()
         .unwrap()
@@ -107,12 +106,6 @@ fn truncating_casts_clear_low_bits_only_where_tensorflow_does() {
     assert_eq!(v, [1.0 + 1.0 / 64.0, -(1.0 + 1.0 / 64.0)]);
     // Truncate has no effect on a cast TensorFlow does not truncate.
     let x = t(&[2], vec![300i32, -1]);
-    let got = ctx()
-        .op("Cast")
-        .input(x)
-        .attr("DstT", DataType::UInt8)
-        .attr("Truncate", true)
-        .run1()
-        .unwrap();
+    let got = cast_truncating(x, DataType::UInt8, true);
     assert_eq!(got.flat::<u8>().unwrap(), &[44, 255]);
 }
