@@ -35,6 +35,8 @@ from ._graph_def import GraphDef, import_graph_def  # noqa: E402
 from ._gradients import gradients  # noqa: E402
 from ._function import ConcreteFunction, Function, TensorSpec, function  # noqa: E402
 from . import ops, raw_ops, nn, test  # noqa: E402
+from ._script_ops import numpy_function, py_function  # noqa: E402
+from . import operator  # noqa: E402
 from ._ops import execute as _execute  # noqa: E402,F401
 from . import _ops as _ops_module  # noqa: E402
 

@@ -18,6 +18,9 @@ def _sync():
     """Makes a function for every registered op that has none yet."""
     ns = globals()
     for op in _C.op_names():
+        if not op.isidentifier():
+            # A namespaced op (`Custom>softmax`): called through its own API.
+            continue
         name = _ops.snake_case(op)
         if _names.setdefault(name, op) != op or name in ns:
             # A name two ops map to: the first op keeps it. A name already

@@ -18,7 +18,9 @@ def _sync():
     """Makes a function for every registered op that has none yet."""
     ns = globals()
     for op in _C.op_names():
-        if op not in _names:
+        # Namespaced ops (`Custom>softmax`, TensorFlow's `Addons>ParseTime`)
+        # have no Python name: they are called through their own API.
+        if op not in _names and op.isidentifier():
             ns[op] = _ops.make_function(_ops.op_info(op), raw=True)
             _names.add(op)
     _made[0] = True

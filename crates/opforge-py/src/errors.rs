@@ -5,10 +5,9 @@ use opforge::{Code, Status};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use std::cell::RefCell;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 static CLASSES: OnceLock<Vec<Option<Py<PyAny>>>> = OnceLock::new();
 
@@ -27,12 +26,16 @@ pub fn set_error_classes(classes: Bound<'_, PyDict>) -> PyResult<()> {
     Ok(())
 }
 
-thread_local! {
-    /// Python exceptions raised inside a callback the runtime made (a
-    /// gradient written in Python), waiting to be raised again when the
-    /// runtime's error reaches Python: (marker, exception).
-    static PENDING: RefCell<Vec<(String, PyErr)>> = const { RefCell::new(Vec::new()) };
-}
+/// Python exceptions raised inside a callback the runtime made (a
+/// gradient or a kernel written in Python), waiting to be raised again when
+/// the runtime's error reaches Python: (marker, exception). Process-wide:
+/// a kernel in a graph run raises on a worker thread, and the run's error
+/// reaches Python on the thread that started the run.
+static PENDING: Mutex<Vec<(String, PyErr)>> = Mutex::new(Vec::new());
+
+/// How many stashed exceptions are kept (those whose status was dropped on
+/// the way never come back).
+const KEEP: usize = 64;
 
 /// Keeps `err`, raised by Python code the runtime called for `what`, and
 /// returns the `Status` the runtime passes on. Its message holds a marker:
@@ -53,15 +56,11 @@ pub fn stash(py: Python<'_>, err: PyErr, what: &str) -> Status {
         .map(|s| s.to_string())
         .unwrap_or_else(|_| "Exception".into());
     let status = Status::invalid_argument(format!("{what} raised {kind}: {text} {marker}"));
-    PENDING.with(|p| {
-        let mut p = p.borrow_mut();
-        // Exceptions whose status was dropped on the way never come back:
-        // keep only the latest few.
-        if p.len() >= 8 {
-            p.remove(0);
-        }
-        p.push((marker, err));
-    });
+    let mut p = PENDING.lock().unwrap_or_else(PoisonError::into_inner);
+    if p.len() >= KEEP {
+        p.remove(0);
+    }
+    p.push((marker, err));
     status
 }
 
@@ -70,11 +69,9 @@ fn take_stashed(message: &str) -> Option<PyErr> {
     if !message.contains("[python error ") {
         return None;
     }
-    PENDING.with(|p| {
-        let mut p = p.borrow_mut();
-        let i = p.iter().position(|(m, _)| message.contains(m.as_str()))?;
-        Some(p.remove(i).1)
-    })
+    let mut p = PENDING.lock().unwrap_or_else(PoisonError::into_inner);
+    let i = p.iter().position(|(m, _)| message.contains(m.as_str()))?;
+    Some(p.remove(i).1)
 }
 
 /// The Python exception for `status`; `op` names the op the call ran, as

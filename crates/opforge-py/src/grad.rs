@@ -15,7 +15,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use std::sync::{Arc, OnceLock};
 
 /// The owner of everything Python registers.
-fn owner() -> OwnerId {
+pub(crate) fn owner() -> OwnerId {
     static OWNER: OnceLock<OwnerId> = OnceLock::new();
     *OWNER.get_or_init(|| Registry::global().add_owner("python"))
 }

@@ -29,6 +29,7 @@ mod graph;
 mod graph_grad;
 mod hooks;
 mod library;
+mod pykernel;
 mod run;
 mod tape;
 mod tensor;
@@ -75,5 +76,9 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(grad::register_gradient, m)?)?;
     m.add_function(wrap_pyfunction!(grad::not_differentiable, m)?)?;
     m.add_function(wrap_pyfunction!(exec::registry_generation, m)?)?;
+    m.add_class::<pykernel::KernelCall>()?;
+    m.add_class::<pykernel::LentBuffer>()?;
+    m.add_function(wrap_pyfunction!(pykernel::register_python_op, m)?)?;
+    m.add_function(wrap_pyfunction!(pykernel::python_kernels_shutdown, m)?)?;
     Ok(())
 }

@@ -12,6 +12,10 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 pub struct ThreadPool {
     pool: Option<rayon::ThreadPool>,
     threads: usize,
+    /// The process that started the pool's threads: a child forked from it
+    /// has none of them, so there the pool runs everything on the calling
+    /// thread instead of waiting for threads that do not exist.
+    pid: u32,
 }
 
 /// Below this much work (in cost units, roughly cycles) a shard is not
@@ -37,7 +41,11 @@ impl ThreadPool {
         } else {
             None
         };
-        Ok(ThreadPool { pool, threads })
+        Ok(ThreadPool {
+            pool,
+            threads,
+            pid: std::process::id(),
+        })
     }
 
     /// The process-wide default pool: `OPFORGE_INTRA_OP_THREADS` threads if
@@ -71,6 +79,7 @@ impl ThreadPool {
         ThreadPool {
             pool: None,
             threads: 1,
+            pid: 0,
         }
     }
 
@@ -80,6 +89,7 @@ impl ThreadPool {
         static INLINE: ThreadPool = ThreadPool {
             pool: None,
             threads: 1,
+            pid: 0,
         };
         &INLINE
     }
@@ -121,7 +131,7 @@ impl ThreadPool {
             return;
         }
         let shards = self.num_shards(total, cost_per_unit);
-        match &self.pool {
+        match self.live() {
             Some(pool) if shards > 1 => {
                 let block = total.div_ceil(shards);
                 pool.scope(|s| {
@@ -177,7 +187,10 @@ impl ThreadPool {
     ) {
         let shards = self.num_shards(total, cost_per_unit);
         let pool = match &self.pool {
-            Some(pool) if shards > 1 => pool,
+            Some(_) if shards > 1 => match self.live() {
+                Some(pool) => pool,
+                None => return work(0, total),
+            },
             _ => return work(0, total),
         };
         let block = total.div_ceil(shards);
@@ -207,7 +220,7 @@ impl ThreadPool {
         work: impl Fn(usize, &mut [T]) + Sync,
     ) {
         let shards = self.num_shards(data.len(), cost_per_unit);
-        if shards <= 1 || self.pool.is_none() {
+        if shards <= 1 || self.live().is_none() {
             return work(0, data);
         }
         let block = data.len().div_ceil(shards);
@@ -241,12 +254,21 @@ impl ThreadPool {
     /// shards may meanwhile run another node, so a kernel must not hold a
     /// lock that another kernel can take while it runs parallel work.
     pub(crate) fn rayon_pool(&self) -> Option<&rayon::ThreadPool> {
-        self.pool.as_ref()
+        self.live()
+    }
+
+    /// The rayon pool when its threads exist in this process (not in a
+    /// child forked after they started: there `None`, and work runs on the
+    /// calling thread). One `getpid` per use, made only where the pool is
+    /// about to take work.
+    fn live(&self) -> Option<&rayon::ThreadPool> {
+        let pool = self.pool.as_ref()?;
+        (std::process::id() == self.pid).then_some(pool)
     }
 
     /// Runs `f` inside the pool, so rayon parallel iterators in it use these threads.
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match &self.pool {
+        match self.live() {
             Some(pool) => pool.install(f),
             None => f(),
         }

@@ -1,0 +1,563 @@
+//! Ops whose kernel is a Python callable: the machinery under
+//! `opforge.numpy_function`, `opforge.py_function` and `opforge.operator`
+//! (MXNet's `CustomOp`).
+//!
+//! `_C.register_python_op` registers a real registry op (an OpDef from
+//! spec strings, a CPU kernel, an optional shape function written in
+//! Python), owned by the Python owner like every other registration of the
+//! package, so it runs eagerly, under tapes, in graphs and in
+//! `opforge.gradients` like any op.
+//!
+//! **A call.** The kernel calls `func(call, inputs)`: `inputs` are the
+//! input tensors (immutable `opforge.Tensor`s, whose numpy views are
+//! read-only and zero-copy), and `call` a [`KernelCall`] through which
+//! the function sets each output, either by writing a buffer the call
+//! lends ([`KernelCall::allocate_output`], a [`LentBuffer`] with a
+//! writable buffer protocol: `numpy.asarray(buf)` is a view of the output's
+//! memory, no copy) or by handing a tensor or an array
+//! ([`KernelCall::set_output`]).
+//!
+//! **Lent buffers stop reaching the runtime when the call returns.** The
+//! call is closed first (its methods then raise). An output buffer that
+//! nothing in Python holds any more becomes the op's output as it is (no
+//! copy); one that Python still holds (an array kept on `self`, in a
+//! global, in a reference cycle) is copied, and the copy is the output, so
+//! writes through the kept array reach nothing the runtime uses. Inputs
+//! are immutable tensors: an array kept from one holds the tensor, and the
+//! runtime never writes a tensor that is shared.
+//!
+//! **The GIL.** A kernel attaches to Python on the thread that runs it:
+//! the calling thread of an eager op (which holds the GIL already), or a
+//! worker of a graph run. Every graph run from Python releases the GIL
+//! while it waits (`run.rs`), and no runtime lock is held across a kernel
+//! call, so a worker waiting for the GIL waits only for Python code, never
+//! for a thread that waits for it. Python code that runs ops of its own
+//! from a worker shards them on the same pool: rayon lets the waiting
+//! worker run its own shards, so they progress. Once the interpreter is
+//! finalizing, kernels fail with `Cancelled` instead of attaching.
+//!
+//! **Errors.** An exception the function raises reaches the caller as
+//! the same object (with a note naming the op and node; see
+//! `errors::stash`), unless it is an `opforge.errors.OpError`, whose code
+//! and message become the kernel's status (how `py_function` raises
+//! TensorFlow's errors).
+
+use crate::errors;
+use crate::tensor::{buffer_format, PyTensor};
+use opforge::kernel::{KernelDefBuilder, KernelRegistration, OpKernel, OpKernelContext};
+use opforge::op_def::OpDefBuilder;
+use opforge::registry::Registry;
+use opforge::shape_inference::InferenceContext;
+use opforge::{Code, DataType, Status, Tensor, TensorShape};
+use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Set by the package's `atexit` hook: Python is shutting down, so a
+/// kernel must not attach to it any more.
+static FINALIZING: AtomicBool = AtomicBool::new(false);
+
+/// Python kernels, shape functions and kernel factories running now.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// One call into Python from the runtime, counted in [`IN_FLIGHT`];
+/// `None` once the interpreter is finalizing (the caller then fails with
+/// `Cancelled` and never attaches). The count is raised before the flag is
+/// read and the shutdown sets the flag before it reads the count (both
+/// sequentially consistent), so either the shutdown waits for this call or
+/// the call sees the flag.
+struct Entered;
+
+impl Entered {
+    fn new() -> opforge::Result<Entered> {
+        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        let entered = Entered;
+        if FINALIZING.load(Ordering::SeqCst) {
+            return Err(finalizing());
+        }
+        Ok(entered)
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `_C.python_kernels_shutdown()`: called at interpreter exit (an `atexit`
+/// hook, before the interpreter finalizes). From now on Python kernels fail
+/// with `Cancelled` instead of attaching, and the calls under way (on
+/// workers of graph runs) are given up to two seconds to finish, with the
+/// GIL released: a thread that attaches while the interpreter finalizes
+/// aborts the process.
+#[pyfunction]
+pub fn python_kernels_shutdown(py: Python<'_>) {
+    FINALIZING.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while IN_FLIGHT.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    });
+}
+
+fn finalizing() -> Status {
+    Status::new(
+        Code::Cancelled,
+        "the Python interpreter is shutting down: Python kernels no longer run",
+    )
+}
+
+/// One output of a call: lent to Python, or set.
+enum Out {
+    Lent(Py<LentBuffer>),
+    Set(Tensor),
+}
+
+/// One call of a Python kernel, as the function sees it
+/// (`opforge._C.KernelCall`); closed when the function returns.
+#[pyclass(module = "opforge._C", name = "KernelCall")]
+pub struct KernelCall {
+    op: String,
+    node: String,
+    output_types: Vec<DataType>,
+    outputs: Vec<Option<Out>>,
+    open: bool,
+}
+
+impl KernelCall {
+    fn check(&self, i: usize) -> PyResult<DataType> {
+        if !self.open {
+            return Err(PyRuntimeError::new_err(format!(
+                "this call of op '{}' (node '{}') has returned: its outputs can no longer be set",
+                self.op, self.node
+            )));
+        }
+        self.output_types.get(i).copied().ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "op '{}' has {} outputs; there is no output {i}",
+                self.op,
+                self.output_types.len()
+            ))
+        })
+    }
+
+    fn dtype_error(&self, i: usize, want: DataType, got: DataType) -> PyErr {
+        PyValueError::new_err(format!(
+            "output {i} of op '{}' (node '{}') must be {want}, not {got}",
+            self.op, self.node
+        ))
+    }
+}
+
+#[pymethods]
+impl KernelCall {
+    /// The op's name.
+    #[getter]
+    fn op_name(&self) -> &str {
+        &self.op
+    }
+
+    /// The node's name (the op's name for an eager call).
+    #[getter]
+    fn node_name(&self) -> &str {
+        &self.node
+    }
+
+    /// The outputs' dtypes, as `DataType` numbers.
+    #[getter]
+    fn output_dtypes(&self) -> Vec<i32> {
+        self.output_types.iter().map(|d| *d as i32).collect()
+    }
+
+    /// A new buffer for output `i` of shape `shape`, lent for this call:
+    /// `numpy.asarray(buffer)` is a writable view of it (uninitialized
+    /// memory: the function writes every element).
+    fn allocate_output(
+        &mut self,
+        py: Python<'_>,
+        i: usize,
+        shape: Vec<i64>,
+    ) -> PyResult<Py<LentBuffer>> {
+        let dtype = self.check(i)?;
+        if buffer_format(dtype).is_none() {
+            return Err(PyTypeError::new_err(format!(
+                "output {i} of op '{}' is {dtype}, which has no buffer: set it with set_output",
+                self.op
+            )));
+        }
+        let shape = errors::check(py, TensorShape::new(&shape), Some(&self.op))?;
+        let t = errors::check(py, Tensor::zeros_with_shape(dtype, shape), Some(&self.op))?;
+        let lent = Py::new(py, LentBuffer::new(t))?;
+        self.outputs[i] = Some(Out::Lent(lent.clone_ref(py)));
+        Ok(lent)
+    }
+
+    /// Sets output `i` to `value`: an `opforge.Tensor` (kept as it is: it
+    /// is immutable) or a numpy array (copied).
+    fn set_output(&mut self, i: usize, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = value.py();
+        let dtype = self.check(i)?;
+        let t = if let Ok(t) = value.cast::<PyTensor>() {
+            t.get().t.clone()
+        } else if let Ok(arr) = value.cast::<numpy::PyUntypedArray>() {
+            let t = crate::convert::ndarray_tensor(arr, None)?;
+            // A view of the caller's array would change with it: copy.
+            errors::check(py, t.deep_copy(), Some(&self.op))?
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "output {i} of op '{}' takes an opforge.Tensor or a numpy array, not {}",
+                self.op,
+                value.get_type().name()?
+            )));
+        };
+        if t.dtype() != dtype {
+            return Err(self.dtype_error(i, dtype, t.dtype()));
+        }
+        self.outputs[i] = Some(Out::Set(t));
+        Ok(())
+    }
+}
+
+/// An output buffer lent to Python for one kernel call
+/// (`opforge._C.LentBuffer`): a writable buffer protocol over the output's
+/// memory. It holds the only reference to the tensor while the call runs.
+#[pyclass(module = "opforge._C", name = "LentBuffer")]
+pub struct LentBuffer {
+    t: Tensor,
+    shape: Box<[isize]>,
+    strides: Box<[isize]>,
+}
+
+impl LentBuffer {
+    fn new(t: Tensor) -> LentBuffer {
+        let shape: Box<[isize]> = t.dims().iter().map(|&d| d as isize).collect();
+        let mut strides = vec![0isize; shape.len()].into_boxed_slice();
+        let mut acc = t.dtype().size() as isize;
+        for i in (0..shape.len()).rev() {
+            strides[i] = acc;
+            acc = acc.saturating_mul(shape[i].max(1));
+        }
+        LentBuffer { t, shape, strides }
+    }
+}
+
+#[pymethods]
+impl LentBuffer {
+    /// Buffer protocol: writable, C-contiguous.
+    ///
+    /// # Safety
+    /// `view` is the caller's `Py_buffer` to fill (CPython's contract).
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        if view.is_null() {
+            return Err(PyBufferError::new_err("View is null"));
+        }
+        let (ptr, len, itemsize, format, ndim, shape_ptr, strides_ptr) = {
+            let mut this = slf.borrow_mut();
+            let dtype = this.t.dtype();
+            let format = buffer_format(dtype)
+                .ok_or_else(|| PyBufferError::new_err(format!("a {dtype} buffer has no format")))?;
+            // Empty tensors have no storage to write; any address will do
+            // for zero bytes.
+            let (ptr, len) = match this.t.host_data_mut() {
+                Some(p) => p,
+                None if this.t.num_elements() == 0 => (
+                    std::ptr::NonNull::<u64>::dangling().as_ptr().cast::<u8>(),
+                    0,
+                ),
+                None => return Err(PyBufferError::new_err(
+                    "this output buffer is shared and cannot be written (a bug: please report it)",
+                )),
+            };
+            (
+                ptr,
+                len,
+                dtype.size(),
+                format,
+                this.shape.len(),
+                this.shape.as_ptr() as *mut isize,
+                this.strides.as_ptr() as *mut isize,
+            )
+        };
+        // SAFETY: `view` is non-null and CPython's to fill. The pointers
+        // stay valid while `view.obj` (this object, kept alive by the
+        // reference stored in it) lives: the data is the buffer of the
+        // tensor this object holds, which it holds alone (the tensor is
+        // never cloned while the object lives: the kernel takes it only
+        // when nothing else holds the object, and copies it otherwise), so
+        // nothing else reads or writes these bytes through the runtime;
+        // `shape`/`strides` are boxed slices never changed after `new`, and
+        // `format` is static.
+        unsafe {
+            (*view).obj = slf.into_any().into_ptr();
+            (*view).buf = ptr.cast::<std::ffi::c_void>();
+            (*view).len = len as isize;
+            (*view).readonly = 0;
+            (*view).itemsize = itemsize as isize;
+            (*view).format = if (flags & ffi::PyBUF_FORMAT) == ffi::PyBUF_FORMAT {
+                format.as_ptr() as *mut std::ffi::c_char
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).ndim = ndim as c_int;
+            (*view).shape = if (flags & ffi::PyBUF_ND) == ffi::PyBUF_ND {
+                shape_ptr
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).strides = if (flags & ffi::PyBUF_STRIDES) == ffi::PyBUF_STRIDES {
+                strides_ptr
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = std::ptr::null_mut();
+        }
+        Ok(())
+    }
+
+    /// Nothing to free: every pointer of the view belongs to this object.
+    ///
+    /// # Safety
+    /// CPython's contract for `bf_releasebuffer`.
+    unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
+
+    /// The output's dims.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.t.dims())
+    }
+
+    /// The output's dtype, as a `DataType` number.
+    #[getter]
+    fn dtype_enum(&self) -> i32 {
+        self.t.dtype() as i32
+    }
+}
+
+/// The kernel of an op written in Python.
+struct PyKernel {
+    func: Py<PyAny>,
+}
+
+impl OpKernel for PyKernel {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> opforge::Result<()> {
+        let _entered = Entered::new()?;
+        let op = ctx.op_def().name.clone();
+        let node = ctx.node_name().to_string();
+        let output_types: Vec<DataType> =
+            (0..ctx.num_outputs()).map(|i| ctx.output_type(i)).collect();
+        let outs = Python::attach(|py| -> opforge::Result<Vec<Tensor>> {
+            let inputs = PyList::empty(py);
+            for t in ctx.inputs() {
+                inputs
+                    .append(PyTensor::new(t.clone()))
+                    .map_err(|e| errors::stash(py, e, "a Python kernel's inputs"))?;
+            }
+            let n = output_types.len();
+            let call = Py::new(
+                py,
+                KernelCall {
+                    op: op.clone(),
+                    node: node.clone(),
+                    output_types,
+                    outputs: (0..n).map(|_| None).collect(),
+                    open: true,
+                },
+            )
+            .map_err(|e| errors::stash(py, e, "a Python kernel's call"))?;
+            let result = self.func.bind(py).call1((call.clone_ref(py), inputs));
+            // Close the call before anything else: a kept `call` can set
+            // nothing from now on.
+            let outputs = {
+                let mut c = call.borrow_mut(py);
+                c.open = false;
+                std::mem::take(&mut c.outputs)
+            };
+            drop(call);
+            if let Err(e) = result {
+                let what = format!("the Python kernel of op '{op}' (node '{node}')");
+                return Err(kernel_error(py, e, &what));
+            }
+            let mut tensors = Vec::with_capacity(n);
+            for (i, out) in outputs.into_iter().enumerate() {
+                tensors.push(match out {
+                    Some(Out::Set(t)) => t,
+                    Some(Out::Lent(lent)) => take_lent(py, lent)?,
+                    None => {
+                        return Err(Status::invalid_argument(format!(
+                            "the Python kernel of op '{op}' (node '{node}') did not set output {i}"
+                        )))
+                    }
+                });
+            }
+            Ok(tensors)
+        })?;
+        for (i, t) in outs.into_iter().enumerate() {
+            ctx.set_output(i, t)?;
+        }
+        Ok(())
+    }
+}
+
+/// The output a lent buffer holds: taken when nothing else holds the
+/// buffer, else copied (the holder keeps the original, which no tensor
+/// shares).
+fn take_lent(py: Python<'_>, lent: Py<LentBuffer>) -> opforge::Result<Tensor> {
+    // SAFETY: `lent` is a live object (this function holds a reference);
+    // reading its reference count with the GIL held is what
+    // `sys.getrefcount` does.
+    let refs = unsafe { ffi::Py_REFCNT(lent.as_ptr()) };
+    if refs == 1 {
+        let mut b = lent.borrow_mut(py);
+        let empty = Tensor::scalar(0u8);
+        return Ok(std::mem::replace(&mut b.t, empty));
+    }
+    lent.borrow(py).t.deep_copy()
+}
+
+/// The status of an exception a Python kernel raised: an `OpError`'s own
+/// code and message, else the exception kept to be raised again as
+/// itself.
+fn kernel_error(py: Python<'_>, e: PyErr, what: &str) -> Status {
+    let value = e.value(py);
+    if let (Ok(code), Ok(message)) = (value.getattr("error_code"), value.getattr("message")) {
+        if let (Ok(code), Ok(message)) = (code.extract::<i32>(), message.extract::<String>()) {
+            if let Some(code) = Code::from_i32(code) {
+                return Status::new(code, message);
+            }
+        }
+    }
+    errors::stash(py, e, what)
+}
+
+/// Calls the Python shape function `f(input_shapes, attrs)`: input shapes
+/// as lists of dims (None for an unknown dim) or None for an unknown rank;
+/// it returns one such shape per output.
+fn call_shape_fn(f: &Py<PyAny>, c: &mut InferenceContext) -> opforge::Result<()> {
+    let _entered = Entered::new()?;
+    Python::attach(|py| {
+        let run = |c: &mut InferenceContext| -> PyResult<Vec<Option<Vec<Option<i64>>>>> {
+            let shapes = PyList::empty(py);
+            for i in 0..c.num_inputs() {
+                let s = c.input(i);
+                match c.dims(s) {
+                    None => shapes.append(py.None())?,
+                    Some(dims) => {
+                        let dims: Vec<Option<i64>> = dims.iter().map(|&d| c.value(d)).collect();
+                        shapes.append(PyList::new(py, dims)?)?
+                    }
+                }
+            }
+            let attrs = pyo3::types::PyDict::new(py);
+            for (k, v) in c.attrs() {
+                attrs.set_item(k, crate::attrs::attr_to_py(py, v)?)?;
+            }
+            f.bind(py).call1((shapes, attrs))?.extract()
+        };
+        let outs = run(c).map_err(|e| {
+            let what = format!("the Python shape function of op '{}'", c.op_def().name);
+            kernel_error(py, e, &what)
+        })?;
+        if outs.len() != c.num_outputs() {
+            return Err(Status::invalid_argument(format!(
+                "the Python shape function of op '{}' returned {} shapes for {} outputs",
+                c.op_def().name,
+                outs.len(),
+                c.num_outputs()
+            )));
+        }
+        for (i, s) in outs.into_iter().enumerate() {
+            let h = match s {
+                None => c.unknown_shape(),
+                Some(dims) => {
+                    let dims: Vec<i64> = dims.into_iter().map(|d| d.unwrap_or(-1)).collect();
+                    c.make_partial_shape(Some(&dims))
+                }
+            };
+            c.set_output(i, h);
+        }
+        Ok(())
+    })
+}
+
+/// `_C.register_python_op(name, inputs, outputs, attrs, doc, factory,
+/// shape_fn, stateful, location)`: registers op `name` (spec strings as
+/// `OpDefBuilder` takes them) with a CPU kernel made by
+/// `factory(attrs, node_name)` (once per node, or per eager call
+/// signature: it returns the callable `f(call, inputs)` that runs each
+/// call) and `shape_fn` (or unknown output shapes) as its shape function,
+/// owned by the Python owner.
+#[pyfunction]
+#[pyo3(signature = (name, inputs, outputs, attrs, doc, factory, shape_fn, stateful, location))]
+#[allow(clippy::too_many_arguments)]
+pub fn register_python_op(
+    py: Python<'_>,
+    name: &str,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    attrs: Vec<String>,
+    doc: &str,
+    factory: Py<PyAny>,
+    shape_fn: Option<Py<PyAny>>,
+    stateful: bool,
+    location: &str,
+) -> PyResult<()> {
+    let mut b = OpDefBuilder::new(name);
+    for s in inputs {
+        b = b.input(s);
+    }
+    for s in outputs {
+        b = b.output(s);
+    }
+    for s in attrs {
+        b = b.attr(s);
+    }
+    if !doc.is_empty() {
+        b = b.doc(doc);
+    }
+    if stateful {
+        b = b.stateful();
+    }
+    b = match shape_fn {
+        Some(f) => b.set_shape_fn(move |c| call_shape_fn(&f, c)),
+        None => b.set_shape_fn(|c| {
+            for i in 0..c.num_outputs() {
+                let u = c.unknown_shape();
+                c.set_output(i, u);
+            }
+            Ok(())
+        }),
+    };
+    let r = Registry::global();
+    let registrar = r.registrar(crate::grad::owner(), location);
+    errors::check(py, registrar.op(b), None)?;
+    let factory = std::sync::Arc::new(factory);
+    let reg =
+        KernelRegistration::with_factory(KernelDefBuilder::new(name).device("CPU"), move |c| {
+            let _entered = Entered::new()?;
+            Python::attach(|py| {
+                let made = (|| -> PyResult<Py<PyAny>> {
+                    let attrs = pyo3::types::PyDict::new(py);
+                    for (k, v) in c.attrs() {
+                        attrs.set_item(k, crate::attrs::attr_to_py(py, v)?)?;
+                    }
+                    Ok(factory.bind(py).call1((attrs, c.node_name()))?.unbind())
+                })();
+                let func = made.map_err(|e| {
+                    let what = format!("the Python kernel factory of op '{}'", c.op_def().name);
+                    kernel_error(py, e, &what)
+                })?;
+                Ok(Box::new(PyKernel { func }) as Box<dyn OpKernel>)
+            })
+        });
+    errors::check(py, registrar.kernel(reg), None)
+}
