@@ -78,7 +78,9 @@ class OpInfo:
         self.result: Any = None
         if len(names) > 1:
             safe = [n + "_" if keyword.iskeyword(n) else n for n in names]
-            self.result = collections.namedtuple(self.name, safe)  # type: ignore[misc]
+            # A namespaced op (`Custom>x`) names its tuple `Custom_x`.
+            tname = "".join(c if c.isalnum() or c == "_" else "_" for c in self.name)
+            self.result = collections.namedtuple(tname, safe)  # type: ignore[misc]
 
     # -- inputs ----------------------------------------------------------
 

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _C, _graph, _pykernel, dtypes, errors
+from . import _C, _graph, _pykernel, _tape, dtypes, errors
 
 __all__ = ["CustomOp", "CustomOpProp", "NDArray", "register", "Custom", "get_all_registered_operators"]
 
@@ -229,6 +229,9 @@ def register(reg_name: str):
             # A new class for the name: instances of the old one are stale.
             for key in [k for k, e in _props.items() if e.op_type == reg_name]:
                 del _props[key]
+            for key in [k for k in _entries if k[0] == reg_name]:
+                del _entries[key]
+            _calls.clear()
         return prop_cls
 
     return do_register
@@ -279,6 +282,8 @@ class _Entry:
     def infer_shapes(self, in_shapes):
         key = tuple(in_shapes)
         r = self.shapes.get(key)
+        if r is not None:
+            return r
         if r is None:
             res = self.prop.infer_shape([list(s) for s in in_shapes])
             if not isinstance(res, (list, tuple)) or len(res) not in (2, 3):
@@ -311,6 +316,8 @@ class _Entry:
     def operator(self, in_shapes, in_dtypes):
         key = (tuple(in_shapes), tuple(in_dtypes))
         op = self.operators.get(key)
+        if op is not None:
+            return op
         if op is None:
             with self.lock:
                 op = self.operators.get(key)
@@ -444,36 +451,46 @@ def _shape_fn(in_shapes, attrs):
     return [list(s) for s in outs]
 
 
-def _np_type(enum: int):
-    return dtypes.as_dtype(enum).as_numpy_dtype
+def _view(t) -> np.ndarray:
+    """A read-only numpy view of tensor `t` (no copy)."""
+    try:
+        return np.asarray(memoryview(t))
+    except (BufferError, TypeError):
+        return t.numpy()  # strings, bfloat16
 
 
 def _forward_factory(attrs, node):
-    e = _by_key(attrs["prop_key"])
+    key = attrs["prop_key"]
+    key = key.decode() if isinstance(key, bytes) else key
     is_train = bool(attrs.get("is_train", False))
-    req = ["write"] * len(e.outs)
+    req = ["write"] * len(_by_key(key).outs)
 
     def kernel(call, inputs):
-        in_shapes = [t.shape for t in inputs]
-        in_dtypes = [t.dtype.as_numpy_dtype for t in inputs]
+        # Looked up on each call: a re-registered type replaces the entry.
+        e = _props.get(key) or _by_key(key)
+        in_data = [NDArray(_view(t)) for t in inputs]
+        in_shapes = tuple(a._a.shape for a in in_data)
+        in_dtypes = tuple(a._a.dtype.type for a in in_data)
         out_shapes, _ = e.infer_shapes(in_shapes)
         op = e.operator(in_shapes, in_dtypes)
-        in_data = [NDArray(t.numpy()) for t in inputs]
-        out_data = [NDArray(np.asarray(call.allocate_output(i, s))) for i, s in enumerate(out_shapes)]
-        aux = e.aux_arrays(in_shapes, in_dtypes)
-        op.forward(is_train=is_train, req=list(req), in_data=in_data, out_data=out_data, aux=aux)
+        alloc = call.allocate_output
+        out_data = [NDArray(np.asarray(alloc(i, s))) for i, s in enumerate(out_shapes)]
+        aux = e.aux_arrays(in_shapes, in_dtypes) if e.aux_names else []
+        op.forward(is_train, list(req), in_data, out_data, aux)
 
     return kernel
 
 
 def _backward_factory(attrs, node):
-    e = _by_key(attrs["prop_key"])
+    key = attrs["prop_key"]
+    key = key.decode() if isinstance(key, bytes) else key
     dep_ids = list(attrs["dep_ids"])
     grad_types = [dtypes.as_dtype(t) for t in attrs["Tgrad"]]
-    n_out, n_in = len(e.outs), len(e.args)
     req = ["write" if (t.is_floating or t.is_complex) else "null" for t in grad_types]
 
     def kernel(call, inputs):
+        e = _props.get(key) or _by_key(key)
+        n_out, n_in = len(e.outs), len(e.args)
         deps, flat = inputs[:-1], inputs[-1].numpy().tolist()
         in_shapes, k = [], 0
         for _ in range(n_in):
@@ -486,7 +503,7 @@ def _backward_factory(attrs, node):
         in_data: list[Any] = [None] * n_in
         out_data: list[Any] = [None] * n_out
         for i, t in zip(dep_ids, deps):
-            v = NDArray(t.numpy())
+            v = NDArray(_view(t))
             if i < n_out:
                 out_grad[i] = v
             elif i < n_out + n_in:
@@ -548,9 +565,11 @@ _train = threading.local()
 def is_training() -> bool:
     """Whether `Custom` calls on this thread get `is_train=True`: inside
     `train_mode()`, or while a `GradientTape` records."""
-    from ._tape import active_tapes
-
-    return bool(getattr(_train, "on", False)) or bool(active_tapes())
+    if _train.__dict__.get("on"):
+        return True
+    if not _tape._state.__dict__.get("tapes"):
+        return False
+    return bool(_tape.active_tapes())
 
 
 class train_mode:
@@ -565,34 +584,63 @@ class train_mode:
         return False
 
 
+_calls: dict = {}
+
+
+def _call_plan(e: _Entry, in_enums: tuple, training: bool):
+    """The op function and keyword attrs of a call of `e` on inputs of these
+    dtypes (cached: output types come from `infer_type` once)."""
+    from ._ops import make_function, op_info
+
+    key = (e.key, in_enums, training)
+    plan = _calls.get(key)
+    if plan is None:
+        in_types = [dtypes.as_dtype(d).as_numpy_dtype for d in in_enums]
+        _, out_types, _ = e.infer_types(in_types)
+        info = op_info(e.op_name)
+        attrs: dict[str, Any] = {"prop_key": e.key}
+        for n, t in zip(e.out_names, out_types):
+            attrs[f"T_{n}"] = dtypes.as_dtype(t)
+        if training:
+            attrs["is_train"] = True
+        kw = {py: attrs[arg] for (py, arg, is_input, _) in info.params
+              if not is_input and arg in attrs}
+        plan = (make_function(info, raw=False), kw)
+        _calls[key] = plan
+    return plan
+
+
 def Custom(*inputs, op_type: str, name=None, **params):
     """Runs the custom operator `op_type` (registered with `register`) on
     `inputs` (tensors, arrays or values), with `params` passed to its prop's
     `__init__`. One tensor for one output, else a list (MXNet's
     `mx.nd.Custom`). In a graph (`opforge.function`), adds the op's node."""
     from ._convert import convert_to_tensor
-    from ._ops import execute
     from ._symbolic import SymbolicTensor
 
-    e = _entry(op_type, params)
+    try:
+        pkey: Any = (op_type, tuple(sorted(params.items())))
+        e = _entries.get(pkey)
+    except TypeError:  # unhashable parameter values
+        pkey, e = None, None
+    if e is None:
+        e = _entry(op_type, params)
+        if pkey is not None:
+            _entries[pkey] = e
     if len(inputs) != len(e.args):
         raise TypeError(
             f"custom operator '{op_type}' takes {len(e.args)} inputs ({e.args}), got "
             f"{len(inputs)}"
         )
     ins = [x if isinstance(x, (SymbolicTensor, _C.Tensor)) else convert_to_tensor(x) for x in inputs]
-    in_types = [dtypes.as_dtype(x.dtype).as_numpy_dtype for x in ins]
-    _, out_types, _ = e.infer_types(in_types)
-    out_names = e.out_names
-    attrs: dict[str, Any] = {"prop_key": e.key}
-    for n, t in zip(out_names, out_types):
-        attrs[f"T_{n}"] = dtypes.as_dtype(t)
-    if is_training():
-        attrs["is_train"] = True
-    outs = execute(e.op_name, ins, attrs, name)
+    in_enums = tuple(dtypes.as_dtype(x.dtype).as_datatype_enum for x in ins)
+    fn, kw = _call_plan(e, in_enums, is_training())
+    if name is not None:
+        kw = dict(kw, name=name)
+    outs = fn(*ins, **kw)
     if len(e.outs) == 1:
         return outs
     return list(outs)
 
 
-_ = _graph  # the graph module is imported for its side effects on modes
+_entries: dict = {}

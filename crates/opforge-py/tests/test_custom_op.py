@@ -451,3 +451,50 @@ def test_graph_runs_from_four_threads():
     for got, want in results.values():
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     gc.collect()
+
+
+def test_parameters_that_change_the_arguments_get_an_op_of_their_own():
+    class Sum(mx.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.assign(out_data[0], req[0], sum(np.asarray(a) for a in in_data))
+
+    @mx.register("sum_n")
+    class SumProp(mx.CustomOpProp):
+        def __init__(self, n=2):
+            super().__init__()
+            self.n = int(n)
+
+        def list_arguments(self):
+            return [f"x{i}" for i in range(self.n)]
+
+        def create_operator(self, ctx, in_shapes, in_dtypes):
+            return Sum()
+
+    one = of.constant([1.0])
+    assert mx.Custom(one, one, op_type="sum_n").numpy().tolist() == [2.0]
+    assert mx.Custom(one, one, one, op_type="sum_n", n=3).numpy().tolist() == [3.0]
+    assert mx.Custom(one, one, op_type="sum_n", n="2").numpy().tolist() == [2.0]
+    with pytest.raises(TypeError, match="takes 3 inputs"):
+        mx.Custom(one, one, op_type="sum_n", n=3)
+
+
+def test_re_registering_a_type_replaces_its_prop():
+    class Const(mx.CustomOp):
+        def __init__(self, v):
+            super().__init__()
+            self.v = v
+
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.assign(out_data[0], req[0], np.full(in_data[0].shape, self.v, np.float32))
+
+    def make(v):
+        @mx.register("const_v")
+        class ConstProp(mx.CustomOpProp):
+            def create_operator(self, ctx, in_shapes, in_dtypes):
+                return Const(v)
+
+    x = of.constant([0.0, 0.0])
+    make(1.0)
+    assert mx.Custom(x, op_type="const_v").numpy().tolist() == [1.0, 1.0]
+    make(2.0)
+    assert mx.Custom(x, op_type="const_v").numpy().tolist() == [2.0, 2.0]

@@ -16,7 +16,7 @@ PATH_IN_GUIDE = '"target/debug/libzero_out.so"'
 
 def test_the_guides_python_section_runs(zero_out_path):
     text = GUIDE.read_text()
-    section = text[text.index("## 10. Use it from Python") :]
+    section = text[text.index("## 10. Use it from Python") : text.index("## 11. ")]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
     assert len(blocks) >= 5, "the section's code blocks"
     code = "\n".join(blocks)
@@ -29,3 +29,43 @@ def test_the_guides_python_section_runs(zero_out_path):
     lines = result.stdout.splitlines()
     assert lines[0] == "(to_zero, preserve_index=0, name=None)", lines
     assert "ZeroOut" in result.stdout
+
+
+def test_the_guides_python_op_section_runs():
+    text = GUIDE.read_text()
+    section = text[text.index("## 11. Or write the op in Python") :]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 3, "the section's code blocks"
+    result = subprocess.run(
+        [sys.executable, "-c", "\n".join(blocks)], cwd=REPO, capture_output=True, text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        "[0.0, -2.0, 3.0]",
+        "[6.0, 12.0]",
+        "[0.0, -1.0, 0.699999988079071]",
+        "[0.0, 1.0, 1.0]",
+        "[0.0, -2.0, 1.399999976158142]",
+        "gradient checked",
+    ]
+
+
+def test_the_readmes_mxnet_style_example_runs():
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Operators in Python (MXNet style)") :]
+    block = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    code = block.replace("print(tape.gradient(p, x))", "g = tape.gradient(p, x)")
+    code += (
+        "\nx0 = x.numpy()\n"
+        "e = np.exp(x0 - x0.max(axis=1, keepdims=True))\n"
+        "want = e / e.sum(axis=1, keepdims=True)\n"
+        "want[np.arange(4), [0, 1, 2, 1]] -= 1.0\n"
+        "assert np.allclose(g.numpy(), want, atol=1e-6), (g, want)\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip().endswith("ok")
