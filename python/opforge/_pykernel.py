@@ -76,10 +76,11 @@ def register_op(
 
     `factory(attrs, node_name)` runs once per kernel (per graph node, or per
     eager call signature) and returns `kernel(call, inputs)`, which runs each
-    call: `inputs` are the input `Tensor`s (`numpy.asarray(t)` is a read-only
-    view, no copy), and `call` sets every output, with
-    `call.allocate_output(i, shape)` (a buffer whose `numpy.asarray` view the
-    kernel writes) or `call.set_output(i, tensor_or_array)` (an array is copied).
+    call: `inputs` are the input `Tensor`s (`call.arrays()` gives read-only
+    numpy views of them, no copy), and `call` sets every output, with
+    `call.allocate_output(i, shape)` (a writable numpy array over the output's
+    buffer, which the kernel fills) or `call.set_output(i, tensor_or_array)`
+    (an array is copied).
     `shape_fn(input_shapes, attrs)` returns one shape per output (a list of
     dims with None for unknown ones, or None for an unknown rank); without one
     the output shapes are unknown.

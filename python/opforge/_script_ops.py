@@ -95,7 +95,7 @@ def _numpy_factory(attrs, node):
 
     def kernel(call, inputs):
         func, _, eager = _lookup(token)
-        args = [t.numpy() for t in inputs]
+        args = call.arrays()
         try:
             ret = func(*args)
         except BaseException as e:

@@ -50,6 +50,10 @@ from typing import Any
 import numpy as np
 
 from . import _C, _graph, _pykernel, _tape, dtypes, errors
+from ._convert import convert_to_tensor
+from ._symbolic import SymbolicTensor
+
+_Tensor = _C.Tensor
 
 __all__ = ["CustomOp", "CustomOpProp", "NDArray", "register", "Custom", "get_all_registered_operators"]
 
@@ -102,7 +106,7 @@ class NDArray:
         return NDArray(self._a[key])
 
     def __setitem__(self, key, value):
-        self._a[key] = np.asarray(value)
+        self._a[key] = value._a if type(value) is NDArray else value
 
     def __iadd__(self, value):
         self._a += np.asarray(value)
@@ -160,7 +164,7 @@ class CustomOp:
         `'add'`. `dst` may be an `NDArray` or a numpy array."""
         if req == "null":
             return
-        if req in ("write", "inplace"):
+        if req == "write" or req == "inplace":
             dst[:] = src
         elif req == "add":
             dst[:] += np.asarray(src)
@@ -451,14 +455,6 @@ def _shape_fn(in_shapes, attrs):
     return [list(s) for s in outs]
 
 
-def _view(t) -> np.ndarray:
-    """A read-only numpy view of tensor `t` (no copy)."""
-    try:
-        return np.asarray(memoryview(t))
-    except (BufferError, TypeError):
-        return t.numpy()  # strings, bfloat16
-
-
 def _forward_factory(attrs, node):
     key = attrs["prop_key"]
     key = key.decode() if isinstance(key, bytes) else key
@@ -468,15 +464,15 @@ def _forward_factory(attrs, node):
     def kernel(call, inputs):
         # Looked up on each call: a re-registered type replaces the entry.
         e = _props.get(key) or _by_key(key)
-        in_data = [NDArray(_view(t)) for t in inputs]
-        in_shapes = tuple(a._a.shape for a in in_data)
-        in_dtypes = tuple(a._a.dtype.type for a in in_data)
-        out_shapes, _ = e.infer_shapes(in_shapes)
-        op = e.operator(in_shapes, in_dtypes)
+        arrays = call.arrays()
+        in_shapes = tuple([a.shape for a in arrays])
+        in_dtypes = tuple([a.dtype.type for a in arrays])
+        out_shapes, _ = e.shapes.get(in_shapes) or e.infer_shapes(in_shapes)
+        op = e.operators.get((in_shapes, in_dtypes)) or e.operator(in_shapes, in_dtypes)
         alloc = call.allocate_output
-        out_data = [NDArray(np.asarray(alloc(i, s))) for i, s in enumerate(out_shapes)]
+        out_data = [NDArray(alloc(i, s)) for i, s in enumerate(out_shapes)]
         aux = e.aux_arrays(in_shapes, in_dtypes) if e.aux_names else []
-        op.forward(is_train, list(req), in_data, out_data, aux)
+        op.forward(is_train, req[:], [NDArray(a) for a in arrays], out_data, aux)
 
     return kernel
 
@@ -502,15 +498,15 @@ def _backward_factory(attrs, node):
         out_grad: list[Any] = [None] * n_out
         in_data: list[Any] = [None] * n_in
         out_data: list[Any] = [None] * n_out
-        for i, t in zip(dep_ids, deps):
-            v = NDArray(_view(t))
+        for i, a in zip(dep_ids, call.arrays()):
+            v = NDArray(a)
             if i < n_out:
                 out_grad[i] = v
             elif i < n_out + n_in:
                 in_data[i - n_out] = v
             else:
                 out_data[i - n_out - n_in] = v
-        in_grad = [NDArray(np.asarray(call.allocate_output(i, s))) for i, s in enumerate(in_shapes)]
+        in_grad = [NDArray(call.allocate_output(i, s)) for i, s in enumerate(in_shapes)]
         aux = e.aux_arrays(in_shapes, in_dtypes)
         op.backward(req=list(req), out_grad=out_grad, in_data=in_data, out_data=out_data,
                     in_grad=in_grad, aux=aux)
@@ -615,11 +611,8 @@ def Custom(*inputs, op_type: str, name=None, **params):
     `inputs` (tensors, arrays or values), with `params` passed to its prop's
     `__init__`. One tensor for one output, else a list (MXNet's
     `mx.nd.Custom`). In a graph (`opforge.function`), adds the op's node."""
-    from ._convert import convert_to_tensor
-    from ._symbolic import SymbolicTensor
-
     try:
-        pkey: Any = (op_type, tuple(sorted(params.items())))
+        pkey: Any = (op_type, tuple(sorted(params.items())) if params else ())
         e = _entries.get(pkey)
     except TypeError:  # unhashable parameter values
         pkey, e = None, None
@@ -632,9 +625,17 @@ def Custom(*inputs, op_type: str, name=None, **params):
             f"custom operator '{op_type}' takes {len(e.args)} inputs ({e.args}), got "
             f"{len(inputs)}"
         )
-    ins = [x if isinstance(x, (SymbolicTensor, _C.Tensor)) else convert_to_tensor(x) for x in inputs]
-    in_enums = tuple(dtypes.as_dtype(x.dtype).as_datatype_enum for x in ins)
-    fn, kw = _call_plan(e, in_enums, is_training())
+    enums = []
+    ins = []
+    for x in inputs:
+        if type(x) is _Tensor:
+            enums.append(x._dtype_enum)
+        else:
+            if not isinstance(x, SymbolicTensor):
+                x = convert_to_tensor(x)
+            enums.append(dtypes.as_dtype(x.dtype).as_datatype_enum)
+        ins.append(x)
+    fn, kw = _call_plan(e, tuple(enums), is_training())
     if name is not None:
         kw = dict(kw, name=name)
     outs = fn(*ins, **kw)

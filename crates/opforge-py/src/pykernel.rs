@@ -44,6 +44,8 @@
 
 use crate::errors;
 use crate::tensor::{buffer_format, PyTensor};
+use numpy::npyffi::flags::{NPY_ARRAY_CARRAY, NPY_ARRAY_CARRAY_RO};
+use numpy::npyffi::{npy_intp, NpyTypes, NPY_TYPES, PY_ARRAY_API};
 use opforge::kernel::{KernelDefBuilder, KernelRegistration, OpKernel, OpKernelContext};
 use opforge::op_def::OpDefBuilder;
 use opforge::registry::Registry;
@@ -53,6 +55,7 @@ use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError}
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+use smallvec::SmallVec;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -124,6 +127,8 @@ enum Out {
 pub struct KernelCall {
     op: String,
     node: String,
+    /// The input tensors (the list the function gets), for `arrays`.
+    inputs: Py<PyList>,
     output_types: Vec<DataType>,
     outputs: Vec<Option<Out>>,
     open: bool,
@@ -174,27 +179,81 @@ impl KernelCall {
         self.output_types.iter().map(|d| *d as i32).collect()
     }
 
-    /// A new buffer for output `i` of shape `shape`, lent for this call:
-    /// `numpy.asarray(buffer)` is a writable view of it (uninitialized
-    /// memory: the function writes every element).
-    fn allocate_output(
+    /// A new buffer for output `i` of shape `shape`, lent for this call,
+    /// as a writable numpy array over it (its base is the [`LentBuffer`];
+    /// uninitialized memory: the function writes every element).
+    fn allocate_output<'py>(
         &mut self,
-        py: Python<'_>,
+        py: Python<'py>,
         i: usize,
         shape: Vec<i64>,
-    ) -> PyResult<Py<LentBuffer>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let dtype = self.check(i)?;
-        if buffer_format(dtype).is_none() {
+        let Some(npy) = npy_type(dtype) else {
             return Err(PyTypeError::new_err(format!(
-                "output {i} of op '{}' is {dtype}, which has no buffer: set it with set_output",
+                "output {i} of op '{}' is {dtype}, which has no numpy buffer: set it with \
+                 set_output",
                 self.op
             )));
-        }
+        };
         let shape = errors::check(py, TensorShape::new(&shape), Some(&self.op))?;
         let t = errors::check(py, Tensor::zeros_with_shape(dtype, shape), Some(&self.op))?;
-        let lent = Py::new(py, LentBuffer::new(t))?;
-        self.outputs[i] = Some(Out::Lent(lent.clone_ref(py)));
-        Ok(lent)
+        let dims = t.dims().to_vec();
+        let lent = Bound::new(py, LentBuffer::new(t))?;
+        let data = {
+            let mut b = lent.borrow_mut();
+            b.t.host_data_mut().map_or(std::ptr::null_mut(), |(p, _)| p)
+        };
+        // SAFETY: `data` is the buffer of the tensor the `LentBuffer` alone
+        // holds (fresh, not shared), valid for the array's bytes (C order,
+        // `dims` of `dtype`) while the buffer lives, which the array's base
+        // reference ensures; null only for an empty tensor (numpy then
+        // allocates its own zero bytes).
+        let array = unsafe { array_over(py, data, npy, &dims, true, lent.clone().into_any())? };
+        self.outputs[i] = Some(Out::Lent(lent.unbind()));
+        Ok(array)
+    }
+
+    /// Read-only numpy views of the inputs (no copy; each keeps its tensor
+    /// alive); for an input numpy cannot view as it is (strings, bfloat16),
+    /// what `Tensor.numpy()` gives.
+    fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for item in self.inputs.bind(py).iter() {
+            let t = item.cast::<PyTensor>().map_err(PyErr::from)?;
+            let tensor = &t.get().t;
+            match (npy_type(tensor.dtype()), tensor.host_data()) {
+                (Some(npy), Some((p, _))) => {
+                    // SAFETY: `p` is the tensor's host data (C order,
+                    // `dims` of its dtype), valid while the tensor lives,
+                    // which the array's base (the `opforge.Tensor` object
+                    // holding it) ensures; the array is read-only and the
+                    // tensor immutable.
+                    let a = unsafe {
+                        array_over(py, p.cast_mut(), npy, tensor.dims(), false, item.clone())?
+                    };
+                    out.append(a)?;
+                }
+                (Some(_), None) if tensor.num_elements() == 0 => {
+                    // SAFETY: no bytes: numpy allocates its own empty
+                    // buffer.
+                    let a = unsafe {
+                        array_over(
+                            py,
+                            std::ptr::null_mut(),
+                            npy_type(tensor.dtype()).unwrap_or(NPY_TYPES::NPY_FLOAT),
+                            tensor.dims(),
+                            false,
+                            item.clone(),
+                        )?
+                    };
+                    out.append(a)?;
+                }
+                // Strings and bfloat16: `Tensor.numpy()`'s own forms.
+                _ => out.append(crate::hooks::hook(py, "numpy")?.call1((item,))?)?,
+            }
+        }
+        Ok(out)
     }
 
     /// Sets output `i` to `value`: an `opforge.Tensor` (kept as it is: it
@@ -343,6 +402,89 @@ impl LentBuffer {
     }
 }
 
+/// The numpy type number of a dtype numpy holds as it is.
+fn npy_type(d: DataType) -> Option<NPY_TYPES> {
+    let long = std::mem::size_of::<std::os::raw::c_long>() == 8;
+    Some(match d {
+        DataType::Float => NPY_TYPES::NPY_FLOAT,
+        DataType::Double => NPY_TYPES::NPY_DOUBLE,
+        DataType::Half => NPY_TYPES::NPY_HALF,
+        DataType::Int8 => NPY_TYPES::NPY_BYTE,
+        DataType::UInt8 => NPY_TYPES::NPY_UBYTE,
+        DataType::Int16 => NPY_TYPES::NPY_SHORT,
+        DataType::UInt16 => NPY_TYPES::NPY_USHORT,
+        DataType::Int32 => NPY_TYPES::NPY_INT,
+        DataType::UInt32 => NPY_TYPES::NPY_UINT,
+        DataType::Int64 if long => NPY_TYPES::NPY_LONG,
+        DataType::Int64 => NPY_TYPES::NPY_LONGLONG,
+        DataType::UInt64 if long => NPY_TYPES::NPY_ULONG,
+        DataType::UInt64 => NPY_TYPES::NPY_ULONGLONG,
+        DataType::Bool => NPY_TYPES::NPY_BOOL,
+        DataType::Complex64 => NPY_TYPES::NPY_CFLOAT,
+        DataType::Complex128 => NPY_TYPES::NPY_CDOUBLE,
+        _ => return None,
+    })
+}
+
+/// A C-order numpy array of type `npy` and shape `dims` over `data`,
+/// whose base is `base` (numpy keeps a reference to it as long as the
+/// array, or any view of it, lives).
+///
+/// # Safety
+/// `data` is valid for reads (and writes when `writable`) of the array's
+/// bytes while `base` lives, aligned for the type; or null for an empty
+/// array (numpy then allocates).
+unsafe fn array_over<'py>(
+    py: Python<'py>,
+    data: *mut u8,
+    npy: NPY_TYPES,
+    dims: &[i64],
+    writable: bool,
+    base: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut dims: SmallVec<[npy_intp; 6]> = dims.iter().map(|&d| d as npy_intp).collect();
+    let flags = if writable {
+        NPY_ARRAY_CARRAY
+    } else {
+        NPY_ARRAY_CARRAY_RO
+    };
+    // SAFETY: numpy's C API, with the GIL (`py`): the descriptor reference
+    // `PyArray_NewFromDescr` steals is the new one `DescrFromType` returns;
+    // the caller vouches for `data` (see above); `dims` outlives the call.
+    let arr = unsafe {
+        let descr = PY_ARRAY_API.PyArray_DescrFromType(py, npy as c_int);
+        if descr.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            numpy::npyffi::get_type_object(py, NpyTypes::PyArray_Type),
+            descr,
+            dims.len() as c_int,
+            dims.as_mut_ptr(),
+            std::ptr::null_mut(),
+            data.cast(),
+            flags,
+            std::ptr::null_mut(),
+        )
+    };
+    if arr.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: `arr` is a new reference to the array just made.
+    let arr = unsafe { Bound::from_owned_ptr(py, arr) };
+    if !data.is_null() {
+        // SAFETY: `arr` is a fresh array without a base; `SetBaseObject`
+        // steals the reference `into_ptr` gives it.
+        let rc =
+            unsafe { PY_ARRAY_API.PyArray_SetBaseObject(py, arr.as_ptr().cast(), base.into_ptr()) };
+        if rc != 0 {
+            return Err(PyErr::fetch(py));
+        }
+    }
+    Ok(arr)
+}
+
 /// The kernel of an op written in Python.
 struct PyKernel {
     func: Py<PyAny>,
@@ -368,6 +510,7 @@ impl OpKernel for PyKernel {
                 KernelCall {
                     op: op.clone(),
                     node: node.clone(),
+                    inputs: inputs.clone().unbind(),
                     output_types,
                     outputs: (0..n).map(|_| None).collect(),
                     open: true,
