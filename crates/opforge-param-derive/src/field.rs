@@ -74,7 +74,11 @@ fn number(expr: &Expr) -> Option<Number> {
         }) => i.base10_parse::<i64>().ok().map(Number::Int),
         Expr::Lit(ExprLit {
             lit: Lit::Float(f), ..
-        }) => f.base10_parse::<f64>().ok().map(Number::Float),
+        }) => f
+            .base10_parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(Number::Float),
         Expr::Unary(ExprUnary {
             op: UnOp::Neg(_),
             expr,
@@ -133,8 +137,18 @@ fn literal_text(expr: &Expr) -> Option<String> {
     }
 }
 
-fn string_lit(expr: &Expr) -> Option<&LitStr> {
+/// `expr` without the invisible groups a `macro_rules!` expansion may
+/// wrap a literal in, and without parentheses.
+fn ungroup(expr: &Expr) -> &Expr {
     match expr {
+        Expr::Group(g) => ungroup(&g.expr),
+        Expr::Paren(p) => ungroup(&p.expr),
+        other => other,
+    }
+}
+
+fn string_lit(expr: &Expr) -> Option<&LitStr> {
+    match ungroup(expr) {
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
         }) => Some(s),
@@ -143,7 +157,7 @@ fn string_lit(expr: &Expr) -> Option<&LitStr> {
 }
 
 fn bool_lit(expr: &Expr) -> Option<bool> {
-    match expr {
+    match ungroup(expr) {
         Expr::Lit(ExprLit {
             lit: Lit::Bool(b), ..
         }) => Some(b.value),
@@ -153,7 +167,7 @@ fn bool_lit(expr: &Expr) -> Option<bool> {
 
 /// A `DataType` variant: `Float` or `DataType::Float`.
 fn type_ident(expr: &Expr) -> Option<syn::Ident> {
-    match expr {
+    match ungroup(expr) {
         Expr::Path(p) if p.qself.is_none() => {
             let segs = &p.path.segments;
             let ok = match segs.len() {
@@ -190,7 +204,7 @@ fn default_value(expr: &Expr, ft: FieldType, field: &str) -> syn::Result<Default
         ));
     }
     if ft.list {
-        let Expr::Array(array) = expr else {
+        let Expr::Array(array) = ungroup(expr) else {
             return Err(wrong("an array literal such as [1, 2]"));
         };
         let elems: Vec<&Expr> = array.elems.iter().collect();
@@ -263,7 +277,7 @@ fn default_value(expr: &Expr, ft: FieldType, field: &str) -> syn::Result<Default
         Kind::Type => Default::Type(
             type_ident(expr).ok_or_else(|| wrong("a DataType variant such as Float"))?,
         ),
-        Kind::Shape => Default::Ints(match expr {
+        Kind::Shape => Default::Ints(match ungroup(expr) {
             Expr::Array(array) => array
                 .elems
                 .iter()

@@ -75,6 +75,28 @@ fn expands_fields_in_order_with_their_keys() {
 }
 
 #[test]
+fn literals_in_parentheses_and_groups() {
+    let out = expansion(parse_quote! {
+        struct P {
+            #[param(default = (-(3)), upper_bound = (4))]
+            a: i64,
+            #[param(default = (true))]
+            b: bool,
+            #[param(default = ("x"))]
+            c: String,
+        }
+    });
+    for want in [
+        "__private::int(-3i64)",
+        "Bound::Int(4i64)",
+        "__private::bool(true)",
+        "__private::string(\"x\")",
+    ] {
+        assert!(out.contains(want), "missing {want} in {out}");
+    }
+}
+
+#[test]
 fn crate_path_and_enum_default_check() {
     let out = expansion(parse_quote! {
         #[param(crate = "::opforge")]
@@ -163,6 +185,10 @@ fn bounds_minimum_and_enumeration_misuse() {
     assert_eq!(
         error(parse_quote! { struct P { #[param(upper_bound = 1)] a: Vec<i64> } }),
         "upper_bound applies to number fields only; field 'a' is a Vec of integers"
+    );
+    assert_eq!(
+        error(parse_quote! { struct P { #[param(upper_bound = 1e400)] a: f64 } }),
+        "upper_bound of field 'a' must be a number literal"
     );
     assert_eq!(
         error(parse_quote! { struct P { #[param(lower_bound = 0.5)] a: i64 } }),
