@@ -24,7 +24,9 @@
 //! part of the OpDef. An `Option<T>` field may be absent (`None`); an
 //! OpDef attr without a default is required, so such a field cannot be
 //! an OpDef attr ([`ParamField::spec`] refuses it) and serves keyword
-//! arguments only.
+//! arguments only. A `#[param(flatten)]` field is a nested parameter
+//! struct whose fields take its place (a group of attrs several structs
+//! share).
 //!
 //! ```
 //! use opforge_core::param::{ParamEnum, Parameter};
@@ -147,7 +149,13 @@ pub trait Parameter: Sized {
     /// The struct's name, which errors name when no op is given.
     const NAME: &'static str;
 
-    /// The fields, in declaration order (the order of the OpDef's attrs).
+    /// How many fields [`Parameter::fields`] gives (a flattened struct's
+    /// count as its own).
+    #[doc(hidden)]
+    const FIELD_COUNT: usize;
+
+    /// The fields, in declaration order (the order of the OpDef's attrs),
+    /// a `#[param(flatten)]` field's nested struct's fields in its place.
     fn fields() -> Vec<ParamField>;
 
     /// Builds the struct from one checked value per field (`None`: absent),

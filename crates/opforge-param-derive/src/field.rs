@@ -8,7 +8,7 @@ use syn::{Attribute, Expr, ExprLit, ExprUnary, Field, Lit, LitStr, UnOp};
 
 /// The keys a field's `#[param(...)]` takes.
 pub(crate) const FIELD_KEYS: &str =
-    "default, lower_bound, upper_bound, minimum, enumeration, describe, name";
+    "default, lower_bound, upper_bound, minimum, enumeration, describe, name, flatten";
 
 /// A number literal, with its sign applied.
 #[derive(Clone, Debug)]
@@ -60,6 +60,9 @@ pub(crate) struct ParamFieldDef {
     pub(crate) minimum: Option<i64>,
     pub(crate) enumeration: Option<Vec<String>>,
     pub(crate) description: String,
+    /// Whether the field is a nested `Parameter` struct whose fields are
+    /// this struct's (`#[param(flatten)]`).
+    pub(crate) flatten: bool,
 }
 
 fn err(span: impl Spanned, msg: impl std::fmt::Display) -> syn::Error {
@@ -344,10 +347,14 @@ pub(crate) fn parse_field(field: &Field) -> syn::Result<ParamFieldDef> {
     let mut enumeration: Option<Vec<LitStr>> = None;
     let mut describe: Option<LitStr> = None;
     let mut name: Option<LitStr> = None;
+    let mut flatten: Option<syn::Path> = None;
+    let mut keys = 0usize;
     for attr in field.attrs.iter().filter(|a| a.path().is_ident("param")) {
         attr.parse_nested_meta(|meta| {
             let key = meta.path.get_ident().map(ToString::to_string);
+            keys += 1;
             match key.as_deref() {
+                Some("flatten") => once(&mut flatten, meta.path.clone(), &meta.path),
                 Some("default") => once(&mut default_expr, meta.value()?.parse()?, &meta.path),
                 Some("lower_bound") => once(&mut lower, meta.value()?.parse()?, &meta.path),
                 Some("upper_bound") => once(&mut upper, meta.value()?.parse()?, &meta.path),
@@ -375,6 +382,37 @@ pub(crate) fn parse_field(field: &Field) -> syn::Result<ParamFieldDef> {
                 ))),
             }
         })?;
+    }
+    if let Some(path) = &flatten {
+        if keys > 1 {
+            return Err(err(
+                path,
+                format!("field '{field_name}' is flattened: it takes no other param key"),
+            ));
+        }
+        if ft.optional || ft.list {
+            return Err(err(
+                &field.ty,
+                format!(
+                    "a flattened field is a Parameter struct, not {}",
+                    ft.describe()
+                ),
+            ));
+        }
+        return Ok(ParamFieldDef {
+            ident,
+            ty: field.ty.clone(),
+            field_type: ft,
+            name: String::new(),
+            default: None,
+            default_span: field.span(),
+            lower_bound: None,
+            upper_bound: None,
+            minimum: None,
+            enumeration: None,
+            description: String::new(),
+            flatten: true,
+        });
     }
     let name_value = match &name {
         Some(n) => {
@@ -535,6 +573,7 @@ pub(crate) fn parse_field(field: &Field) -> syn::Result<ParamFieldDef> {
         minimum: minimum_value,
         enumeration: enumeration_values,
         description,
+        flatten: false,
     })
 }
 

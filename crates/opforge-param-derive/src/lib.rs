@@ -27,6 +27,8 @@
 //! - `describe = "..."`: the description; by default the field's doc
 //!   comment.
 //! - `name = "T"`: the attr's name when it is not the field's.
+//! - `flatten` (alone): the field is a nested `Parameter` struct whose
+//!   fields take its place among this struct's (shared groups of attrs).
 //!
 //! A struct attribute `#[param(crate = "path")]` names the path of
 //! opforge-core's API in the generated code: `::opforge_core` by default,

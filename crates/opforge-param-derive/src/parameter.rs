@@ -169,7 +169,7 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     for field in fields {
         match parse_field(field) {
             Ok(def) => {
-                if defs.iter().any(|d| d.name == def.name) {
+                if !def.flatten && defs.iter().any(|d| !d.flatten && d.name == def.name) {
                     let e = syn::Error::new(
                         def.ident.span(),
                         format!("two fields have the attr name '{}'", def.name),
@@ -188,22 +188,59 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         return Err(e);
     }
     let name = ident.to_string();
-    let field_list = defs.iter().map(|f| field_tokens(&krate, f));
+    let param = quote!(#krate::param::Parameter);
+    // How many values each field takes: one, or a flattened struct's.
+    let counts: Vec<TokenStream> = defs
+        .iter()
+        .map(|f| {
+            let ty = &f.ty;
+            if f.flatten {
+                quote!(<#ty as #param>::FIELD_COUNT)
+            } else {
+                quote!(1usize)
+            }
+        })
+        .collect();
+    let pushes = defs.iter().map(|f| {
+        let ty = &f.ty;
+        if f.flatten {
+            quote!(fields.extend(<#ty as #param>::fields());)
+        } else {
+            let field = field_tokens(&krate, f);
+            quote!(fields.push(#field);)
+        }
+    });
     let checks = defs.iter().map(|f| enum_default_check(&krate, f));
     let takes = defs.iter().enumerate().map(|(i, f)| {
         let (field_ident, ty, attr) = (&f.ident, &f.ty, &f.name);
-        quote! {
-            #field_ident: #krate::param::__private::take::<#ty>(owner, #attr, values.get(#i))?
+        let before = &counts[..i];
+        let at = quote!(0usize #(+ #before)*);
+        if f.flatten {
+            quote! {
+                #field_ident: <#ty as #param>::from_values(
+                    owner,
+                    values
+                        .get(#at..#at + <#ty as #param>::FIELD_COUNT)
+                        .unwrap_or(&[]),
+                )?
+            }
+        } else {
+            quote! {
+                #field_ident: #krate::param::__private::take::<#ty>(owner, #attr, values.get(#at))?
+            }
         }
     });
     Ok(quote! {
         #(#checks)*
 
-        impl #krate::param::Parameter for #ident {
+        impl #param for #ident {
             const NAME: &'static str = #name;
+            const FIELD_COUNT: usize = 0usize #(+ #counts)*;
 
             fn fields() -> ::std::vec::Vec<#krate::param::ParamField> {
-                ::std::vec![#(#field_list),*]
+                let mut fields = ::std::vec::Vec::with_capacity(Self::FIELD_COUNT);
+                #(#pushes)*
+                fields
             }
 
             fn from_values(

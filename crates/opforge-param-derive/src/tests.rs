@@ -63,7 +63,7 @@ fn expands_fields_in_order_with_their_keys() {
         "::opforge_core::param::__private::dtype(::opforge_core::DataType::Float)",
         "enumeration:<Option<i64>as::opforge_core::param::ParamType>::ENUMERATION",
         "::opforge_core::param::__private::ints(&[1i64,1i64])",
-        "axis:::opforge_core::param::__private::take::<Option<i64>>(owner,\"axis\",values.get(5usize))?",
+        "axis:::opforge_core::param::__private::take::<Option<i64>>(owner,\"axis\",values.get(0usize+1usize+1usize+1usize+1usize+1usize))?",
     ] {
         assert!(out.contains(want), "missing {want} in {out}");
     }
@@ -119,7 +119,7 @@ fn unknown_and_duplicate_keys() {
     assert_eq!(
         error(parse_quote! { struct P { #[param(deflt = 1)] a: i64 } }),
         "unknown param key 'deflt'; a field takes: default, lower_bound, upper_bound, minimum, \
-         enumeration, describe, name"
+         enumeration, describe, name, flatten"
     );
     assert_eq!(
         error(parse_quote! { struct P { #[param(default = 1, default = 2)] a: i64 } }),
@@ -331,5 +331,35 @@ fn param_enum_expansion_and_errors() {
     assert_eq!(
         enum_error(parse_quote! { struct E { a: i64 } }),
         "ParamEnum derives only for enums of unit variants"
+    );
+}
+
+#[test]
+fn flattened_fields_take_the_nested_struct_s_values() {
+    let out = expansion(parse_quote! {
+        struct P {
+            #[param(default = 1)]
+            a: i64,
+            #[param(flatten)]
+            grid: Grid,
+            #[param(default = 2)]
+            b: i64,
+        }
+    });
+    for want in [
+        "constFIELD_COUNT:usize=0usize+1usize+<Gridas::opforge_core::param::Parameter>::FIELD_COUNT+1usize;",
+        "fields.extend(<Gridas::opforge_core::param::Parameter>::fields());",
+        "grid:<Gridas::opforge_core::param::Parameter>::from_values(owner,values.get(0usize+1usize..0usize+1usize+<Gridas::opforge_core::param::Parameter>::FIELD_COUNT).unwrap_or(&[]),)?",
+        "b:::opforge_core::param::__private::take::<i64>(owner,\"b\",values.get(0usize+1usize+<Gridas::opforge_core::param::Parameter>::FIELD_COUNT))?",
+    ] {
+        assert!(out.contains(want), "missing {want} in {out}");
+    }
+    assert_eq!(
+        error(parse_quote! { struct P { #[param(flatten, default = 1)] g: Grid } }),
+        "field 'g' is flattened: it takes no other param key"
+    );
+    assert_eq!(
+        error(parse_quote! { struct P { #[param(flatten)] g: Option<Grid> } }),
+        "a flattened field is a Parameter struct, not an Option of an enum"
     );
 }

@@ -426,3 +426,54 @@ fn enum_names_round_trip() {
     assert_eq!(Mode::Clip.name(), "clip");
     assert_eq!(<Option<Mode> as ParamType>::ENUMERATION, ["clip", "wrap"]);
 }
+
+#[derive(Parameter, Debug, PartialEq)]
+struct Grid {
+    #[param(default = 8, lower_bound = 2, upper_bound = 16)]
+    bits: i32,
+    #[param(default = false)]
+    narrow: bool,
+}
+
+#[derive(Parameter, Debug, PartialEq)]
+struct Outer {
+    #[param(default = -1.0)]
+    lo: f32,
+    #[param(flatten)]
+    grid: Grid,
+    #[param(default = "x")]
+    tag: String,
+}
+
+#[test]
+fn flattened_structs_lend_their_fields() {
+    assert_eq!(Outer::FIELD_COUNT, 4);
+    assert_eq!(
+        Outer::attr_specs().unwrap(),
+        [
+            "lo: float = -1",
+            "bits: int = 8",
+            "narrow: bool = false",
+            "tag: string = 'x'"
+        ]
+    );
+    let p = Outer::from_kwargs(&[("narrow", "true"), ("tag", "y"), ("bits", "3")]).unwrap();
+    let want = Outer {
+        lo: -1.0,
+        grid: Grid {
+            bits: 3,
+            narrow: true,
+        },
+        tag: "y".into(),
+    };
+    assert_eq!(p, want);
+    let p = Outer::from_attrs(&attrs(&[("bits", 5i64.into_attr_value())])).unwrap();
+    assert_eq!(
+        (p.grid.bits, p.grid.narrow, p.tag.as_str()),
+        (5, false, "x")
+    );
+    assert_eq!(
+        message(Outer::from_kwargs(&[("bits", "1")])),
+        "Outer: invalid value 1 for parameter 'bits': must be in [2, 16]"
+    );
+}

@@ -49,13 +49,9 @@ pub(super) struct ArgsParams {
     /// The high end of the range.
     #[param(default = 6.0)]
     max: f32,
-    /// The bit width of the quantization: values are rounded to
-    /// `2^num_bits` levels.
-    #[param(default = 8, lower_bound = 2, upper_bound = 16)]
-    num_bits: i32,
-    /// Whether the lowest level is left out (levels `[1, 2^num_bits - 1]`).
-    #[param(default = false)]
-    narrow_range: bool,
+    /// `num_bits` and `narrow_range`.
+    #[param(flatten)]
+    grid: GridParams,
 }
 
 /// The integer grid of a FakeQuant op: `[quant_min, quant_max]`, from its
@@ -336,7 +332,7 @@ fn args_range(ctx: &OpKernelConstruction<'_>) -> Result<Nudged> {
     Ok(Nudged::new(
         p.min,
         p.max,
-        Grid::new(p.num_bits, p.narrow_range),
+        Grid::new(p.grid.num_bits, p.grid.narrow_range),
     ))
 }
 
@@ -501,7 +497,7 @@ vars_kernel!("FakeQuantWithMinMaxVarsPerChannelGradient", true, true);
 fn fake_quant_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     let grad = ctx.grad()?;
     let mut attrs = AttrMap::new();
-    // The attrs of `ArgsParams` (a superset of `GridParams`'), those the
+    // The attrs of `ArgsParams` (the range and `GridParams`'), those the
     // op has.
     for field in ArgsParams::fields() {
         let name = field.name;
