@@ -95,6 +95,7 @@ mod parse;
 mod types;
 
 use crate::attrs::AttrMap;
+use crate::op_attr::OpAttr;
 use crate::op_def::OpDefBuilder;
 use crate::proto::AttrValue;
 use crate::Result;
@@ -271,9 +272,15 @@ impl OpDefBuilder {
     /// attrs declared before and after keep their places), and the
     /// fields' descriptions as the attrs' docs (a `doc()` line for the
     /// same attr wins). A field that cannot be an attr (an `Option`)
-    /// makes `finalize` fail naming it.
+    /// makes `finalize` fail naming it. The fields are also attached as
+    /// the op's [`ParamFields`] attribute (appended to those of an
+    /// earlier `params` call), for [`attrs_from_kwargs`].
     pub fn params<P: Parameter>(self) -> Self {
         let mut b = self;
+        let mut fields: Vec<ParamField> = b
+            .get_attr::<ParamFields>()
+            .map(|f| f.to_vec())
+            .unwrap_or_default();
         for field in P::fields() {
             match field.spec() {
                 Ok(spec) => {
@@ -281,6 +288,7 @@ impl OpDefBuilder {
                     if !field.description.is_empty() {
                         b = b.attr_doc(field.name, field.description);
                     }
+                    fields.push(field);
                 }
                 Err(e) => {
                     let message = format!("{}: params {}: {}", b.name(), P::NAME, e.message());
@@ -288,8 +296,41 @@ impl OpDefBuilder {
                 }
             }
         }
-        b
+        b.set_attr::<ParamFields>(fields.into())
     }
+}
+
+/// The per-op attribute [`OpDefBuilder::params`] attaches: the fields of
+/// the op's parameter structs, so that code holding only the op's name
+/// (`Registry::attr::<ParamFields>(op)`) can read MXNet-style string
+/// keyword arguments with the checks an OpDef cannot carry (bounds), as
+/// MXNet's `attr_parser` does ([`attrs_from_kwargs`]), or print the
+/// parameter table ([`doc_table`]).
+pub struct ParamFields;
+
+impl OpAttr for ParamFields {
+    type Value = [ParamField];
+    const NAME: &'static str = "ParamFields";
+
+    fn same(a: &std::sync::Arc<[ParamField]>, b: &std::sync::Arc<[ParamField]>) -> bool {
+        a == b
+    }
+}
+
+/// String keyword arguments of op `op` as attrs, each parsed as its field's
+/// type and checked ([`Parameter::from_kwargs`]'s rules and messages);
+/// only the given ones (running the op fills in the defaults).
+pub fn attrs_from_kwargs(
+    op: &str,
+    fields: &[ParamField],
+    kwargs: &[(&str, &str)],
+) -> Result<AttrMap> {
+    check::given_from_kwargs(op, fields, kwargs)
+}
+
+/// The markdown table of `fields` ([`Parameter::doc_table`] for a struct).
+pub fn doc_table(fields: &[ParamField]) -> String {
+    check::doc_table(fields)
 }
 
 /// What the derives' generated code calls; not an API.

@@ -231,8 +231,42 @@ pub fn parse_kwarg(owner: &str, field: &ParamField, text: &str) -> Result<AttrVa
     })
 }
 
+/// The given keyword arguments as checked attrs.
+pub(super) fn given_from_kwargs(
+    owner: &str,
+    fields: &[ParamField],
+    kwargs: &[(&str, &str)],
+) -> Result<AttrMap> {
+    let given = parse_given(owner, fields, kwargs)?;
+    Ok(fields
+        .iter()
+        .zip(given)
+        .filter_map(|(f, v)| Some((f.name.to_string(), v?)))
+        .collect())
+}
+
 /// One checked value per field from keyword arguments.
 pub(super) fn values_from_kwargs(
+    owner: &str,
+    fields: &[ParamField],
+    kwargs: &[(&str, &str)],
+) -> Result<Vec<Option<AttrValue>>> {
+    let given = parse_given(owner, fields, kwargs)?;
+    fields
+        .iter()
+        .zip(given)
+        .map(
+            |(field, value)| match value.or_else(|| field.default.clone()) {
+                Some(v) => Ok(Some(v)),
+                None if field.optional => Ok(None),
+                None => Err(missing(owner, field)),
+            },
+        )
+        .collect()
+}
+
+/// The checked value of each field given in `kwargs` (`None`: not given).
+fn parse_given(
     owner: &str,
     fields: &[ParamField],
     kwargs: &[(&str, &str)],
@@ -259,17 +293,7 @@ pub(super) fn values_from_kwargs(
         check_value(owner, &fields[i], &value)?;
         given[i] = Some(value);
     }
-    fields
-        .iter()
-        .zip(given)
-        .map(
-            |(field, value)| match value.or_else(|| field.default.clone()) {
-                Some(v) => Ok(Some(v)),
-                None if field.optional => Ok(None),
-                None => Err(missing(owner, field)),
-            },
-        )
-        .collect()
+    Ok(given)
 }
 
 /// The field's value as a `T` (the generated `from_values` calls this per

@@ -477,3 +477,43 @@ fn flattened_structs_lend_their_fields() {
         "Outer: invalid value 1 for parameter 'bits': must be in [2, 16]"
     );
 }
+
+#[test]
+fn ops_carry_their_fields_for_string_kwargs() {
+    let registry = crate::Registry::new();
+    // Two structs with an attr in common (Outer flattens Grid).
+    let err = registry
+        .register_op(
+            OpDefBuilder::new("Quant")
+                .params::<Grid>()
+                .params::<Outer>(),
+        )
+        .unwrap_err();
+    assert!(
+        err.message().contains("duplicate attr name 'bits'"),
+        "{err}"
+    );
+    registry
+        .register_op(
+            OpDefBuilder::new("Quant")
+                .input("x: float")
+                .output("y: float")
+                .params::<Grid>()
+                .params::<All>(),
+        )
+        .unwrap();
+    let fields = registry.attr::<ParamFields>("Quant").unwrap();
+    let names: Vec<&str> = fields.iter().map(|f| f.name).collect();
+    assert_eq!(&names[..4], ["bits", "narrow", "num_bits", "min"]);
+    assert_eq!(names.len(), 2 + All::FIELD_COUNT);
+    let attrs = attrs_from_kwargs("Quant", &fields, &[("bits", "4"), ("mode", "wrap")]).unwrap();
+    assert_eq!(
+        crate::attrs::summarize_attrs(&attrs),
+        "[bits=4, mode=\"wrap\"]"
+    );
+    assert_eq!(
+        message(attrs_from_kwargs("Quant", &fields, &[("bits", "40")])),
+        "Quant: invalid value 40 for parameter 'bits': must be in [2, 16]"
+    );
+    assert!(doc_table(&fields).contains("| `bits` | int | `8` | [2, 16] |  |\n"));
+}

@@ -558,6 +558,30 @@ fn attrs_come_from_the_parameter_structs() {
 /// The same parameters as MXNet passes them, as strings.
 #[test]
 fn parameters_from_keyword_strings() {
+    use opforge_core::param::{attrs_from_kwargs, ParamFields};
+    // Through the op's name alone: its `ParamFields` attribute.
+    let fields = opforge_core::Registry::global()
+        .attr::<ParamFields>("FakeQuantWithMinMaxArgs")
+        .unwrap();
+    let kwargs = [
+        ("min", "-1"),
+        ("max", "1"),
+        ("num_bits", "2"),
+        ("narrow_range", "True"),
+    ];
+    let attrs = attrs_from_kwargs("FakeQuantWithMinMaxArgs", &fields, &kwargs).unwrap();
+    let attrs: Vec<(&str, AttrValue)> =
+        attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let x = t(&[4], vec![-2f32, -0.4, 0.4, 2.]);
+    let y = run("FakeQuantWithMinMaxArgs", vec![x], &attrs).unwrap();
+    // narrow_range with 2 bits: levels 1..=3, the range [-1, 1] in steps of 1.
+    assert_eq!(y[0].flat::<f32>().unwrap(), [-1., 0., 0., 1.]);
+    let e = attrs_from_kwargs("FakeQuantWithMinMaxArgs", &fields, &[("num_bits", "1")]);
+    assert_eq!(
+        e.unwrap_err().message(),
+        "FakeQuantWithMinMaxArgs: invalid value 1 for parameter 'num_bits': must be in [2, 16]"
+    );
+
     use super::fake_quant::ArgsParams;
     use opforge_core::param::Parameter;
     let ok = ArgsParams::from_kwargs(&[("num_bits", "4"), ("narrow_range", "True"), ("min", "-1")]);
