@@ -9,8 +9,8 @@
 //!   helpers ([`strings`]);
 //! * op definitions: the spec language, [`OpDefBuilder`] and validation
 //!   ([`op_def`]), node attrs ([`attrs`]), the op registry ([`registry`]),
-//!   Python-style signatures ([`signature`]) and backward compatibility
-//!   ([`compat`]);
+//!   Python-style signatures ([`signature`]), backward compatibility
+//!   ([`compat`]) and typed parameter structs ([`param`]);
 //! * values: [`Tensor`]s and their buffers, protos and JSON ([`tensor`]),
 //!   resources and resource handles ([`resource`]);
 //! * running ops: kernels and their registry ([`kernel`]), devices
@@ -22,6 +22,10 @@
 //! Op libraries, the standard one included, use only this crate's public
 //! API.
 #![warn(missing_docs)]
+
+// The code `#[derive(Parameter)]` generates names `::opforge_core`, which
+// this crate's own uses (its tests) then find too.
+extern crate self as opforge_core;
 
 pub mod attrs;
 pub mod autodiff;
@@ -35,6 +39,7 @@ pub mod kernel;
 pub mod op_attr;
 pub mod op_def;
 pub mod origin;
+pub mod param;
 pub mod proto;
 pub mod registry;
 pub mod resource;

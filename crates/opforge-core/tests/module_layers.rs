@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["op_def", "resource_handle"],
     &["signature", "tensor"],
     &["attrs", "resource"],
-    &["compat", "device"],
+    &["compat", "device", "param"],
     &["kernel"],
     &["registry"],
     // shape_inference's harness (the INFER_OK driver) looks ops up.

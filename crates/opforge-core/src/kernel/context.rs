@@ -4,6 +4,7 @@
 use crate::attrs::{get_attr, AttrMap, FromAttrValue};
 use crate::device::{Device, ThreadPool};
 use crate::kernel::OpKernel;
+use crate::param::Parameter;
 use crate::proto::{AttrValue, OpDef};
 use crate::resource::ResourceMgr;
 use crate::tensor::{Tensor, TensorShape};
@@ -47,6 +48,12 @@ impl<'a> OpKernelConstruction<'a> {
     /// Attr `name` as a `T` (`InvalidArgument` if missing or of another type).
     pub fn get_attr<T: FromAttrValue>(&self, name: &str) -> Result<T> {
         get_attr(&self.op_def.name, self.attrs, name)
+    }
+
+    /// The node's attrs as parameter struct `P` (defaults filling gaps,
+    /// every value checked), with errors naming the op.
+    pub fn params<P: Parameter>(&self) -> Result<P> {
+        P::from_op_attrs(&self.op_def.name, self.attrs)
     }
 
     /// Attr `name` as it is stored.

@@ -44,6 +44,8 @@ pub struct OpDefBuilder {
     /// Per-op attributes (shape function, gradient, ...) to register with the op.
     op_attrs: Vec<ErasedAttr>,
     output_full_types: Vec<(String, FullTypeDef)>,
+    /// Attr descriptions given apart from `doc` (`attr_doc`).
+    attr_docs: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for OpDefBuilder {
@@ -105,6 +107,20 @@ impl OpDefBuilder {
                 .push(format!("{}: doc() called twice", self.name));
         }
         self.doc = Some(text.into());
+        self
+    }
+
+    /// Documents attr `name` (an attr of the op; a `doc()` line for it
+    /// wins). Parameter structs give their fields' descriptions this way
+    /// (`OpDefBuilder::params`, in [`crate::param`]).
+    pub fn attr_doc(mut self, name: impl Into<String>, text: impl Into<String>) -> Self {
+        self.attr_docs.push((name.into(), text.into()));
+        self
+    }
+
+    /// Records a problem that `finalize` reports with the others.
+    pub(crate) fn error(mut self, message: String) -> Self {
+        self.errors.push(message);
         self
     }
 
@@ -257,6 +273,16 @@ impl OpDefBuilder {
         }
         if let Some(doc) = &self.doc {
             finalize_doc(doc, &mut op, &mut errors);
+        }
+        for (name, text) in &self.attr_docs {
+            match op.attr.iter_mut().find(|a| &a.name == name) {
+                Some(attr) if attr.description.is_empty() => attr.description = text.clone(),
+                Some(_) => {}
+                None => errors.push(format!(
+                    "{}: attr_doc: the op has no attr named '{name}'",
+                    self.name
+                )),
+            }
         }
         if !errors.is_empty() {
             return Err(Status::invalid_argument(errors.join("\n")));

@@ -7,6 +7,7 @@
 //! `QuantizedReshape` (`quantized.rs`); gradients where TensorFlow's
 //! Python registers them.
 
+use fake_quant::{ArgsParams, GridParams};
 use opforge_core::shape_inference::common::{concat_shape_helper, unchanged_shape};
 use opforge_core::shape_inference::InferenceContext;
 use opforge_core::{register_op, OpDefBuilder, Result, Status};
@@ -188,10 +189,7 @@ fn quantized_reshape_shape(c: &mut InferenceContext) -> Result<()> {
 }
 
 register_op!(OpDefBuilder::new("FakeQuantWithMinMaxArgs")
-    .attr("min: float = -6.0")
-    .attr("max: float = 6.0")
-    .attr("num_bits: int = 8")
-    .attr("narrow_range: bool = false")
+    .params::<ArgsParams>()
     .input("inputs: float")
     .output("outputs: float")
     .set_shape_fn(with_inputs(1, unchanged_shape))
@@ -202,10 +200,7 @@ register_op!(OpDefBuilder::new("FakeQuantWithMinMaxArgs")
     ));
 
 register_op!(OpDefBuilder::new("FakeQuantWithMinMaxArgsGradient")
-    .attr("min: float = -6.0")
-    .attr("max: float = 6.0")
-    .attr("num_bits: int = 8")
-    .attr("narrow_range: bool = false")
+    .params::<ArgsParams>()
     .input("gradients: float")
     .input("inputs: float")
     .output("backprops: float")
@@ -216,8 +211,7 @@ register_op!(OpDefBuilder::new("FakeQuantWithMinMaxArgsGradient")
     ));
 
 register_op!(OpDefBuilder::new("FakeQuantWithMinMaxVars")
-    .attr("num_bits: int = 8")
-    .attr("narrow_range: bool = false")
+    .params::<GridParams>()
     .input("inputs: float")
     .input("min: float")
     .input("max: float")
@@ -237,8 +231,7 @@ fn fake_quant_vars_shape(c: &mut InferenceContext) -> Result<()> {
 }
 
 register_op!(OpDefBuilder::new("FakeQuantWithMinMaxVarsGradient")
-    .attr("num_bits: int = 8")
-    .attr("narrow_range: bool = false")
+    .params::<GridParams>()
     .input("gradients: float")
     .input("inputs: float")
     .input("min: float")
@@ -267,8 +260,7 @@ fn fake_quant_vars_gradient_shape(c: &mut InferenceContext) -> Result<()> {
 }
 
 register_op!(OpDefBuilder::new("FakeQuantWithMinMaxVarsPerChannel")
-    .attr("num_bits: int = 8")
-    .attr("narrow_range: bool = false")
+    .params::<GridParams>()
     .input("inputs: float")
     .input("min: float")
     .input("max: float")
@@ -294,8 +286,7 @@ fn fake_quant_per_channel_shape(c: &mut InferenceContext) -> Result<()> {
 
 register_op!(
     OpDefBuilder::new("FakeQuantWithMinMaxVarsPerChannelGradient")
-        .attr("num_bits: int = 8")
-        .attr("narrow_range: bool = false")
+        .params::<GridParams>()
         .input("gradients: float")
         .input("inputs: float")
         .input("min: float")

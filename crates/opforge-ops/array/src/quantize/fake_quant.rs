@@ -16,6 +16,7 @@ use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::param::Parameter;
 use opforge_core::{
     ensure, register_gradient, register_kernel, register_not_differentiable, Result, Status,
     Tensor, TensorShape,
@@ -23,6 +24,35 @@ use opforge_core::{
 use opforge_ops_base::args::{fmt_float, fmt_shape};
 use opforge_ops_base::cpu::par::{chunks_in_shards, elementwise_shards, par_map, par_zip};
 use opforge_ops_base::grad::set_input_grads;
+
+/// The attrs of the FakeQuant ops whose range is an input
+/// (`FakeQuantWithMinMaxVars`, `FakeQuantWithMinMaxVarsPerChannel` and
+/// their gradient ops): their OpDefs' attrs and what their kernels read.
+#[derive(Parameter, Clone, Copy, Debug)]
+pub(super) struct GridParams {
+    /// The bit width of the quantization: values are rounded to
+    /// `2^num_bits` levels.
+    #[param(default = 8, lower_bound = 2, upper_bound = 16)]
+    num_bits: i32,
+    /// Whether the lowest level is left out (levels `[1, 2^num_bits - 1]`).
+    #[param(default = false)]
+    narrow_range: bool,
+}
+
+/// The attrs of `FakeQuantWithMinMaxArgs` and its gradient op: the range
+/// and the grid.
+#[derive(Parameter, Clone, Copy, Debug)]
+pub(super) struct ArgsParams {
+    /// The low end of the range (nudged so that 0.0 is on the grid).
+    #[param(default = -6.0)]
+    min: f32,
+    /// The high end of the range.
+    #[param(default = 6.0)]
+    max: f32,
+    /// `num_bits` and `narrow_range`.
+    #[param(flatten)]
+    grid: GridParams,
+}
 
 /// The integer grid of a FakeQuant op: `[quant_min, quant_max]`, from its
 /// `num_bits` and `narrow_range` attrs.
@@ -33,19 +63,13 @@ pub(super) struct Grid {
 }
 
 impl Grid {
-    /// The grid of a kernel's attrs (`num_bits` in `[2, 16]`).
-    pub(super) fn from_attrs(ctx: &OpKernelConstruction<'_>) -> Result<Grid> {
-        let num_bits: i32 = ctx.get_attr("num_bits")?;
-        ensure!(
-            (2..=16).contains(&num_bits),
-            InvalidArgument,
-            "num_bits must be between 2 and 16, inclusive"
-        );
-        let narrow_range: bool = ctx.get_attr("narrow_range")?;
-        Ok(Grid {
+    /// The grid of `num_bits` (in `[2, 16]`, which the parameter structs
+    /// check) and `narrow_range`.
+    fn new(num_bits: i32, narrow_range: bool) -> Grid {
+        Grid {
             quant_min: i32::from(narrow_range),
-            quant_max: (1 << num_bits) - 1,
-        })
+            quant_max: (1 << num_bits.clamp(2, 16)) - 1,
+        }
     }
 }
 
@@ -297,16 +321,19 @@ fn backprop(
 /// The nudged range of `FakeQuantWithMinMaxArgs` and its gradient op,
 /// from the attrs (`min < max`), computed once at construction.
 fn args_range(ctx: &OpKernelConstruction<'_>) -> Result<Nudged> {
-    let min: f32 = ctx.get_attr("min")?;
-    let max: f32 = ctx.get_attr("max")?;
+    let p: ArgsParams = ctx.params()?;
     ensure!(
-        min < max,
+        p.min < p.max,
         InvalidArgument,
         "min has to be smaller than max, was: {} >= {}",
-        fmt_float(f64::from(min), true),
-        fmt_float(f64::from(max), true)
+        fmt_float(f64::from(p.min), true),
+        fmt_float(f64::from(p.max), true)
     );
-    Ok(Nudged::new(min, max, Grid::from_attrs(ctx)?))
+    Ok(Nudged::new(
+        p.min,
+        p.max,
+        Grid::new(p.grid.num_bits, p.grid.narrow_range),
+    ))
 }
 
 /// `FakeQuantWithMinMaxArgs`.
@@ -392,8 +419,9 @@ struct FakeQuantVarsOp {
 
 impl FakeQuantVarsOp {
     fn create(ctx: &OpKernelConstruction<'_>, per_channel: bool, gradient: bool) -> Result<Self> {
+        let p: GridParams = ctx.params()?;
         Ok(FakeQuantVarsOp {
-            grid: Grid::from_attrs(ctx)?,
+            grid: Grid::new(p.num_bits, p.narrow_range),
             per_channel,
             gradient,
         })
@@ -469,7 +497,10 @@ vars_kernel!("FakeQuantWithMinMaxVarsPerChannelGradient", true, true);
 fn fake_quant_grad(ctx: &mut GradientContext<'_>) -> Result<()> {
     let grad = ctx.grad()?;
     let mut attrs = AttrMap::new();
-    for name in ["min", "max", "num_bits", "narrow_range"] {
+    // The attrs of `ArgsParams` (the range and `GridParams`'), those the
+    // op has.
+    for field in ArgsParams::fields() {
+        let name = field.name;
         if let Some(v) = ctx.attrs().get(name) {
             attrs.insert(name.to_string(), v.clone());
         }

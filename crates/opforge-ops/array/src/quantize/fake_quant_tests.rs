@@ -239,6 +239,8 @@ fn checks_and_messages() {
         ),
         "min has to be smaller than max, was: nan >= 1",
     );
+    // num_bits' range comes from the ops' parameter structs (TensorFlow:
+    // "num_bits must be between 2 and 16, inclusive").
     for bits in [1, 17, -3, 1 << 40] {
         assert_invalid(
             run(
@@ -246,11 +248,10 @@ fn checks_and_messages() {
                 vec![x23.clone()],
                 &args_attrs(-1.0, 1.0, bits, false),
             ),
-            if bits == 1 << 40 {
-                "FakeQuantWithMinMax"
-            } else {
-                "num_bits must be between 2 and 16, inclusive"
-            },
+            &format!(
+                "FakeQuantWithMinMaxArgs: invalid value {bits} for parameter 'num_bits': must \
+                 be in [2, 16]"
+            ),
         );
         assert_invalid(
             run(
@@ -258,11 +259,10 @@ fn checks_and_messages() {
                 vec![x23.clone(), v(3, -1.0), v(3, 1.0)],
                 &quant_attrs(bits, false),
             ),
-            if bits == 1 << 40 {
-                "FakeQuantWithMinMax"
-            } else {
-                "num_bits must be between 2 and 16, inclusive"
-            },
+            &format!(
+                "FakeQuantWithMinMaxVarsPerChannel: invalid value {bits} for parameter \
+                 'num_bits': must be in [2, 16]"
+            ),
         );
     }
     assert_invalid(
@@ -516,4 +516,85 @@ fn gradient_ops_are_not_differentiable() {
             "{op}"
         );
     }
+}
+
+/// The FakeQuant ops' attrs come from their parameter structs: TensorFlow's
+/// attrs exactly (written out here as TensorFlow's specs), with the
+/// fields' descriptions as docs, which the Python docstring shows.
+#[test]
+fn attrs_come_from_the_parameter_structs() {
+    use opforge_core::op_def::parse_attr_spec;
+    use opforge_core::signature::python_docstring;
+    let registry = opforge_core::Registry::global();
+    let grid = ["num_bits: int = 8", "narrow_range: bool = false"];
+    let args = [&["min: float = -6.0", "max: float = 6.0"][..], &grid].concat();
+    for (op, specs) in [
+        ("FakeQuantWithMinMaxArgs", &args[..]),
+        ("FakeQuantWithMinMaxArgsGradient", &args[..]),
+        ("FakeQuantWithMinMaxVars", &grid[..]),
+        ("FakeQuantWithMinMaxVarsGradient", &grid[..]),
+        ("FakeQuantWithMinMaxVarsPerChannel", &grid[..]),
+        ("FakeQuantWithMinMaxVarsPerChannelGradient", &grid[..]),
+    ] {
+        let def = registry.op_def(op).unwrap();
+        assert_eq!(def.attr.len(), specs.len(), "{op}");
+        for (got, spec) in def.attr.iter().zip(specs) {
+            let mut want = parse_attr_spec(spec).unwrap();
+            want.description = got.description.clone();
+            assert_eq!(*got, want, "{op}: {spec}");
+            assert!(!got.description.is_empty(), "{op}: {spec}");
+        }
+    }
+    let doc = python_docstring(&registry.op_def("FakeQuantWithMinMaxArgs").unwrap());
+    assert!(
+        doc.contains(
+            "  num_bits: An optional `int`. Defaults to `8`.\n    The bit width of the \
+             quantization: values are rounded to `2^num_bits` levels.\n"
+        ),
+        "{doc}"
+    );
+}
+
+/// The same parameters as MXNet passes them, as strings.
+#[test]
+fn parameters_from_keyword_strings() {
+    use opforge_core::param::{attrs_from_kwargs, ParamFields};
+    // Through the op's name alone: its `ParamFields` attribute.
+    let fields = opforge_core::Registry::global()
+        .attr::<ParamFields>("FakeQuantWithMinMaxArgs")
+        .unwrap();
+    let kwargs = [
+        ("min", "-1"),
+        ("max", "1"),
+        ("num_bits", "2"),
+        ("narrow_range", "True"),
+    ];
+    let attrs = attrs_from_kwargs("FakeQuantWithMinMaxArgs", &fields, &kwargs).unwrap();
+    let attrs: Vec<(&str, AttrValue)> =
+        attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let x = t(&[4], vec![-2f32, -0.4, 0.4, 2.]);
+    let y = run("FakeQuantWithMinMaxArgs", vec![x], &attrs).unwrap();
+    // narrow_range with 2 bits: levels 1..=3, the range [-1, 1] in steps of 1.
+    assert_eq!(y[0].flat::<f32>().unwrap(), [-1., 0., 0., 1.]);
+    let e = attrs_from_kwargs("FakeQuantWithMinMaxArgs", &fields, &[("num_bits", "1")]);
+    assert_eq!(
+        e.unwrap_err().message(),
+        "FakeQuantWithMinMaxArgs: invalid value 1 for parameter 'num_bits': must be in [2, 16]"
+    );
+
+    use super::fake_quant::ArgsParams;
+    use opforge_core::param::Parameter;
+    let ok = ArgsParams::from_kwargs(&[("num_bits", "4"), ("narrow_range", "True"), ("min", "-1")]);
+    assert!(ok.is_ok(), "{ok:?}");
+    let e =
+        ArgsParams::from_op_kwargs("FakeQuantWithMinMaxArgs", &[("num_bits", "32")]).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "FakeQuantWithMinMaxArgs: invalid value 32 for parameter 'num_bits': must be in [2, 16]"
+    );
+    let e = ArgsParams::from_kwargs(&[("bits", "4")]).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "ArgsParams: unknown parameter 'bits'; known: min, max, num_bits, narrow_range"
+    );
 }

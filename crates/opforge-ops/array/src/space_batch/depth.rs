@@ -7,10 +7,38 @@
 use opforge_core::kernel::{
     CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
 };
+use opforge_core::param::{ParamEnum, Parameter};
 use opforge_core::{ensure, register_kernel, DataType, Result, Status, TensorShape};
 use opforge_ops_base::cpu::mover::layout::{CopyView, StridedView};
 use opforge_ops_base::cpu::mover::move_to_output;
 use opforge_ops_base::types::{all_types, types};
+
+/// The layouts of `SpaceToDepth`/`DepthToSpace` (`data_format`).
+#[derive(ParamEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum DataFormat {
+    /// Batch, height, width, depth.
+    #[param(rename = "NHWC")]
+    Nhwc,
+    /// Batch, depth, height, width.
+    #[param(rename = "NCHW")]
+    Nchw,
+    /// NCHW with the depth split in vectors of 4 (`int8` on GPUs).
+    #[param(rename = "NCHW_VECT_C")]
+    NchwVectC,
+}
+
+/// The attrs of `SpaceToDepth` and `DepthToSpace` (after `T`): their
+/// OpDefs' attrs and what the kernels read.
+#[derive(Parameter, Clone, Copy, Debug)]
+pub(super) struct DepthSpaceParams {
+    /// The side of the square spatial blocks moved to (or from) the depth
+    /// dimension.
+    #[param(minimum = 2)]
+    block_size: i32,
+    /// The layout of the input and the output.
+    #[param(default = "NHWC")]
+    data_format: DataFormat,
+}
 
 /// `SpaceToDepth` (`to_depth`) or `DepthToSpace` with block `block`.
 struct DepthSpaceOp {
@@ -21,28 +49,19 @@ struct DepthSpaceOp {
 impl CreateKernel for DepthSpaceOp {
     fn create(ctx: &OpKernelConstruction<'_>) -> Result<Self> {
         let to_depth = ctx.op_def().name == "SpaceToDepth";
-        let format: String = ctx.get_attr("data_format")?;
-        ensure!(
-            matches!(format.as_str(), "NHWC" | "NCHW" | "NCHW_VECT_C"),
-            InvalidArgument,
-            "Invalid data format"
-        );
-        let block: i32 = ctx.get_attr("block_size")?;
-        ensure!(
-            block > 1,
-            InvalidArgument,
-            "Block size should be > 1, but was: {block}"
-        );
+        // The parameters check the format's name and `block_size >= 2`.
+        let p: DepthSpaceParams = ctx.params()?;
         // TensorFlow registers its CPU kernels for NHWC only (a kernel
         // constraint there, so other formats find no CPU kernel).
         ensure!(
-            format == "NHWC",
+            p.data_format == DataFormat::Nhwc,
             InvalidArgument,
-            "Only NHWC data_format supported on CPU. Got {format}"
+            "Only NHWC data_format supported on CPU. Got {}",
+            p.data_format.name()
         );
         Ok(DepthSpaceOp {
             to_depth,
-            block: i64::from(block),
+            block: i64::from(p.block_size),
         })
     }
 }
@@ -139,3 +158,43 @@ register_kernel!(
     KernelDefBuilder::new("DepthToSpace").type_constraint_list("T", &all_types()),
     DepthSpaceOp
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opforge_core::op_def::parse_attr_spec;
+
+    /// `SpaceToDepth` and `DepthToSpace` keep TensorFlow's attrs (written
+    /// out here as TensorFlow's specs), `T` first, then the parameters.
+    #[test]
+    fn attrs_come_from_the_parameter_struct() {
+        let registry = opforge_core::Registry::global();
+        for op in ["SpaceToDepth", "DepthToSpace"] {
+            let def = registry.op_def(op).unwrap();
+            let specs = [
+                "T: type",
+                "block_size: int >= 2",
+                "data_format: {'NHWC', 'NCHW', 'NCHW_VECT_C'} = 'NHWC'",
+            ];
+            assert_eq!(def.attr.len(), specs.len(), "{op}");
+            for (got, spec) in def.attr.iter().zip(specs) {
+                let mut want = parse_attr_spec(spec).unwrap();
+                want.description = got.description.clone();
+                assert_eq!(*got, want, "{op}: {spec}");
+            }
+            assert_eq!(
+                def.attr[2].description,
+                "The layout of the input and the output."
+            );
+        }
+        assert_eq!(DataFormat::NAMES, ["NHWC", "NCHW", "NCHW_VECT_C"]);
+        let p =
+            DepthSpaceParams::from_kwargs(&[("block_size", "3"), ("data_format", "NCHW")]).unwrap();
+        assert_eq!((p.block_size, p.data_format), (3, DataFormat::Nchw));
+        let e = DepthSpaceParams::from_kwargs(&[("block_size", "1")]).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "DepthSpaceParams: invalid value 1 for parameter 'block_size': must be >= 2"
+        );
+    }
+}

@@ -17,6 +17,7 @@ mod tests;
 #[cfg(test)]
 mod gradient_tests;
 
+use depth::DepthSpaceParams;
 use opforge_core::shape_inference::{DimensionHandle, InferenceContext, ShapeHandle};
 use opforge_core::{register_op, OpDefBuilder, Result, Status};
 use opforge_ops_base::args::int_values;
@@ -306,8 +307,7 @@ register_op!(OpDefBuilder::new("SpaceToDepth")
     .input("input: T")
     .output("output: T")
     .attr("T: type")
-    .attr("block_size: int >= 2")
-    .attr("data_format: {'NHWC', 'NCHW', 'NCHW_VECT_C'} = 'NHWC'")
+    .params::<DepthSpaceParams>()
     .set_shape_fn(with_inputs(1, space_to_depth_shape))
     .doc(
         "SpaceToDepth for tensors of type T.\n\n\
@@ -331,8 +331,7 @@ register_op!(OpDefBuilder::new("DepthToSpace")
     .input("input: T")
     .output("output: T")
     .attr("T: type")
-    .attr("block_size: int >= 2")
-    .attr("data_format: {'NHWC', 'NCHW', 'NCHW_VECT_C'} = 'NHWC'")
+    .params::<DepthSpaceParams>()
     .set_shape_fn(with_inputs(1, depth_to_space_shape))
     .doc(
         "DepthToSpace for tensors of type T.\n\n\
