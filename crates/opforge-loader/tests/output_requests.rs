@@ -63,7 +63,10 @@ opforge-plugin = {{ path = "{sdk}" }}
             .arg(dir.join("target"))
             .status()
             .expect("cargo runs");
-        assert!(status.success(), "building tests/plugins/req_plugin.rs failed");
+        assert!(
+            status.success(),
+            "building tests/plugins/req_plugin.rs failed"
+        );
         let lib = dir.join("target/debug").join(format!(
             "{}req_plugin{}",
             std::env::consts::DLL_PREFIX,
@@ -92,9 +95,7 @@ fn vec_f32(v: &[f32]) -> Tensor {
 fn call(r: &Registry, op: &str, x: Tensor, bindings: [OutputBinding; 2]) -> Vec<(usize, Tensor)> {
     let dev = CpuDevice::new(1).unwrap();
     let op_def = r.lookup(op).unwrap().op_def.clone();
-    let built = r
-        .build_kernel(&op_def, op, AttrMap::new(), &dev)
-        .unwrap();
+    let built = r.build_kernel(&op_def, op, AttrMap::new(), &dev).unwrap();
     let mut inputs = TensorVec::new();
     inputs.push(x);
     let mut bindings = bindings;
@@ -113,7 +114,10 @@ fn call(r: &Registry, op: &str, x: Tensor, bindings: [OutputBinding; 2]) -> Vec<
 }
 
 fn seen(out: &[(usize, Tensor)]) -> Vec<i32> {
-    let (_, t) = out.iter().find(|(i, _)| *i == 1).expect("seen was handed back");
+    let (_, t) = out
+        .iter()
+        .find(|(i, _)| *i == 1)
+        .expect("seen was handed back");
     t.flat::<i32>().unwrap().to_vec()
 }
 
@@ -168,4 +172,50 @@ fn a_plugin_kernel_without_the_flag_sees_write_and_the_host_does_the_rest() {
     let out = call(&r, "ReqProbePlain", x, [InPlace { input: 0 }, Write]);
     assert_eq!(&seen(&out)[..2], [1, 1]);
     assert_eq!(y(&out).unwrap().flat::<f32>().unwrap(), &[2.0]);
+}
+
+/// `Square(x)` (a fresh buffer of known shape) into `op`: fetching `y`
+/// and `seen`, then `seen` alone.
+fn session_requests(r: &Arc<Registry>, op: &str) -> (Vec<i32>, Vec<f32>, Vec<i32>) {
+    let mut g = Graph::with_registry(r.clone());
+    let x = g
+        .add(
+            NodeSpec::new("Placeholder", "x")
+                .attr("dtype", DataType::Float)
+                .attr("shape", TensorShape::new(&[3]).unwrap().to_proto()),
+        )
+        .unwrap();
+    let sq = g
+        .add(NodeSpec::new("Square", "sq").input(Output::new(x, 0)))
+        .unwrap();
+    let p = g
+        .add(NodeSpec::new(op, "p").input(Output::new(sq, 0)))
+        .unwrap();
+    let s = Session::new(g).unwrap();
+    let feed = || vec![(Output::new(x, 0), vec_f32(&[1.0, 2.0, 3.0]))];
+    let got = s
+        .run(feed(), &[Output::new(p, 0), Output::new(p, 1)], &[])
+        .unwrap();
+    let y = got[0].flat::<f32>().unwrap().to_vec();
+    let seen_both = got[1].flat::<i32>().unwrap().to_vec();
+    let got = s.run(feed(), &[Output::new(p, 1)], &[]).unwrap();
+    (seen_both, y, got[0].flat::<i32>().unwrap().to_vec())
+}
+
+#[test]
+fn a_session_asks_a_plugin_kernel_for_inplace_and_null() {
+    let _s = serial();
+    let (r, _loader) = registry();
+    // The kernel's own in-place declaration (output_like_forwarding) and a
+    // value nothing else reads: INPLACE, y bound to Square's buffer.
+    let (seen_both, y, seen_alone) = session_requests(&r, "ReqProbe");
+    assert_eq!(seen_both, [2, 1, 0]);
+    assert_eq!(y, [2.0, 8.0, 18.0]);
+    // y not fetched: NULL.
+    assert_eq!(seen_alone, [0, 1, -1]);
+    // Without the flag: WRITE only (the host still forwards on its own).
+    let (seen_both, y, seen_alone) = session_requests(&r, "ReqProbePlain");
+    assert_eq!(&seen_both[..2], [1, 1]);
+    assert_eq!(y, [2.0, 8.0, 18.0]);
+    assert_eq!(&seen_alone[..2], [1, 1]);
 }
