@@ -70,6 +70,38 @@ pub(super) struct PlanParts<'p> {
 }
 
 impl Session {
+    /// The output requests a run with these feeds, fetches and targets
+    /// makes (with [`SessionOptions::output_requests`](super::SessionOptions::output_requests)):
+    /// each node asked anything but `Write`, by name, with one request per
+    /// output. What a kernel is finally asked may be less: `InPlace` and
+    /// `Add` fall back to `Write` at run time when the buffer turns out to
+    /// be shared. For tests and tools.
+    pub fn planned_requests(
+        &self,
+        feeds: &[Output],
+        fetches: &[Output],
+        targets: &[crate::graph::NodeId],
+    ) -> Result<Vec<(String, Vec<OutputRequest>)>> {
+        let plan = self.make_plan(feeds, fetches, targets)?;
+        Ok(plan
+            .steps
+            .iter()
+            .filter_map(|s| {
+                let r = s.requests.as_ref()?;
+                let reqs = r
+                    .iter()
+                    .map(|p| match p {
+                        Planned::Write => OutputRequest::Write,
+                        Planned::Null => OutputRequest::Null,
+                        Planned::InPlace(_) => OutputRequest::InPlace,
+                        Planned::Add => OutputRequest::Add,
+                    })
+                    .collect();
+                Some((self.graph.at(s.node as usize).name.clone(), reqs))
+            })
+            .collect())
+    }
+
     /// Decides every step's requests (stored in [`Step::requests`]) and
     /// rewrites the `AddN`s that accumulate; returns the dependency edges
     /// (from step, to step) the accumulation chains add.
