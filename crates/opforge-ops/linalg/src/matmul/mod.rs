@@ -656,7 +656,7 @@ impl OpKernel for MatMulKernel {
                 out.dims() == [m, n],
                 InvalidArgument,
                 "MatMul: output 0 is requested with Add into an accumulator of shape {}, but \
-                 the product has shape [{m}, {n}]",
+                 the product has shape [{m},{n}]",
                 fmt_shape(out.dims())
             );
             g.add = true;
