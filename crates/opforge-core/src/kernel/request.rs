@@ -319,7 +319,7 @@ mod tests {
                         None => &[],
                     };
                     let shape = ctx.input(0).shape().clone();
-                    match ctx.forward_input_or_allocate_output(&candidates.to_vec(), 0, &shape)? {
+                    match ctx.forward_input_or_allocate_output(candidates, 0, &shape)? {
                         Some(_) => {
                             for v in ctx.output_mut(0)?.flat_mut::<f32>()? {
                                 *v += *v;
@@ -365,8 +365,8 @@ mod tests {
             attrs: Default::default(),
             input_types: vec![DataType::Float].into(),
             output_types: vec![DataType::Float].into(),
-            input_ranges: vec![0..1].into(),
-            output_ranges: vec![0..1].into(),
+            input_ranges: std::iter::once(0..1).collect(),
+            output_ranges: std::iter::once(0..1).collect(),
         }
     }
 

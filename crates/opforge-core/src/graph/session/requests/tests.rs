@@ -109,7 +109,7 @@ fn registry(log: Log, split_log: Arc<Mutex<Vec<[OutputRequest; 2]>>>) -> Arc<Reg
     let same: Arc<<ShapeFn as crate::op_attr::OpAttr>::Value> = Arc::new(|c| {
         let s = c.input(0);
         for o in 0..c.num_outputs() {
-            c.set_output(o, s.clone());
+            c.set_output(o, s);
         }
         Ok(())
     });
