@@ -497,6 +497,29 @@ mod tests {
         assert_eq!(TShape::new(&[-1, 5]).to_string(), "[?,5]");
     }
 
+    #[derive(Parameter, Clone, Debug, PartialEq)]
+    struct Factor {
+        #[param(default = 1.0)]
+        factor: f32,
+    }
+
+    #[test]
+    fn params_come_from_the_parsed_struct_else_from_the_attrs() {
+        use opforge_core::attrs::IntoAttrValue;
+        let mut attrs = AttrMap::new();
+        attrs.insert("factor".into(), 3.0f32.into_attr_value());
+        let parsed = Factor { factor: 7.0 };
+        let with = NodeAttrs::new("Op", "n", &attrs, Some(&parsed));
+        assert_eq!(with.params::<Factor>().unwrap().factor, 7.0);
+        let without = NodeAttrs::new("Op", "n", &attrs, None);
+        assert_eq!(without.params::<Factor>().unwrap().factor, 3.0);
+        assert_eq!(without.get_attr::<f32>("factor").unwrap(), 3.0);
+        let e = without.get_attr::<f32>("missing").unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert!(e.message().contains("Op"), "{e}");
+        assert_eq!((without.op(), without.name()), ("Op", "n"));
+    }
+
     #[test]
     fn fcompute_names_its_device() {
         assert_eq!(<FCompute<Cpu> as OpAttr>::NAME, "FCompute<cpu>");

@@ -280,3 +280,32 @@ fn abs_infer_shape_fills_an_unknown_input_from_the_output() {
         "NnvmAbs: output 'output': shape [4,2] is incompatible with shape [4,3]"
     );
 }
+
+#[test]
+fn a_session_sums_abs_outputs_with_add_requests() {
+    registered();
+    // y = AddN(|a|, |b|, |c|): the executor chains the parts, the later
+    // NnvmAbs nodes adding into the first one's buffer.
+    let mut g = Graph::new();
+    let a = const_node(&mut g, "a", &t64(&[2], &[-1.0, 2.0]));
+    let b = const_node(&mut g, "b", &t64(&[2], &[3.0, -4.0]));
+    let c = const_node(&mut g, "c", &t64(&[2], &[-0.5, -0.25]));
+    let mut parts = Vec::new();
+    for (name, x) in [("abs_a", a), ("abs_b", b), ("abs_c", c)] {
+        let id = g.add(NodeSpec::new("NnvmAbs", name).input(x)).unwrap();
+        parts.push(Output::new(id, 0));
+    }
+    let sum = g.add(NodeSpec::new("AddN", "sum").input_list(parts)).unwrap();
+    let y = Output::new(sum, 0);
+    let sess = Session::new(g).unwrap();
+    let planned = sess.planned_requests(&[], &[y], &[]).unwrap();
+    let adds: Vec<&str> = planned
+        .iter()
+        .filter(|(_, r)| r == &[OutputRequest::Add])
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(adds.len(), 2, "{planned:?}");
+    assert!(adds.iter().all(|n| n.starts_with("abs_")), "{planned:?}");
+    let out = sess.run(vec![], &[y], &[]).unwrap();
+    assert_eq!(out[0].flat::<f64>().unwrap(), &[4.5, 6.25]);
+}
