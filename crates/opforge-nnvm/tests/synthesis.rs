@@ -495,3 +495,25 @@ fn mutate_inputs_and_is_backward_are_kept() {
     assert_eq!(f(&NodeAttrs::new("NnvmUpdate", "u", &attrs, None)), [0]);
     assert_eq!(r.ops_with_attr::<TIsBackward>(), ["NnvmUpdate"]);
 }
+
+#[test]
+fn the_python_wrapper_is_generated_from_the_synthesised_opdef() {
+    let r = Registry::new();
+    NnvmOp::new("NnvmScaled")
+        .describe("Scales its input.\n\nEvery element is multiplied by `scale`.")
+        .add_argument("data", "NDArray-or-Symbol", "The input array.")
+        .set_attr_parser::<ScaleParam>()
+        .set_attr::<FInferShape>(Arc::new(like_first))
+        .finish(&r)
+        .unwrap();
+    let def = r.op_def("NnvmScaled").unwrap();
+    assert_eq!(opforge_core::signature::snake_case(&def.name), "nnvm_scaled");
+    assert_eq!(
+        opforge_core::signature::python_signature(&def),
+        "nnvm_scaled(data, scale=2.0, name=None)"
+    );
+    let doc = opforge_core::signature::python_docstring(&def);
+    assert!(doc.starts_with("Scales its input.\n\nEvery element is multiplied by `scale`."), "{doc}");
+    assert!(doc.contains("  data: A `Tensor`.\n    The input array."), "{doc}");
+    assert!(doc.contains("  scale: An optional `float`. Defaults to `2.0`.\n    The factor."), "{doc}");
+}
