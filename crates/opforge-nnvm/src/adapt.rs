@@ -61,24 +61,29 @@ fn read_shape(ic: &InferenceContext, s: ShapeHandle) -> TShape {
 /// is `InvalidArgument` naming the op and the argument). Answers whether
 /// every input and output shape is known afterwards.
 pub fn infer_shape_from_shape_fn(op_def: Arc<OpDef>, f: Arc<ShapeFunction>) -> Arc<InferShapeFn> {
-    Arc::new(move |attrs: &NodeAttrs<'_>, ins: &mut [TShape], outs: &mut [TShape]| {
-        let partial: Vec<Option<Vec<i64>>> =
-            ins.iter().map(|s| s.as_partial().map(<[i64]>::to_vec)).collect();
-        let mut ic = InferenceContext::new(&op_def, attrs.name(), attrs.attrs(), &partial, outs.len());
-        f(&mut ic)?;
-        ic.check_accesses()?;
-        for (i, s) in ins.iter_mut().enumerate() {
-            let got = read_shape(&ic, ic.input(i));
-            s.assign(&got, &format!("{}: input {i}", op_def.name))?;
-        }
-        for (j, s) in outs.iter_mut().enumerate() {
-            if let Some(h) = ic.output(j) {
-                let got = read_shape(&ic, h);
-                s.assign(&got, &format!("{}: output {j}", op_def.name))?;
+    Arc::new(
+        move |attrs: &NodeAttrs<'_>, ins: &mut [TShape], outs: &mut [TShape]| {
+            let partial: Vec<Option<Vec<i64>>> = ins
+                .iter()
+                .map(|s| s.as_partial().map(<[i64]>::to_vec))
+                .collect();
+            let mut ic =
+                InferenceContext::new(&op_def, attrs.name(), attrs.attrs(), &partial, outs.len());
+            f(&mut ic)?;
+            ic.check_accesses()?;
+            for (i, s) in ins.iter_mut().enumerate() {
+                let got = read_shape(&ic, ic.input(i));
+                s.assign(&got, &format!("{}: input {i}", op_def.name))?;
             }
-        }
-        Ok(ins.iter().chain(outs.iter()).all(TShape::is_known))
-    })
+            for (j, s) in outs.iter_mut().enumerate() {
+                if let Some(h) = ic.output(j) {
+                    let got = read_shape(&ic, h);
+                    s.assign(&got, &format!("{}: output {j}", op_def.name))?;
+                }
+            }
+            Ok(ins.iter().chain(outs.iter()).all(TShape::is_known))
+        },
+    )
 }
 
 /// Core's gradient for an op with an NNVM gradient: gives `f` one gradient
@@ -125,11 +130,14 @@ pub fn fgradient_from_gradient(g: &GradientFn) -> Option<Arc<FGradientFn>> {
         GradientFn::Fn(f) => f.clone(),
         GradientFn::NotDifferentiable => return None,
     };
-    Some(Arc::new(move |ctx: &mut GradientContext<'_>, ograds: &[Sym]| {
-        let (op, attrs, inputs, outputs) = (ctx.op_name(), ctx.attrs(), ctx.inputs(), ctx.outputs());
-        let ograds: Vec<Option<Sym>> = ograds.iter().copied().map(Some).collect();
-        let mut inner = GradientContext::new(ctx, op, attrs, inputs, outputs, &ograds);
-        f(&mut inner)?;
-        inner.into_input_grads()
-    }))
+    Some(Arc::new(
+        move |ctx: &mut GradientContext<'_>, ograds: &[Sym]| {
+            let (op, attrs, inputs, outputs) =
+                (ctx.op_name(), ctx.attrs(), ctx.inputs(), ctx.outputs());
+            let ograds: Vec<Option<Sym>> = ograds.iter().copied().map(Some).collect();
+            let mut inner = GradientContext::new(ctx, op, attrs, inputs, outputs, &ograds);
+            f(&mut inner)?;
+            inner.into_input_grads()
+        },
+    ))
 }

@@ -67,10 +67,14 @@ impl<'k, 'a> OpContext<'k, 'a> {
                 self.kernel.op_def().name
             )));
         }
-        self.kernel
-            .allocate_temp(dtype, TensorShape::new(dims)?)
+        self.kernel.allocate_temp(dtype, TensorShape::new(dims)?)
     }
 }
+
+/// The dtypes of every output (hidden ones too) given a node's attrs and
+/// input dtypes.
+pub(crate) type OutputTypesFn =
+    dyn Fn(&NodeAttrs<'_>, &[DataType]) -> Result<Vec<DataType>> + Send + Sync;
 
 /// What the adapter kernel needs of the op, read once when the op is
 /// synthesised.
@@ -82,7 +86,7 @@ pub(crate) struct ComputeParts {
     pub(crate) resources: Option<Arc<crate::attrs::ResourceFn>>,
     /// The dtypes of every output (hidden ones too) given the node's input
     /// dtypes and attrs.
-    pub(crate) output_types: Arc<dyn Fn(&NodeAttrs<'_>, &[DataType]) -> Result<Vec<DataType>> + Send + Sync>,
+    pub(crate) output_types: Arc<OutputTypesFn>,
     pub(crate) num_outputs: usize,
 }
 
@@ -144,11 +148,8 @@ impl OpKernel for ComputeKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let op = self.parts.op.as_str();
         let node_attrs = NodeAttrs::new(op, &self.node, &self.attrs, self.parsed.as_deref());
-        let mut in_shapes: Vec<TShape> = ctx
-            .inputs()
-            .iter()
-            .map(|t| TShape::new(t.dims()))
-            .collect();
+        let mut in_shapes: Vec<TShape> =
+            ctx.inputs().iter().map(|t| TShape::new(t.dims())).collect();
         let mut out_shapes = vec![TShape::unknown(); self.parts.num_outputs];
         (self.parts.infer_shape)(&node_attrs, &mut in_shapes, &mut out_shapes)?;
         let visible = ctx.num_outputs();
@@ -206,6 +207,9 @@ impl OpKernel for ComputeKernel {
 }
 
 fn join_shapes(ts: &[Tensor]) -> String {
-    let shapes: Vec<String> = ts.iter().map(|t| TShape::new(t.dims()).to_string()).collect();
+    let shapes: Vec<String> = ts
+        .iter()
+        .map(|t| TShape::new(t.dims()).to_string())
+        .collect();
     shapes.join(", ")
 }

@@ -4,8 +4,7 @@
 //! and the query API ([`Op`], [`OpMap`]).
 
 use crate::attrs::{
-    AttrParser, Argument, ComputeFn, Describe, NnvmAttr, NumInputs, NumOutputs,
-    ParserInfo,
+    Argument, AttrParser, ComputeFn, Describe, NnvmAttr, NumInputs, NumOutputs, ParserInfo,
 };
 use opforge_core::op_attr::{ErasedAttr, OpAttr};
 use opforge_core::origin::OwnerId;
@@ -14,6 +13,16 @@ use opforge_core::registry::Registry;
 use opforge_core::{OpDefBuilder, Result, Status};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// Puts an erased attribute back on an `OpDefBuilder` with its kind.
+pub(crate) type Attach = fn(OpDefBuilder, &ErasedAttr) -> OpDefBuilder;
+
+fn attach<A: OpAttr>(b: OpDefBuilder, attr: &ErasedAttr) -> OpDefBuilder {
+    match attr.get::<A>() {
+        Some(v) => b.set_attr::<A>(v),
+        None => b,
+    }
+}
 
 /// An op described by NNVM attributes, MXNet's `NNVM_REGISTER_OP(name)`:
 ///
@@ -45,16 +54,6 @@ use std::sync::Arc;
 /// may come from several files or crates: [`nnvm_register_op!`](crate::nnvm_register_op)
 /// pieces are applied to one `NnvmOp` in source order by
 /// [`register_static`]; or pass the builder through functions of each.
-/// Puts an erased attribute back on an `OpDefBuilder` with its kind.
-pub(crate) type Attach = fn(OpDefBuilder, &ErasedAttr) -> OpDefBuilder;
-
-fn attach<A: OpAttr>(b: OpDefBuilder, attr: &ErasedAttr) -> OpDefBuilder {
-    match attr.get::<A>() {
-        Some(v) => b.set_attr::<A>(v),
-        None => b,
-    }
-}
-
 #[derive(Clone)]
 pub struct NnvmOp {
     name: String,
@@ -190,7 +189,10 @@ impl NnvmOp {
     #[track_caller]
     pub fn finish(self, registry: &Registry) -> Result<()> {
         let location = std::panic::Location::caller();
-        self.finish_at(registry, &format!("{}:{}", location.file(), location.line()))
+        self.finish_at(
+            registry,
+            &format!("{}:{}", location.file(), location.line()),
+        )
     }
 
     pub(crate) fn finish_at(self, registry: &Registry, location: &str) -> Result<()> {
@@ -261,9 +263,9 @@ pub fn register_static(registry: &Registry) -> Result<Vec<String>> {
     pieces.sort_by_key(|p| (p.file, p.line));
     let mut ops: BTreeMap<&str, (NnvmOp, String)> = BTreeMap::new();
     for p in pieces {
-        let (op, _) = ops.entry(p.op).or_insert_with(|| {
-            (NnvmOp::new(p.op), format!("{}:{}", p.file, p.line))
-        });
+        let (op, _) = ops
+            .entry(p.op)
+            .or_insert_with(|| (NnvmOp::new(p.op), format!("{}:{}", p.file, p.line)));
         let taken = std::mem::replace(op, NnvmOp::new(p.op));
         *op = (p.build)(taken);
     }

@@ -5,9 +5,9 @@ use crate::adapt::{
     shape_fn_from_infer_shape,
 };
 use crate::attrs::{
-    AttrParser, Arguments, Describe, FGradient, FInferShape, FInferType, FListInputNames,
-    FListOutputNames, FMutateInputs, FNumVisibleOutputs, FResourceRequest, InferTypeFn,
-    NodeAttrs, NumInputs, NumOutputs,
+    Arguments, AttrParser, Describe, FGradient, FInferShape, FInferType, FListInputNames,
+    FListOutputNames, FMutateInputs, FNumVisibleOutputs, FResourceRequest, InferTypeFn, NodeAttrs,
+    NumInputs, NumOutputs,
 };
 use crate::compute::{ComputeKernel, ComputeParts};
 use crate::op::NnvmOp;
@@ -154,7 +154,10 @@ fn names(
         Some(names) if names.len() >= n => Ok(names.into_iter().take(n).collect()),
         Some(names) => Err(invalid(
             op,
-            format!("FList{what}Names gives {} names for {n} {what}s", names.len()),
+            format!(
+                "FList{what}Names gives {} names for {n} {what}s",
+                names.len()
+            ),
         )),
         None => Ok((0..n).map(default).collect()),
     }
@@ -184,14 +187,26 @@ pub(crate) fn synthesize(op: &NnvmOp) -> Result<Synth> {
         op.get::<FListInputNames>().map(|f| f(&attrs)),
         n_in,
         "Input",
-        |i| if n_in == 1 { "data".into() } else { format!("arg{i}") },
+        |i| {
+            if n_in == 1 {
+                "data".into()
+            } else {
+                format!("arg{i}")
+            }
+        },
     )?;
     let output_names = names(
         name,
         op.get::<FListOutputNames>().map(|f| f(&attrs)),
         visible,
         "Output",
-        |i| if i == 0 { "output".into() } else { format!("output{i}") },
+        |i| {
+            if i == 0 {
+                "output".into()
+            } else {
+                format!("output{i}")
+            }
+        },
     )?;
     let typing = typing(op, &attrs, n_in, n_out)?;
 
@@ -223,7 +238,10 @@ pub(crate) fn synthesize(op: &NnvmOp) -> Result<Synth> {
         }
         b = b.doc(doc);
     }
-    if op.get::<FMutateInputs>().is_some_and(|f| !f(&attrs).is_empty()) {
+    if op
+        .get::<FMutateInputs>()
+        .is_some_and(|f| !f(&attrs).is_empty())
+    {
         b = b.stateful();
     }
     for (attr, attach) in op.erased() {
@@ -300,7 +318,9 @@ pub(crate) fn synthesize(op: &NnvmOp) -> Result<Synth> {
             });
             kernels.push(KernelRegistration::with_factory(
                 KernelDefBuilder::new(name).device(device),
-                move |ctx| Ok(Box::new(ComputeKernel::new(parts.clone(), ctx)?) as Box<dyn OpKernel>),
+                move |ctx| {
+                    Ok(Box::new(ComputeKernel::new(parts.clone(), ctx)?) as Box<dyn OpKernel>)
+                },
             ));
         }
     }

@@ -15,8 +15,8 @@ use opforge_core::kernel::{FInplaceOption, OutputBinding, OutputRequest};
 use opforge_core::registry::Registry;
 use opforge_core::{Code, DataType, Result, Status, Tensor};
 use opforge_nnvm::{
-    nnvm_register_op, register_static, Cpu, FCompute, FGradient, FInferShape, FInferType, NodeAttrs,
-    Op, OpContext, OpMap, TShape,
+    nnvm_register_op, register_static, Cpu, FCompute, FGradient, FInferShape, FInferType,
+    NodeAttrs, Op, OpContext, OpMap, TShape,
 };
 use opforge_testing::util::{call_with_requests, check, const_node};
 use std::cell::RefCell;
@@ -56,7 +56,9 @@ thread_local! {
     static SEEN: RefCell<Vec<OutputRequest>> = const { RefCell::new(Vec::new()) };
 }
 
-fn abs_elements<T: Copy + PartialOrd + std::ops::Neg<Output = T> + std::ops::AddAssign + Default>(
+fn abs_elements<
+    T: Copy + PartialOrd + std::ops::Neg<Output = T> + std::ops::AddAssign + Default,
+>(
     x: &[T],
     out: &mut [T],
     req: OutputRequest,
@@ -143,7 +145,9 @@ fn abs_is_an_op_of_the_registry_with_the_synthesised_opdef() {
     assert!(op.has_attr::<opforge_core::shape_inference::ShapeFn>());
     assert!(op.has_attr::<opforge_core::autodiff::Gradient>());
     assert!(!op.has_attr::<opforge_nnvm::FResourceRequest>());
-    assert!(r.ops_with_attr::<FCompute>().contains(&"NnvmAbs".to_string()));
+    assert!(r
+        .ops_with_attr::<FCompute>()
+        .contains(&"NnvmAbs".to_string()));
     let map = OpMap::<FInferType>::of(r);
     assert!(map.contains("NnvmAbs"));
     assert!(!map.contains("Abs"), "the standard Abs has no FInferType");
@@ -177,7 +181,8 @@ fn abs_runs_eagerly() {
         .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(
-        e.message().contains("NnvmAbs: input 'data' must be float or double, got int32"),
+        e.message()
+            .contains("NnvmAbs: input 'data' must be float or double, got int32"),
         "{e}"
     );
 }
@@ -235,27 +240,36 @@ fn abs_kernel_honours_add_and_null_requests() {
     SEEN.with(|s| s.borrow_mut().clear());
     let x = t64(&[3], &[-1.0, 2.0, -3.0]);
     let acc = t64(&[3], &[10.0, 20.0, 30.0]);
-    let out = call_with_requests("NnvmAbs", vec![x.clone()], &[], &mut [OutputBinding::Add(acc)])
-        .unwrap();
+    let out = call_with_requests(
+        "NnvmAbs",
+        vec![x.clone()],
+        &[],
+        &mut [OutputBinding::Add(acc)],
+    )
+    .unwrap();
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].1.flat::<f64>().unwrap(), &[11.0, 22.0, 33.0]);
     // The compute function itself was asked to add (the kernel declares Add).
     assert_eq!(SEEN.with(|s| s.borrow().clone()), [OutputRequest::Add]);
 
-    let out = call_with_requests("NnvmAbs", vec![x.clone()], &[], &mut [OutputBinding::Null])
-        .unwrap();
+    let out =
+        call_with_requests("NnvmAbs", vec![x.clone()], &[], &mut [OutputBinding::Null]).unwrap();
     assert!(out.is_empty());
-    let out = call_with_requests("NnvmAbs", vec![x.clone()], &[], &mut [OutputBinding::Write])
-        .unwrap();
+    let out =
+        call_with_requests("NnvmAbs", vec![x.clone()], &[], &mut [OutputBinding::Write]).unwrap();
     assert_eq!(out[0].1.flat::<f64>().unwrap(), &[1.0, 2.0, 3.0]);
     assert_eq!(
         SEEN.with(|s| s.borrow().clone()),
-        [OutputRequest::Add, OutputRequest::Null, OutputRequest::Write]
+        [
+            OutputRequest::Add,
+            OutputRequest::Null,
+            OutputRequest::Write
+        ]
     );
 
     let bad = t64(&[2], &[0.0, 0.0]);
-    let e = call_with_requests("NnvmAbs", vec![x], &[], &mut [OutputBinding::Add(bad)])
-        .unwrap_err();
+    let e =
+        call_with_requests("NnvmAbs", vec![x], &[], &mut [OutputBinding::Add(bad)]).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(
         e.message().contains("NnvmAbs: output 0 is requested with Add into an accumulator of shape [2], but the output's shape is [3]"),
@@ -295,7 +309,9 @@ fn a_session_sums_abs_outputs_with_add_requests() {
         let id = g.add(NodeSpec::new("NnvmAbs", name).input(x)).unwrap();
         parts.push(Output::new(id, 0));
     }
-    let sum = g.add(NodeSpec::new("AddN", "sum").input_list(parts)).unwrap();
+    let sum = g
+        .add(NodeSpec::new("AddN", "sum").input_list(parts))
+        .unwrap();
     let y = Output::new(sum, 0);
     let sess = Session::new(g).unwrap();
     let planned = sess.planned_requests(&[], &[y], &[]).unwrap();

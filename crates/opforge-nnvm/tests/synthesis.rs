@@ -11,9 +11,9 @@ use opforge_core::registry::Registry;
 use opforge_core::shape_inference::{InferenceContext, ShapeFn};
 use opforge_core::{Code, DataType, Result, Tensor};
 use opforge_nnvm::{
-    FCompute, FGradient, FInferShape, FInferType, FListInputNames, FListOutputNames,
-    FMutateInputs, FNumVisibleOutputs, FResourceRequest, NnvmOp, NodeAttrs, Op, OpContext,
-    ResourceRequest, TIsBackward, TShape,
+    FCompute, FGradient, FInferShape, FInferType, FListInputNames, FListOutputNames, FMutateInputs,
+    FNumVisibleOutputs, FResourceRequest, NnvmOp, NodeAttrs, Op, OpContext, ResourceRequest,
+    TIsBackward, TShape,
 };
 use std::sync::Arc;
 
@@ -122,7 +122,9 @@ fn listed_names_tied_types_and_hidden_outputs() {
     NnvmOp::new("NnvmHidden")
         .set_num_inputs(2)
         .set_num_outputs(3)
-        .set_attr::<FListInputNames>(Arc::new(|_: &NodeAttrs<'_>| vec!["lhs".into(), "rhs".into()]))
+        .set_attr::<FListInputNames>(Arc::new(|_: &NodeAttrs<'_>| {
+            vec!["lhs".into(), "rhs".into()]
+        }))
         .set_attr::<FListOutputNames>(Arc::new(|_: &NodeAttrs<'_>| {
             vec!["out".into(), "second".into(), "workspace".into()]
         }))
@@ -211,7 +213,11 @@ fn scale_compute(
     outs: &mut [Tensor],
 ) -> Result<()> {
     let p: ScaleParam = attrs.params()?;
-    for (o, &x) in outs[0].flat_mut::<f32>()?.iter_mut().zip(ins[0].flat::<f32>()?) {
+    for (o, &x) in outs[0]
+        .flat_mut::<f32>()?
+        .iter_mut()
+        .zip(ins[0].flat::<f32>()?)
+    {
         *o = p.scale * x;
     }
     Ok(())
@@ -232,7 +238,11 @@ fn the_parameter_struct_gives_the_attrs_and_checks_them() {
     assert_eq!(scale.r#type, "float");
     assert_eq!(scale.description, "The factor.");
     let ctx = eager(&r);
-    let y = ctx.op("NnvmScale").input(f32s(&[2], &[1.0, -2.0])).run1().unwrap();
+    let y = ctx
+        .op("NnvmScale")
+        .input(f32s(&[2], &[1.0, -2.0]))
+        .run1()
+        .unwrap();
     assert_eq!(y.flat::<f32>().unwrap(), &[2.0, -4.0]);
     let y = ctx
         .op("NnvmScale")
@@ -267,7 +277,9 @@ fn temp_compute(
     for (t, &x) in tmp.flat_mut::<f32>()?.iter_mut().zip(ins[0].flat::<f32>()?) {
         *t = x * x;
     }
-    outs[0].flat_mut::<f32>()?.copy_from_slice(tmp.flat::<f32>()?);
+    outs[0]
+        .flat_mut::<f32>()?
+        .copy_from_slice(tmp.flat::<f32>()?);
     Ok(())
 }
 
@@ -276,7 +288,9 @@ fn temporary_workspace_only_when_requested() {
     let r = Arc::new(Registry::new());
     NnvmOp::new("NnvmTemp")
         .set_attr::<FInferShape>(Arc::new(like_first))
-        .set_attr::<FResourceRequest>(Arc::new(|_: &NodeAttrs<'_>| vec![ResourceRequest::TempSpace]))
+        .set_attr::<FResourceRequest>(Arc::new(|_: &NodeAttrs<'_>| {
+            vec![ResourceRequest::TempSpace]
+        }))
         .set_attr::<FCompute>(Arc::new(temp_compute))
         .finish(&r)
         .unwrap();
@@ -286,9 +300,17 @@ fn temporary_workspace_only_when_requested() {
         .finish(&r)
         .unwrap();
     let ctx = eager(&r);
-    let y = ctx.op("NnvmTemp").input(f32s(&[3], &[1.0, -2.0, 3.0])).run1().unwrap();
+    let y = ctx
+        .op("NnvmTemp")
+        .input(f32s(&[3], &[1.0, -2.0, 3.0]))
+        .run1()
+        .unwrap();
     assert_eq!(y.flat::<f32>().unwrap(), &[1.0, 4.0, 9.0]);
-    let e = ctx.op("NnvmNoTemp").input(f32s(&[1], &[1.0])).run1().unwrap_err();
+    let e = ctx
+        .op("NnvmNoTemp")
+        .input(f32s(&[1], &[1.0]))
+        .run1()
+        .unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition);
     assert!(
         e.message().contains(
@@ -306,7 +328,9 @@ fn copy_compute(
     _: &[OutputRequest],
     outs: &mut [Tensor],
 ) -> Result<()> {
-    outs[0].flat_mut::<f32>()?.copy_from_slice(ins[0].flat::<f32>()?);
+    outs[0]
+        .flat_mut::<f32>()?
+        .copy_from_slice(ins[0].flat::<f32>()?);
     Ok(())
 }
 
@@ -324,14 +348,21 @@ fn a_shape_fn_gives_an_finfer_shape_and_sizes_the_kernel() {
         .set_attr::<FCompute>(Arc::new(copy_compute))
         .finish(&r)
         .unwrap();
-    let f = Op::get(&r, "NnvmTfShape").unwrap().get_attr::<FInferShape>().unwrap();
+    let f = Op::get(&r, "NnvmTfShape")
+        .unwrap()
+        .get_attr::<FInferShape>()
+        .unwrap();
     let attrs = AttrMap::new();
     let node = NodeAttrs::new("NnvmTfShape", "n", &attrs, None);
     let mut ins = [TShape::new(&[2, -1])];
     let mut outs = [TShape::unknown()];
     assert!(!f(&node, &mut ins, &mut outs).unwrap());
     assert_eq!(outs[0], TShape::new(&[2, -1]));
-    let y = eager(&r).op("NnvmTfShape").input(f32s(&[2], &[5.0, 6.0])).run1().unwrap();
+    let y = eager(&r)
+        .op("NnvmTfShape")
+        .input(f32s(&[2], &[5.0, 6.0]))
+        .run1()
+        .unwrap();
     assert_eq!(y.flat::<f32>().unwrap(), &[5.0, 6.0]);
 }
 
@@ -351,9 +382,18 @@ fn the_shape_fn_from_finfer_shape_refines_unknown_inputs() {
     assert_eq!(ic.shape_values(in1), Some(vec![2, 3]));
     let out = ic.output(0).unwrap();
     assert_eq!(ic.shape_values(out), Some(vec![2, 3]));
-    let mut ic = InferenceContext::new(&def, "m", &AttrMap::new(), &[Some(vec![2]), Some(vec![3])], 1);
+    let mut ic = InferenceContext::new(
+        &def,
+        "m",
+        &AttrMap::new(),
+        &[Some(vec![2]), Some(vec![3])],
+        1,
+    );
     let e = f(&mut ic).unwrap_err();
-    assert_eq!(e.message(), "NnvmMerge: input 0: shape [2] is incompatible with shape [3]");
+    assert_eq!(
+        e.message(),
+        "NnvmMerge: input 0: shape [2] is incompatible with shape [3]"
+    );
 }
 
 fn double_compute(
@@ -363,7 +403,11 @@ fn double_compute(
     _: &[OutputRequest],
     outs: &mut [Tensor],
 ) -> Result<()> {
-    for (o, &x) in outs[0].flat_mut::<f64>()?.iter_mut().zip(ins[0].flat::<f64>()?) {
+    for (o, &x) in outs[0]
+        .flat_mut::<f64>()?
+        .iter_mut()
+        .zip(ins[0].flat::<f64>()?)
+    {
         *o = 2.0 * x;
     }
     Ok(())
@@ -386,7 +430,9 @@ fn gradients_adapt_both_ways() {
         .set_attr::<Gradient>(Arc::new(GradientFn::from_fn(double_grad)))
         .finish(&r)
         .unwrap();
-    let fgrad = r.attr::<FGradient>("NnvmDouble").expect("an FGradient adapted from Gradient");
+    let fgrad = r
+        .attr::<FGradient>("NnvmDouble")
+        .expect("an FGradient adapted from Gradient");
     // That FGradient given to another op: core's Gradient comes from it.
     NnvmOp::new("NnvmDoubleToo")
         .set_attr::<FInferShape>(Arc::new(like_first))
@@ -401,7 +447,11 @@ fn gradients_adapt_both_ways() {
         let y = tape.op1(op, &[x], &[]).unwrap();
         let z = tape.op1(op, &[y], &[]).unwrap();
         let g = tape.gradient(z, &[x]).unwrap();
-        assert_eq!(tape.value(g[0].unwrap()).unwrap().flat::<f64>().unwrap(), &[4.0, 4.0], "{op}");
+        assert_eq!(
+            tape.value(g[0].unwrap()).unwrap().flat::<f64>().unwrap(),
+            &[4.0, 4.0],
+            "{op}"
+        );
     }
     // A not-differentiable op has no FGradient.
     NnvmOp::new("NnvmFlat")
@@ -469,13 +519,19 @@ fn registration_errors_name_the_op() {
         .set_attr::<FListInputNames>(Arc::new(|_: &NodeAttrs<'_>| vec!["only".into()]))
         .finish(&r)
         .unwrap_err();
-    assert_eq!(e.message(), "NNVM op 'NnvmNames': FListInputNames gives 1 names for 2 Inputs");
+    assert_eq!(
+        e.message(),
+        "NNVM op 'NnvmNames': FListInputNames gives 1 names for 2 Inputs"
+    );
     let e = NnvmOp::new("nnvm_lower").finish(&r).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
 
     // A different op under a taken name.
     NnvmOp::new("NnvmTaken").finish(&r).unwrap();
-    let e = NnvmOp::new("NnvmTaken").set_num_inputs(2).finish(&r).unwrap_err();
+    let e = NnvmOp::new("NnvmTaken")
+        .set_num_inputs(2)
+        .finish(&r)
+        .unwrap_err();
     assert_eq!(e.code(), Code::AlreadyExists);
 }
 
@@ -489,7 +545,7 @@ fn mutate_inputs_and_is_backward_are_kept() {
         .unwrap();
     assert!(r.op_def("NnvmUpdate").unwrap().is_stateful);
     let op = Op::get(&r, "NnvmUpdate").unwrap();
-    assert_eq!(*op.get_attr::<TIsBackward>().unwrap(), true);
+    assert!(*op.get_attr::<TIsBackward>().unwrap());
     let attrs = AttrMap::new();
     let f = op.get_attr::<FMutateInputs>().unwrap();
     assert_eq!(f(&NodeAttrs::new("NnvmUpdate", "u", &attrs, None)), [0]);
@@ -507,13 +563,25 @@ fn the_python_wrapper_is_generated_from_the_synthesised_opdef() {
         .finish(&r)
         .unwrap();
     let def = r.op_def("NnvmScaled").unwrap();
-    assert_eq!(opforge_core::signature::snake_case(&def.name), "nnvm_scaled");
+    assert_eq!(
+        opforge_core::signature::snake_case(&def.name),
+        "nnvm_scaled"
+    );
     assert_eq!(
         opforge_core::signature::python_signature(&def),
         "nnvm_scaled(data, scale=2.0, name=None)"
     );
     let doc = opforge_core::signature::python_docstring(&def);
-    assert!(doc.starts_with("Scales its input.\n\nEvery element is multiplied by `scale`."), "{doc}");
-    assert!(doc.contains("  data: A `Tensor`.\n    The input array."), "{doc}");
-    assert!(doc.contains("  scale: An optional `float`. Defaults to `2.0`.\n    The factor."), "{doc}");
+    assert!(
+        doc.starts_with("Scales its input.\n\nEvery element is multiplied by `scale`."),
+        "{doc}"
+    );
+    assert!(
+        doc.contains("  data: A `Tensor`.\n    The input array."),
+        "{doc}"
+    );
+    assert!(
+        doc.contains("  scale: An optional `float`. Defaults to `2.0`.\n    The factor."),
+        "{doc}"
+    );
 }

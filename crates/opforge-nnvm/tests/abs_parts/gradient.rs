@@ -13,4 +13,5 @@ fn abs_gradient(ctx: &mut GradientContext<'_>, ograds: &[Sym]) -> Result<Vec<Opt
     Ok(vec![Some(ctx.mul(ograds[0], sign)?)])
 }
 
-nnvm_register_op!("NnvmAbs", |op| op.set_attr::<FGradient>(Arc::new(abs_gradient)));
+nnvm_register_op!("NnvmAbs", |op| op
+    .set_attr::<FGradient>(Arc::new(abs_gradient)));
