@@ -373,7 +373,7 @@ impl Session {
                 None => state.values.iter().enumerate().find_map(|(slot, v)| {
                     let v = v.try_lock().ok()?;
                     v.as_ref()
-                        .is_some_and(|v| overlaps(v))
+                        .is_some_and(&overlaps)
                         .then(|| format!("value slot {slot} of the run (a pending reader's)"))
                 }),
             };
