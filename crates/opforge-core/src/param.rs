@@ -21,10 +21,12 @@
 //! Bounds (`lower_bound`, `upper_bound`) are checked when parsing only:
 //! TensorFlow's OpDef has no ranges, and the standard ops keep
 //! TensorFlow's OpDefs exactly. `minimum` is TensorFlow's `>= N` and is
-//! part of the OpDef. An `Option<T>` field may be absent (`None`); an
-//! OpDef attr without a default is required, so such a field cannot be
-//! an OpDef attr ([`ParamField::spec`] refuses it) and serves keyword
-//! arguments only. A `#[param(flatten)]` field is a nested parameter
+//! part of the OpDef. An `Option<T>` field may be absent (`None`; MXNet's
+//! `"None"` in keyword arguments); an OpDef attr without a default is
+//! required, so such a field is an OpDef attr only with a value that
+//! stands for `None` (`#[param(none = -1)]`: `axis: int = -1`, and `-1`
+//! reads back as `None`), else it serves keyword arguments only
+//! ([`ParamField::spec`] refuses it). A `#[param(flatten)]` field is a nested parameter
 //! struct whose fields take its place (a group of attrs several structs
 //! share).
 //!
@@ -130,6 +132,10 @@ pub struct ParamField {
     pub optional: bool,
     /// The default; `None` for a required or optional field.
     pub default: Option<AttrValue>,
+    /// For an optional field: the value that stands for `None` where a
+    /// value must be given (the attr's default in an OpDef), read back as
+    /// `None`.
+    pub none: Option<AttrValue>,
     /// The description (the field's doc comment or `describe = "..."`).
     pub description: &'static str,
     /// TensorFlow's `>= N` (a length for lists): in the OpDef, and checked.
@@ -180,8 +186,9 @@ pub trait Parameter: Sized {
 
     /// Reads the struct from string keyword arguments, as MXNet passes
     /// parameters (`("kernel", "(2, 2)")`, `("no_bias", "True")`): each
-    /// string is parsed as its field's type ([`parse_kwarg`]); an unknown
-    /// or repeated name is an error. Errors name the struct.
+    /// string is parsed as its field's type ([`parse_kwarg`]), `"None"`
+    /// leaves an `Option` field absent; an unknown or repeated name is an
+    /// error. Errors name the struct.
     fn from_kwargs(kwargs: &[(&str, &str)]) -> Result<Self> {
         Self::from_op_kwargs(Self::NAME, kwargs)
     }

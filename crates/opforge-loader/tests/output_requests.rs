@@ -6,7 +6,9 @@
 //! registered without, it gets WRITE and core does the rest. In a session
 //! the executor asks for INPLACE through the kernel's own in-place
 //! declaration (`output_like_forwarding`) and for NULL for an output
-//! nobody reads.
+//! nobody reads. A C library (tests/c/requests.c) reads the requests
+//! through the 1.0 compute entry, where INPLACE and ADD outputs are bound
+//! before it runs too.
 
 use opforge_core::attrs::AttrMap;
 use opforge_core::device::CpuDevice;
@@ -218,4 +220,37 @@ fn a_session_asks_a_plugin_kernel_for_inplace_and_null() {
     assert_eq!(&seen_both[..2], [1, 1]);
     assert_eq!(y, [2.0, 8.0, 18.0]);
     assert_eq!(&seen_alone[..2], [1, 1]);
+}
+
+#[test]
+fn a_c_kernel_on_the_1_0_entry_sees_the_requests_and_its_bound_outputs() {
+    let lib = opforge_testing::examples::build_c_library(
+        "crates/opforge-loader/tests/c/requests.c",
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "requests_c",
+        &[],
+    );
+    opforge_ops::link();
+    let r = Arc::new(Registry::with_builtins());
+    let loader = Loader::new(r.clone());
+    loader.load(&lib).unwrap();
+    use OutputBinding::*;
+    // seen = [request of y, request of seen, input() refused x]
+    let out = call(&r, "ReqC", vec_f32(&[1.0, 2.0]), [Write, Write]);
+    assert_eq!(seen(&out), [1, 1, 0]);
+    assert_eq!(y(&out).unwrap().flat::<f32>().unwrap(), &[2.0, 4.0]);
+    let out = call(&r, "ReqC", vec_f32(&[1.0, 2.0]), [Null, Write]);
+    assert_eq!(seen(&out), [0, 1, 0]);
+    assert!(y(&out).is_none());
+    // INPLACE: y is bound to x's buffer, and x moved there (input() refuses it).
+    let x = vec_f32(&[1.0, 2.0]);
+    let x_data = x.host_data().unwrap().0;
+    let out = call(&r, "ReqC", x, [InPlace { input: 0 }, Write]);
+    assert_eq!(seen(&out), [2, 1, 1]);
+    assert_eq!(y(&out).unwrap().flat::<f32>().unwrap(), &[2.0, 4.0]);
+    assert_eq!(y(&out).unwrap().host_data().unwrap().0, x_data);
+    let acc = vec_f32(&[10.0, 20.0]);
+    let out = call(&r, "ReqC", vec_f32(&[1.0, 2.0]), [Add(acc), Null]);
+    assert_eq!(out.len(), 1);
+    assert_eq!(y(&out).unwrap().flat::<f32>().unwrap(), &[12.0, 24.0]);
 }

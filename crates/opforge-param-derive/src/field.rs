@@ -8,7 +8,7 @@ use syn::{Attribute, Expr, ExprLit, ExprUnary, Field, Lit, LitStr, UnOp};
 
 /// The keys a field's `#[param(...)]` takes.
 pub(crate) const FIELD_KEYS: &str =
-    "default, lower_bound, upper_bound, minimum, enumeration, describe, name, flatten";
+    "default, none, lower_bound, upper_bound, minimum, enumeration, describe, name, flatten";
 
 /// A number literal, with its sign applied.
 #[derive(Clone, Debug)]
@@ -63,6 +63,9 @@ pub(crate) struct ParamFieldDef {
     /// Whether the field is a nested `Parameter` struct whose fields are
     /// this struct's (`#[param(flatten)]`).
     pub(crate) flatten: bool,
+    /// For an `Option` field: the value that stands for `None` in an OpDef
+    /// attr (`#[param(none = -1)]`).
+    pub(crate) none: Option<Default>,
 }
 
 fn err(span: impl Spanned, msg: impl std::fmt::Display) -> syn::Error {
@@ -98,23 +101,23 @@ fn number(expr: &Expr) -> Option<Number> {
 
 /// The `f32` value of a float literal, parsed from its digits (as the
 /// OpDef's text would be), refusing values `f32` cannot hold.
-fn float_value(expr: &Expr, field: &str) -> syn::Result<f32> {
+fn float_value(expr: &Expr, field: &str, what: &str) -> syn::Result<f32> {
     let text = literal_text(expr).ok_or_else(|| {
         err(
             expr,
-            format!("the default of float field '{field}' must be a number literal"),
+            format!("the {what} of float field '{field}' must be a number literal"),
         )
     })?;
     let value: f32 = text.parse().map_err(|_| {
         err(
             expr,
-            format!("the default of float field '{field}' must be a number literal"),
+            format!("the {what} of float field '{field}' must be a number literal"),
         )
     })?;
     if !value.is_finite() {
         return Err(err(
             expr,
-            format!("the default of float field '{field}' is out of the range of f32"),
+            format!("the {what} of float field '{field}' is out of the range of f32"),
         ));
     }
     Ok(value)
@@ -187,12 +190,12 @@ fn type_ident(expr: &Expr) -> Option<syn::Ident> {
 }
 
 /// Checks the default expression against the field's type.
-fn default_value(expr: &Expr, ft: FieldType, field: &str) -> syn::Result<Default> {
-    let wrong = |what: &str| {
+fn default_value(expr: &Expr, ft: FieldType, field: &str, what: &str) -> syn::Result<Default> {
+    let wrong = |expected: &str| {
         err(
             expr,
             format!(
-                "the default of field '{field}' ({}) must be {what}",
+                "the {what} of field '{field}' ({}) must be {expected}",
                 ft.describe()
             ),
         )
@@ -202,7 +205,8 @@ fn default_value(expr: &Expr, ft: FieldType, field: &str) -> syn::Result<Default
             expr,
             format!(
                 "field '{field}' is an Option: its absence is None, so it takes no default \
-                 (drop the Option to give one)"
+                 (drop the Option to give one, or name the value that stands for None with \
+                 none = ...)"
             ),
         ));
     }
@@ -224,7 +228,7 @@ fn default_value(expr: &Expr, ft: FieldType, field: &str) -> syn::Result<Default
             Kind::Float => Default::Floats(
                 elems
                     .iter()
-                    .map(|e| float_value(e, field))
+                    .map(|e| float_value(e, field, what))
                     .collect::<syn::Result<_>>()?,
             ),
             Kind::Bool => Default::Bools(
@@ -265,7 +269,7 @@ fn default_value(expr: &Expr, ft: FieldType, field: &str) -> syn::Result<Default
             Some(Number::Int(i)) => Default::Int(i),
             _ => return Err(wrong("an integer literal that fits i64")),
         },
-        Kind::Float => Default::Float(float_value(expr, field)?),
+        Kind::Float => Default::Float(float_value(expr, field, what)?),
         Kind::Bool => Default::Bool(bool_lit(expr).ok_or_else(|| wrong("true or false"))?),
         Kind::Str => Default::Str(
             string_lit(expr)
@@ -348,6 +352,7 @@ pub(crate) fn parse_field(field: &Field) -> syn::Result<ParamFieldDef> {
     let mut describe: Option<LitStr> = None;
     let mut name: Option<LitStr> = None;
     let mut flatten: Option<syn::Path> = None;
+    let mut none_expr: Option<Expr> = None;
     let mut keys = 0usize;
     for attr in field.attrs.iter().filter(|a| a.path().is_ident("param")) {
         attr.parse_nested_meta(|meta| {
@@ -355,6 +360,7 @@ pub(crate) fn parse_field(field: &Field) -> syn::Result<ParamFieldDef> {
             keys += 1;
             match key.as_deref() {
                 Some("flatten") => once(&mut flatten, meta.path.clone(), &meta.path),
+                Some("none") => once(&mut none_expr, meta.value()?.parse()?, &meta.path),
                 Some("default") => once(&mut default_expr, meta.value()?.parse()?, &meta.path),
                 Some("lower_bound") => once(&mut lower, meta.value()?.parse()?, &meta.path),
                 Some("upper_bound") => once(&mut upper, meta.value()?.parse()?, &meta.path),
@@ -412,6 +418,7 @@ pub(crate) fn parse_field(field: &Field) -> syn::Result<ParamFieldDef> {
             enumeration: None,
             description: String::new(),
             flatten: true,
+            none: None,
         });
     }
     let name_value = match &name {
@@ -544,7 +551,27 @@ pub(crate) fn parse_field(field: &Field) -> syn::Result<ParamFieldDef> {
         .map(|v| v.iter().map(LitStr::value).collect());
     let default = match &default_expr {
         None => None,
-        Some(expr) => Some(default_value(expr, ft, &field_name)?),
+        Some(expr) => Some(default_value(expr, ft, &field_name, "default")?),
+    };
+    let none = match &none_expr {
+        None => None,
+        Some(expr) if ft.optional => {
+            let inner = FieldType {
+                optional: false,
+                ..ft
+            };
+            Some(default_value(expr, inner, &field_name, "none value")?)
+        }
+        Some(expr) => {
+            return Err(err(
+                expr,
+                format!(
+                    "none (the value that stands for None in the OpDef) applies to Option \
+                     fields only; field '{field_name}' is {}",
+                    ft.describe()
+                ),
+            ))
+        }
     };
     if let (Some(d), Some(expr)) = (&default, &default_expr) {
         check_default(
@@ -574,6 +601,7 @@ pub(crate) fn parse_field(field: &Field) -> syn::Result<ParamFieldDef> {
         enumeration: enumeration_values,
         description,
         flatten: false,
+        none,
     })
 }
 

@@ -16,6 +16,10 @@
 //!   `DataType` (`default = Float`) for `DataType` fields, `[a, b]` for
 //!   `Vec` fields and shapes. A field with neither a default nor an
 //!   `Option` type is required.
+//! - `none = LIT` (`Option` fields): the value that stands for `None`
+//!   where a value must be given: the attr's default in the OpDef (an
+//!   attr without a default is required), read back as `None`
+//!   (`#[param(none = -1)] axis: Option<i64>` is `axis: int = -1`).
 //! - `lower_bound = N`, `upper_bound = N`: an inclusive range, checked when
 //!   a value is parsed (number fields only; not part of the OpDef, whose
 //!   syntax has no ranges).

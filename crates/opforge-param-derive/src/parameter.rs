@@ -102,6 +102,13 @@ fn field_tokens(krate: &syn::Path, f: &ParamFieldDef) -> TokenStream {
         Some(values) => quote!(&[#(#values),*]),
         None => quote!(#param_type::ENUMERATION),
     };
+    let none = match &f.none {
+        Some(Default::Ints(dims)) if f.field_type.kind == Kind::Shape && !f.field_type.list => {
+            let lits = dims.iter().map(|i| Literal::i64_suffixed(*i));
+            option(Some(quote!(#krate::param::__private::shape(&[#(#lits),*]))))
+        }
+        other => option(other.as_ref().map(|d| default_tokens(krate, d))),
+    };
     let minimum = option(f.minimum.map(Literal::i64_suffixed));
     let lower = bound(krate, &f.lower_bound);
     let upper = bound(krate, &f.upper_bound);
@@ -111,6 +118,7 @@ fn field_tokens(krate: &syn::Path, f: &ParamFieldDef) -> TokenStream {
             attr_type: #param_type::ATTR_TYPE,
             optional: #param_type::OPTIONAL,
             default: #default,
+            none: #none,
             description: #description,
             minimum: #minimum,
             lower_bound: #lower,

@@ -118,8 +118,8 @@ fn crate_path_and_enum_default_check() {
 fn unknown_and_duplicate_keys() {
     assert_eq!(
         error(parse_quote! { struct P { #[param(deflt = 1)] a: i64 } }),
-        "unknown param key 'deflt'; a field takes: default, lower_bound, upper_bound, minimum, \
-         enumeration, describe, name, flatten"
+        "unknown param key 'deflt'; a field takes: default, none, lower_bound, upper_bound, \
+         minimum, enumeration, describe, name, flatten"
     );
     assert_eq!(
         error(parse_quote! { struct P { #[param(default = 1, default = 2)] a: i64 } }),
@@ -168,7 +168,7 @@ fn defaults_of_the_wrong_kind() {
     assert_eq!(
         error(parse_quote! { struct P { #[param(default = 1)] a: Option<i64> } }),
         "field 'a' is an Option: its absence is None, so it takes no default (drop the Option \
-         to give one)"
+         to give one, or name the value that stands for None with none = ...)"
     );
     assert_eq!(
         error(parse_quote! { struct P { #[param(default = 3)] a: Mode } }),
@@ -361,5 +361,32 @@ fn flattened_fields_take_the_nested_struct_s_values() {
     assert_eq!(
         error(parse_quote! { struct P { #[param(flatten)] g: Option<Grid> } }),
         "a flattened field is a Parameter struct, not an Option of an enum"
+    );
+}
+
+#[test]
+fn none_values_of_option_fields() {
+    let out = expansion(parse_quote! {
+        struct P {
+            #[param(none = -1)]
+            axis: Option<i64>,
+            b: i64,
+        }
+    });
+    assert!(
+        out.contains(
+            "none:::core::option::Option::Some(::opforge_core::param::__private::int(-1i64))"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("none:::core::option::Option::None"), "{out}");
+    assert_eq!(
+        error(parse_quote! { struct P { #[param(none = -1)] a: i64 } }),
+        "none (the value that stands for None in the OpDef) applies to Option fields only; \
+         field 'a' is an integer"
+    );
+    assert_eq!(
+        error(parse_quote! { struct P { #[param(none = "x")] a: Option<i64> } }),
+        "the none value of field 'a' (an integer) must be an integer literal that fits i64"
     );
 }

@@ -89,13 +89,17 @@ pub struct SessionOptions {
     /// is asked to `Write` (the figures with and without:
     /// `benches/output_requests.rs`).
     pub output_requests: bool,
-    /// Before a kernel runs with an `InPlace` or `Add` request, check that
-    /// no other value of the run (a pending reader's, or another input of
-    /// the node) shares the buffer it would write, and fail the run
-    /// (`Internal`, naming the node) if one does. Without the check such a
-    /// request is quietly turned into `Write`. Off by default; the
-    /// environment variable `OPFORGE_CHECK_INPLACE` (any value but `0`)
-    /// turns it on for every session.
+    /// A debug check of in-place writes: before a kernel runs with an
+    /// `InPlace` or `Add` request the runtime grants (a buffer no other
+    /// tensor holds), check that the memory it lets be written overlaps no
+    /// other input of the node and no value of the run still waiting for
+    /// its readers, and fail the run (`Internal`, naming the node and the
+    /// reader) if it does: memory ranges are compared, so two buffers over
+    /// one allocation (a plugin's foreign memory set as two outputs) are
+    /// caught. (A request whose buffer another tensor holds is always
+    /// turned into `Write`, check or not.) Off by default; the environment
+    /// variable `OPFORGE_CHECK_INPLACE` (any value but `0`) turns it on for
+    /// every session.
     pub check_inplace: bool,
 }
 

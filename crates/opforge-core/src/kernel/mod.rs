@@ -9,6 +9,7 @@ pub use context::{
     call_kernel, call_kernel_with, KernelSignature, OpKernelConstruction, OpKernelContext,
     TensorVec,
 };
+pub(crate) use request::can_take_over;
 pub use request::{
     add_into, FInplaceIdentity, FInplaceOption, OutputBinding, OutputRequest, RequestSupport,
 };

@@ -202,16 +202,15 @@ pub(super) fn values_from_attrs(
     fields: &[ParamField],
     attrs: &AttrMap,
 ) -> Result<Vec<Option<AttrValue>>> {
-    fields
-        .iter()
-        .map(
-            |field| match attrs.get(field.name).or(field.default.as_ref()) {
-                Some(value) => check_value(owner, field, value).map(|()| Some(value.clone())),
-                None if field.optional => Ok(None),
-                None => Err(missing(owner, field)),
-            },
-        )
-        .collect()
+    let value = |field: &ParamField| -> Result<Option<AttrValue>> {
+        match attrs.get(field.name).or(field.default.as_ref()) {
+            Some(value) if field.optional && field.none.as_ref() == Some(value) => Ok(None),
+            Some(value) => check_value(owner, field, value).map(|()| Some(value.clone())),
+            None if field.optional => Ok(None),
+            None => Err(missing(owner, field)),
+        }
+    };
+    fields.iter().map(value).collect()
 }
 
 /// Parses the keyword argument `text` of `field` into its `AttrValue`,
@@ -272,6 +271,7 @@ fn parse_given(
     kwargs: &[(&str, &str)],
 ) -> Result<Vec<Option<AttrValue>>> {
     let mut given: Vec<Option<AttrValue>> = vec![None; fields.len()];
+    let mut seen = vec![false; fields.len()];
     for (name, text) in kwargs {
         let Some(i) = fields.iter().position(|f| f.name == *name) else {
             let known: Vec<&str> = fields.iter().map(|f| f.name).collect();
@@ -284,12 +284,20 @@ fn parse_given(
                 }
             )));
         };
-        if given[i].is_some() {
+        if seen[i] {
             return Err(Status::invalid_argument(format!(
                 "{owner}: parameter '{name}' is given twice"
             )));
         }
+        seen[i] = true;
+        // MXNet writes an absent optional value as "None".
+        if fields[i].optional && text.trim() == "None" {
+            continue;
+        }
         let value = parse_kwarg(owner, &fields[i], text)?;
+        if fields[i].optional && fields[i].none.as_ref() == Some(&value) {
+            continue;
+        }
         check_value(owner, &fields[i], &value)?;
         given[i] = Some(value);
     }
@@ -357,10 +365,11 @@ impl ParamField {
     /// has none). An `Option` field has no spec: an attr without a
     /// default is required.
     pub fn spec(&self) -> Result<String> {
-        if self.optional {
+        if self.optional && self.none.is_none() {
             return Err(Status::invalid_argument(format!(
                 "parameter '{}' is an Option, which an OpDef attr cannot express (an attr \
-                 without a default is required); give the field a default instead",
+                 without a default is required); give the field a default, or the value that \
+                 stands for None (#[param(none = ...)])",
                 self.name
             )));
         }
@@ -394,7 +403,7 @@ impl ParamField {
         if let Some(m) = self.minimum {
             spec.push_str(&format!(" >= {m}"));
         }
-        if let Some(d) = &self.default {
+        if let Some(d) = self.default.as_ref().or(self.none.as_ref()) {
             spec.push_str(" = ");
             spec.push_str(&spec_value(d));
         }
@@ -409,10 +418,11 @@ pub(super) fn doc_table(fields: &[ParamField]) -> String {
         "| Parameter | Type | Default | Allowed | Description |\n|---|---|---|---|---|\n",
     );
     for f in fields {
-        let default = match (&f.default, f.optional) {
-            (Some(d), _) => format!("`{}`", display_value(d)),
-            (None, true) => "optional".to_string(),
-            (None, false) => "required".to_string(),
+        let default = match (&f.default, f.optional, &f.none) {
+            (Some(d), _, _) => format!("`{}`", display_value(d)),
+            (None, true, Some(none)) => format!("optional (None: `{}`)", display_value(none)),
+            (None, true, None) => "optional".to_string(),
+            (None, false, _) => "required".to_string(),
         };
         let mut allowed = Vec::new();
         if !f.enumeration.is_empty() {

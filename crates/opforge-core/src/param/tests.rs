@@ -347,6 +347,7 @@ fn lists_split_at_top_level_commas_only() {
         attr_type,
         optional: false,
         default: None,
+        none: None,
         description: "",
         minimum: None,
         lower_bound: None,
@@ -380,10 +381,24 @@ fn option_fields_are_for_kwargs_only() {
         Some(-1)
     );
     assert_eq!(Optional::from_attrs(&AttrMap::new()).unwrap().axis, None);
+    // MXNet's spelling of an absent optional value.
+    assert_eq!(
+        Optional::from_kwargs(&[("axis", "None")]).unwrap().axis,
+        None
+    );
+    assert_eq!(
+        message(Optional::from_kwargs(&[("axis", "None"), ("axis", "1")])),
+        "Optional: parameter 'axis' is given twice"
+    );
+    assert_eq!(
+        message(Optional::from_kwargs(&[("a", "None")])),
+        "Optional: invalid value 'None' for parameter 'a': must be an integer"
+    );
     assert_eq!(
         message(Optional::attr_specs()),
         "Optional: parameter 'axis' is an Option, which an OpDef attr cannot express (an attr \
-         without a default is required); give the field a default instead"
+         without a default is required); give the field a default, or the value that stands \
+         for None (#[param(none = ...)])"
     );
     let err = OpDefBuilder::new("Opt")
         .params::<Optional>()
@@ -392,7 +407,8 @@ fn option_fields_are_for_kwargs_only() {
     assert_eq!(
         err.message(),
         "Opt: params Optional: parameter 'axis' is an Option, which an OpDef attr cannot \
-         express (an attr without a default is required); give the field a default instead"
+         express (an attr without a default is required); give the field a default, or the \
+         value that stands for None (#[param(none = ...)])"
     );
 }
 
@@ -516,4 +532,42 @@ fn ops_carry_their_fields_for_string_kwargs() {
         "Quant: invalid value 40 for parameter 'bits': must be in [2, 16]"
     );
     assert!(doc_table(&fields).contains("| `bits` | int | `8` | [2, 16] |  |\n"));
+}
+
+#[derive(Parameter, Debug, PartialEq)]
+struct Axis {
+    /// The axis; None: every axis.
+    #[param(none = -1, lower_bound = 0)]
+    axis: Option<i64>,
+}
+
+#[test]
+fn a_none_value_makes_an_option_an_op_def_attr() {
+    assert_eq!(Axis::attr_specs().unwrap(), ["axis: int = -1"]);
+    let op = OpDefBuilder::new("Reduce")
+        .params::<Axis>()
+        .finalize()
+        .unwrap();
+    assert_eq!(op.attr[0], {
+        let mut want = parse_attr_spec("axis: int = -1").unwrap();
+        want.description = "The axis; None: every axis.".into();
+        want
+    });
+    let from = |v: i64| Axis::from_attrs(&attrs(&[("axis", v.into_attr_value())]));
+    assert_eq!(Axis::from_attrs(&AttrMap::new()).unwrap().axis, None);
+    assert_eq!(from(-1).unwrap().axis, None);
+    assert_eq!(from(2).unwrap().axis, Some(2));
+    assert_eq!(
+        message(from(-2)),
+        "Axis: invalid value -2 for parameter 'axis': must be >= 0"
+    );
+    for (text, want) in [("None", None), ("-1", None), ("3", Some(3))] {
+        assert_eq!(
+            Axis::from_kwargs(&[("axis", text)]).unwrap().axis,
+            want,
+            "{text}"
+        );
+    }
+    assert!(Axis::doc_table()
+        .contains("| `axis` | int | optional (None: `-1`) | >= 0 | The axis; None: every axis. |"));
 }

@@ -321,10 +321,13 @@ impl Session {
     }
 
     /// The in-place check ([`SessionOptions::check_inplace`](super::SessionOptions::check_inplace)):
-    /// `Internal` if a buffer an `InPlace` or `Add` request would write is
-    /// shared with another input of the step or with a value of the run
-    /// still waiting for its readers (pairs the op declares identity,
-    /// [`FInplaceIdentity`], write nothing and are not checked).
+    /// `Internal` if the memory an `InPlace` or `Add` request lets be
+    /// written (one the runtime grants: the kernel handles the request and
+    /// no other tensor holds the buffer) overlaps the memory of another
+    /// input of the step or of a value of the run still waiting for its
+    /// readers. Memory ranges are compared, not buffers, so two buffers
+    /// over one allocation (foreign memory wrapped twice) are caught.
+    /// Pairs the op declares identity ([`FInplaceIdentity`]) are exempt.
     pub(super) fn check_inplace(
         &self,
         step: &Step,
@@ -333,42 +336,56 @@ impl Session {
         state: &RunState,
     ) -> Result<()> {
         let node = self.graph.at(step.node as usize);
-        let identity = self.identity_pairs(node);
+        let support = step.kernel.kernel.supported_requests();
+        let mut identity = None;
         for (o, b) in bindings.iter().enumerate() {
-            let (t, what) = match b {
+            let (t, what, skip) = match b {
                 OutputBinding::InPlace { input } => {
-                    if identity.contains(&(*input, o)) {
+                    let Some(t) = inputs.get(*input) else {
+                        continue;
+                    };
+                    let granted = support.handles(OutputRequest::InPlace)
+                        && node.output_types.get(o).is_some_and(|&dt| {
+                            crate::kernel::can_take_over(t, dt, step.device.location())
+                        });
+                    let identity = identity.get_or_insert_with(|| self.identity_pairs(node));
+                    if !granted || identity.contains(&(*input, o)) {
                         continue;
                     }
-                    match inputs.get(*input) {
-                        Some(t) => (t, format!("input {input}")),
-                        None => continue,
-                    }
+                    (t, format!("input {input}"), Some(*input))
                 }
-                OutputBinding::Add(acc) => (acc, "the accumulator".to_string()),
+                // Written by the kernel or by the runtime's add, unless shared (then copied).
+                OutputBinding::Add(acc) if acc.is_uniquely_owned() => {
+                    (acc, "the accumulator".to_string(), None)
+                }
                 _ => continue,
             };
-            let other_input = inputs.iter().enumerate().find(|&(j, x)| {
-                !std::ptr::eq(x, t) && x.shares_storage_with(t) && Some(j) != in_place_input(b)
-            });
+            let Some(range) = host_range(t) else {
+                continue;
+            };
+            let overlaps = |x: &Tensor| host_range(x).is_some_and(|r| overlap(r, range));
+            let other_input = inputs
+                .iter()
+                .enumerate()
+                .find(|&(j, x)| Some(j) != skip && overlaps(x));
             let holder = match other_input {
                 Some((j, _)) => Some(format!("input {j} of the same node")),
                 None => state.values.iter().enumerate().find_map(|(slot, v)| {
                     let v = v.try_lock().ok()?;
                     v.as_ref()
-                        .is_some_and(|v| v.shares_storage_with(t))
+                        .is_some_and(&overlaps)
                         .then(|| format!("value slot {slot} of the run (a pending reader's)"))
                 }),
             };
             if let Some(holder) = holder {
+                let req = match b {
+                    OutputBinding::Add(_) => "Add",
+                    _ => "InPlace",
+                };
                 return Err(self.annotate(
                     Status::internal(format!(
                         "in-place check (OPFORGE_CHECK_INPLACE): output {o} would be written \
-                         ({}) in the buffer of {what}, which {holder} still reads",
-                        match b {
-                            OutputBinding::Add(_) => "Add",
-                            _ => "InPlace",
-                        }
+                         ({req}) in the memory of {what}, which {holder} still reads"
                     )),
                     step.node as usize,
                 ));
@@ -394,12 +411,15 @@ impl Session {
     }
 }
 
-/// The input an `InPlace` binding offers.
-fn in_place_input(b: &OutputBinding) -> Option<usize> {
-    match b {
-        OutputBinding::InPlace { input } => Some(*input),
-        _ => None,
-    }
+/// The host memory a dense tensor's elements take (`None`: empty, or not
+/// on the host).
+fn host_range(t: &Tensor) -> Option<(usize, usize)> {
+    let (p, len) = t.host_data()?;
+    (len > 0).then_some((p as usize, p as usize + len))
+}
+
+fn overlap(a: (usize, usize), b: (usize, usize)) -> bool {
+    a.0 < b.1 && b.0 < a.1
 }
 
 impl RunState {

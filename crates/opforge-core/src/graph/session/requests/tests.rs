@@ -34,6 +34,35 @@ impl OpKernel for Dup {
     }
 }
 
+/// `RAlias`: two outputs over one allocation, each its own buffer (as a
+/// plugin's `set_output_foreign` of one memory twice would make): each
+/// looks uniquely owned.
+struct Alias;
+impl OpKernel for Alias {
+    fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
+        let mut v = vec![1f32, 2., 3., 4.];
+        let ptr = std::ptr::NonNull::new(v.as_mut_ptr().cast::<u8>()).expect("a Vec's pointer");
+        let keep = Arc::new(v);
+        for o in 0..2 {
+            let keep = keep.clone();
+            // SAFETY: the Vec's 16 bytes stay allocated until both release
+            // callbacks ran (each holds the Vec); they hold valid floats.
+            // Both buffers alias them on purpose: that is what the in-place
+            // check must catch.
+            let buf = unsafe {
+                crate::tensor::Buffer::from_foreign(
+                    ptr,
+                    16,
+                    crate::tensor::Location::Host,
+                    move || drop(keep),
+                )
+            };
+            ctx.set_output(o, Tensor::from_buffer(crate::DataType::Float, &[4], buf)?)?;
+        }
+        Ok(())
+    }
+}
+
 /// `RTwice`: `y = 2 * x`, handling `InPlace` (and `Null`); logs.
 struct Twice(Log);
 impl OpKernel for Twice {
@@ -124,6 +153,18 @@ fn registry(log: Log, split_log: Arc<Mutex<Vec<[OutputRequest; 2]>>>) -> Arc<Reg
     )
     .unwrap();
     r.register_op(
+        OpDefBuilder::new("RAlias")
+            .output("a: float")
+            .output("b: float")
+            .set_attr::<ShapeFn>(Arc::new(|c| {
+                let s = c.vector(4);
+                c.set_output(0, s);
+                c.set_output(1, s);
+                Ok(())
+            })),
+    )
+    .unwrap();
+    r.register_op(
         OpDefBuilder::new("RTwice")
             .input("x: float")
             .output("y: float")
@@ -146,6 +187,10 @@ fn registry(log: Log, split_log: Arc<Mutex<Vec<[OutputRequest; 2]>>>) -> Arc<Reg
     .unwrap();
     r.register_kernel(KernelRegistration::with_factory(k("RDup"), |_| {
         Ok(Box::new(Dup) as Box<dyn OpKernel>)
+    }))
+    .unwrap();
+    r.register_kernel(KernelRegistration::with_factory(k("RAlias"), |_| {
+        Ok(Box::new(Alias) as Box<dyn OpKernel>)
     }))
     .unwrap();
     r.register_kernel(KernelRegistration::with_factory(k("RTwice"), move |_| {
@@ -254,39 +299,59 @@ fn in_place_is_refused_when_the_input_has_another_reader() {
 }
 
 #[test]
-fn a_shared_buffer_is_never_written_and_the_check_names_its_reader() {
+fn a_shared_buffer_is_never_written_in_place() {
     // RDup's outputs share one buffer; `a` is read by RTwice alone, so the
-    // plan asks for InPlace, but `b` (fetched) still holds the buffer.
+    // plan asks for InPlace, but `b` (fetched) still holds the buffer: the
+    // kernel is asked to Write (with the check on too: nothing is wrong).
     let log: Log = Default::default();
     let mut g = Graph::with_registry(registry(log.clone(), Default::default()));
     let x = add(&mut g, "RFresh", "x", &[]);
     let d = add(&mut g, "RDup", "d", &[out(x, 0)]);
     let y = add(&mut g, "RTwice", "y", &[out(d, 0)]);
-    for s in sessions(&g, |o| o.check_inplace = false) {
-        log.lock().unwrap().clear();
-        let got = s.run(vec![], &[out(y, 0), out(d, 1)], &[]).unwrap();
-        assert_eq!(values(&got[0]), [2., 4., 6., 8.]);
-        assert_eq!(
-            values(&got[1]),
-            [1., 2., 3., 4.],
-            "the other reader's value is intact"
-        );
-        assert_eq!(*log.lock().unwrap(), [(OutputRequest::Write, None, false)]);
+    for check in [false, true] {
+        for s in sessions(&g, |o| o.check_inplace = check) {
+            log.lock().unwrap().clear();
+            let got = s.run(vec![], &[out(y, 0), out(d, 1)], &[]).unwrap();
+            assert_eq!(values(&got[0]), [2., 4., 6., 8.]);
+            assert_eq!(
+                values(&got[1]),
+                [1., 2., 3., 4.],
+                "the other reader's value is intact"
+            );
+            assert_eq!(*log.lock().unwrap(), [(OutputRequest::Write, None, false)]);
+            // Without the other reader the request is taken.
+            log.lock().unwrap().clear();
+            let got = s.run(vec![], &[out(y, 0)], &[]).unwrap();
+            assert_eq!(values(&got[0]), [2., 4., 6., 8.]);
+            assert_eq!(
+                *log.lock().unwrap(),
+                [(OutputRequest::InPlace, Some(0), true)]
+            );
+        }
     }
+}
+
+#[test]
+fn the_check_catches_memory_aliased_by_two_buffers() {
+    // RAlias's outputs are two buffers over one allocation: each looks
+    // uniquely owned, so InPlace would be granted on `a` while `b` (fetched)
+    // reads the same memory. The check compares memory and fails the run.
+    let log: Log = Default::default();
+    let mut g = Graph::with_registry(registry(log.clone(), Default::default()));
+    let d = add(&mut g, "RAlias", "d", &[]);
+    let y = add(&mut g, "RTwice", "y", &[out(d, 0)]);
     for s in sessions(&g, |o| o.check_inplace = true) {
+        log.lock().unwrap().clear();
         let e = s.run(vec![], &[out(y, 0), out(d, 1)], &[]).unwrap_err();
         assert_eq!(e.code(), Code::Internal, "{e}");
         assert!(e.message().contains("in-place check"), "{e}");
         assert!(e.message().contains("{{node y}}"), "{e}");
+        assert!(e.message().contains("memory of input 0"), "{e}");
         assert!(e.message().contains("still reads"), "{e}");
-        // Without the other reader the check passes and the request is taken.
-        log.lock().unwrap().clear();
+        assert!(log.lock().unwrap().is_empty(), "the kernel did not run");
+        // Nothing else reads the memory: the run passes.
         let got = s.run(vec![], &[out(y, 0)], &[]).unwrap();
         assert_eq!(values(&got[0]), [2., 4., 6., 8.]);
-        assert_eq!(
-            *log.lock().unwrap(),
-            [(OutputRequest::InPlace, Some(0), true)]
-        );
     }
 }
 
