@@ -353,3 +353,52 @@ impl<A: OpAttr> OpMap<A> {
         self.values.keys().map(String::as_str).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attrs::{FInferShape, NodeAttrs, TIsBackward, TShape};
+
+    fn shape(_: &NodeAttrs<'_>, _: &mut [TShape], _: &mut [TShape]) -> Result<bool> {
+        Ok(true)
+    }
+
+    #[test]
+    fn the_same_value_twice_is_one_setting_a_different_one_an_error() {
+        let f: Arc<crate::InferShapeFn> = Arc::new(shape);
+        let op = NnvmOp::new("X")
+            .set_attr::<FInferShape>(f.clone())
+            .set_attr::<FInferShape>(f)
+            .set_num_inputs(1)
+            .set_num_inputs(1);
+        assert!(op.errors.is_empty());
+        assert_eq!(op.attr_names(), ["FInferShape", "NumInputs"]);
+        assert_eq!(op.get::<NumInputs>().as_deref(), Some(&1));
+        assert!(
+            op.get::<NumOutputs>().is_none(),
+            "NumInputs is not NumOutputs"
+        );
+        let op = op.set_num_inputs(2);
+        assert_eq!(op.errors, ["op 'X': NumInputs is set twice"]);
+    }
+
+    #[test]
+    fn queries_read_the_registry_tables() {
+        let r = Registry::new();
+        NnvmOp::new("QueryA")
+            .set_attr::<TIsBackward>(Arc::new(true))
+            .finish(&r)
+            .unwrap();
+        NnvmOp::new("QueryB").finish(&r).unwrap();
+        let map = OpMap::<TIsBackward>::of(&r);
+        assert_eq!(map.ops(), ["QueryA"]);
+        assert_eq!(map.get("QueryA").map(|v| **v), Some(true));
+        assert!(!map.contains("QueryB"));
+        let b = Op::get(&r, "QueryB").unwrap();
+        assert_eq!(b.name(), "QueryB");
+        assert!(!b.has_attr::<TIsBackward>());
+        assert!(b.attr_names().is_empty(), "nothing set, no attribute");
+        let e = Op::get(&r, "QueryC").unwrap_err();
+        assert_eq!(e.code(), opforge_core::Code::NotFound);
+    }
+}

@@ -326,3 +326,85 @@ pub(crate) fn synthesize(op: &NnvmOp) -> Result<Synth> {
     }
     Ok(Synth { op: b, kernels })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opforge_core::Code;
+
+    /// Fills only the outputs, from input 0 (does not tie the inputs).
+    fn outputs_from_first(
+        _: &NodeAttrs<'_>,
+        ins: &mut [Option<DataType>],
+        outs: &mut [Option<DataType>],
+    ) -> Result<bool> {
+        for o in outs.iter_mut() {
+            *o = ins[0];
+        }
+        Ok(ins[0].is_some())
+    }
+
+    fn never(
+        _: &NodeAttrs<'_>,
+        _: &mut [Option<DataType>],
+        _: &mut [Option<DataType>],
+    ) -> Result<bool> {
+        Ok(false)
+    }
+
+    fn typing_of(op: NnvmOp, n_in: usize, n_out: usize) -> Result<Typing> {
+        let empty = AttrMap::new();
+        let attrs = NodeAttrs::new(op.name(), op.name(), &empty, None);
+        typing(&op, &attrs, n_in, n_out)
+    }
+
+    #[test]
+    fn an_finfer_type_that_fills_only_outputs_does_not_tie_inputs() {
+        let op = NnvmOp::new("X").set_attr::<FInferType>(Arc::new(outputs_from_first));
+        let t = typing_of(op, 2, 2).unwrap();
+        assert_eq!(t.input_attrs, ["T0", "T1"]);
+        assert_eq!(t.outputs, [OutType::Input(0), OutType::Input(0)]);
+        // With one input it does tie: every input and output is input 0's.
+        let op = NnvmOp::new("X").set_attr::<FInferType>(Arc::new(outputs_from_first));
+        let t = typing_of(op, 1, 1).unwrap();
+        assert_eq!(t.input_attrs, ["T"]);
+    }
+
+    #[test]
+    fn untyped_outputs_and_too_many_untied_inputs_are_refused() {
+        let op = NnvmOp::new("X").set_attr::<FInferType>(Arc::new(never));
+        let e = typing_of(op, 1, 1).err().unwrap();
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert!(
+            e.message().starts_with(
+                "NNVM op 'X': FInferType gives output 0 neither an input's dtype nor a fixed one"
+            ),
+            "{e}"
+        );
+        let op = NnvmOp::new("X").set_attr::<FInferType>(Arc::new(never));
+        let e = typing_of(op, 7, 1).err().unwrap();
+        assert_eq!(
+            e.message(),
+            "NNVM op 'X': 7 inputs whose dtypes FInferType does not tie: the synthesis tells at \
+             most 6 apart"
+        );
+        let e = typing_of(NnvmOp::new("X"), 0, 1).err().unwrap();
+        assert!(
+            e.message()
+                .contains("an op without inputs needs an FInferType"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn visible_outputs_cannot_exceed_the_outputs() {
+        let op = NnvmOp::new("X")
+            .set_num_outputs(1)
+            .set_attr::<crate::FNumVisibleOutputs>(Arc::new(|_: &NodeAttrs<'_>| 2));
+        let e = synthesize(&op).err().unwrap();
+        assert_eq!(
+            e.message(),
+            "NNVM op 'X': FNumVisibleOutputs gives 2 visible outputs of 1"
+        );
+    }
+}
