@@ -585,3 +585,37 @@ fn the_python_wrapper_is_generated_from_the_synthesised_opdef() {
         "{doc}"
     );
 }
+
+/// A device of the test's own, as another crate would add one.
+struct OtherDevice;
+impl opforge_nnvm::DeviceKind for OtherDevice {
+    const DEVICE_TYPE: &'static str = "OTHER";
+    const FCOMPUTE_NAME: &'static str = "FCompute<other>";
+}
+
+#[test]
+fn one_kernel_per_fcompute_device() {
+    let r = Registry::new();
+    NnvmOp::new("NnvmTwoDevices")
+        .set_attr::<FInferShape>(Arc::new(like_first))
+        .set_attr::<FCompute>(Arc::new(copy_compute))
+        .set_attr::<FCompute<OtherDevice>>(Arc::new(copy_compute))
+        .finish(&r)
+        .unwrap();
+    let mut devices: Vec<String> = r
+        .kernels_for("NnvmTwoDevices")
+        .iter()
+        .map(|k| k.def.device_type.clone())
+        .collect();
+    devices.sort();
+    assert_eq!(devices, ["CPU", "OTHER"]);
+    assert_eq!(
+        r.ops_with_attr::<FCompute<OtherDevice>>(),
+        ["NnvmTwoDevices"]
+    );
+    let names = Op::get(&r, "NnvmTwoDevices").unwrap().attr_names();
+    assert!(
+        names.contains(&"FCompute<cpu>") && names.contains(&"FCompute<other>"),
+        "{names:?}"
+    );
+}
