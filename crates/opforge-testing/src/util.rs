@@ -155,3 +155,40 @@ pub fn const_node(g: &mut Graph, name: &str, t: &Tensor) -> Output {
         .unwrap_or_else(|e| panic!("Const {name}: {e}"));
     Output::new(id, 0)
 }
+
+/// Runs the global registry's CPU kernel of `op` once on single-tensor
+/// inputs `inputs` (attrs resolved from them, `attrs` given) with an
+/// output request per output (`bindings`, see
+/// [`call_kernel_with`](opforge_core::kernel::call_kernel_with)): the
+/// outputs handed back, by index. For tests of kernels that handle output
+/// requests.
+pub fn call_with_requests(
+    op: &str,
+    inputs: Vec<Tensor>,
+    attrs: &[(&str, opforge_core::proto::AttrValue)],
+    bindings: &mut [opforge_core::kernel::OutputBinding],
+) -> Result<Vec<(usize, Tensor)>> {
+    use opforge_core::attrs::{resolve_call, ArgTypes, AttrMap};
+    let r = Registry::global();
+    let op_def = r.lookup(op)?.op_def.clone();
+    let mut given = AttrMap::new();
+    for (k, v) in attrs {
+        given.insert(k.to_string(), v.clone());
+    }
+    let types: Vec<ArgTypes> = inputs.iter().map(|t| ArgTypes::Single(t.dtype())).collect();
+    let call = resolve_call(&op_def, &types, &given)?;
+    let dev = opforge_core::device::CpuDevice::new(2)?;
+    let built = r.build_kernel(&op_def, op, call.attrs, &dev)?;
+    let mut ins: opforge_core::kernel::TensorVec = inputs.into_iter().collect();
+    let mut out = Vec::new();
+    opforge_core::kernel::call_kernel_with(
+        built.kernel.as_ref(),
+        &built.sig,
+        &mut ins,
+        &dev,
+        &opforge_core::resource::ResourceMgr::new(),
+        bindings,
+        |_, i, t| out.push((i, t)),
+    )?;
+    Ok(out)
+}

@@ -23,7 +23,9 @@
 use super::{unloaded_op, Graph, NodeId, Output};
 use crate::device::{CpuDevice, Device, DeviceSet, DeviceSpec, InputMemory, ThreadPool};
 use crate::eager::EagerContext;
-use crate::kernel::{call_kernel, KernelRegistration, KernelSignature, OpKernel, TensorVec};
+use crate::kernel::{
+    call_kernel, call_kernel_with, KernelRegistration, KernelSignature, OpKernel, TensorVec,
+};
 use crate::registry::Registry;
 use crate::resource::ResourceMgr;
 use crate::tensor::Location;
@@ -33,8 +35,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 mod plan;
+mod requests;
 
 use plan::{Plan, RunState, Step};
+use requests::Bindings;
 
 struct NodeKernel {
     sig: KernelSignature,
@@ -74,6 +78,29 @@ pub struct SessionOptions {
     /// and results stay the same. On by default; the session's
     /// [`graph`](Session::graph) is the rewritten graph.
     pub optimize: bool,
+    /// Ask kernels for the output requests they declare (see
+    /// [`OutputRequest`](crate::kernel::OutputRequest)): `Null` for an
+    /// output nobody reads, `InPlace` where the op's
+    /// [`FInplaceOption`](crate::kernel::FInplaceOption) or the kernel's
+    /// own declaration pairs an input with an output and the input has no
+    /// other reader, and `Add` to sum the parts of an `AddN` (a gradient
+    /// with several contributions) into the first part's buffer instead of
+    /// keeping every part for the `AddN`. On by default; off, every kernel
+    /// is asked to `Write` (the figures with and without:
+    /// `benches/output_requests.rs`).
+    pub output_requests: bool,
+    /// A debug check of in-place writes: before a kernel runs with an
+    /// `InPlace` or `Add` request the runtime grants (a buffer no other
+    /// tensor holds), check that the memory it lets be written overlaps no
+    /// other input of the node and no value of the run still waiting for
+    /// its readers, and fail the run (`Internal`, naming the node and the
+    /// reader) if it does: memory ranges are compared, so two buffers over
+    /// one allocation (a plugin's foreign memory set as two outputs) are
+    /// caught. (A request whose buffer another tensor holds is always
+    /// turned into `Write`, check or not.) Off by default; the environment
+    /// variable `OPFORGE_CHECK_INPLACE` (any value but `0`) turns it on for
+    /// every session.
+    pub check_inplace: bool,
 }
 
 impl Default for SessionOptions {
@@ -83,6 +110,8 @@ impl Default for SessionOptions {
             intra_op_threads: 0,
             allow_soft_placement: true,
             optimize: true,
+            output_requests: true,
+            check_inplace: std::env::var_os("OPFORGE_CHECK_INPLACE").is_some_and(|v| v != "0"),
         }
     }
 }
@@ -103,6 +132,10 @@ pub struct Session {
     /// The pool independent nodes run on (`None`: one after another).
     scheduler: Option<Arc<ThreadPool>>,
     soft_placement: bool,
+    /// [`SessionOptions::output_requests`].
+    output_requests: bool,
+    /// [`SessionOptions::check_inplace`].
+    check_inplace: bool,
     /// The registry generation at which every built kernel was last seen
     /// registered.
     generation: AtomicU64,
@@ -214,6 +247,8 @@ impl SessionBuilder {
             plans: Mutex::new(HashMap::new()),
             scheduler,
             soft_placement: options.allow_soft_placement,
+            output_requests: options.output_requests,
+            check_inplace: options.check_inplace,
         })
     }
 }
@@ -521,11 +556,14 @@ impl Session {
         ))
     }
 
-    /// Runs one step on its gathered inputs and hands each output to `output`.
+    /// Runs one step on its gathered inputs and hands each output to
+    /// `output`; with `bindings`, the step's output requests (`state`: the
+    /// run's values, for the in-place check).
     fn execute(
         &self,
         step: &Step,
         inputs: &mut TensorVec,
+        bindings: Option<(&mut Bindings, &RunState)>,
         mut output: impl FnMut(usize, Tensor),
     ) -> Result<()> {
         let k = &*step.kernel;
@@ -535,14 +573,30 @@ impl Session {
                     self.annotate(e.prepend(format!("input {i}: ")), step.node as usize)
                 })
             })?;
-        call_kernel(
-            k.kernel.as_ref(),
-            &k.sig,
-            inputs,
-            step.device.as_ref(),
-            &self.resource_mgr,
-            |_, i, t| output(i, t),
-        )
+        match bindings {
+            None => call_kernel(
+                k.kernel.as_ref(),
+                &k.sig,
+                inputs,
+                step.device.as_ref(),
+                &self.resource_mgr,
+                |_, i, t| output(i, t),
+            ),
+            Some((bindings, state)) => {
+                if self.check_inplace {
+                    self.check_inplace(step, inputs, bindings, state)?;
+                }
+                call_kernel_with(
+                    k.kernel.as_ref(),
+                    &k.sig,
+                    inputs,
+                    step.device.as_ref(),
+                    &self.resource_mgr,
+                    bindings,
+                    |_, i, t| output(i, t),
+                )
+            }
+        }
         .map_err(|e| self.annotate(e, step.node as usize))
     }
 
@@ -562,12 +616,23 @@ impl Session {
                 inputs.push(v.ok_or_else(|| self.annotate(unproduced(), step.node as usize))?);
             }
             let outputs = plan.outputs(step);
-            self.execute(step, &mut inputs, |i, t| {
-                // (An output nothing reads has NO_SLOT: no value slot.)
-                if let Some(v) = state.values.get_mut(outputs[i]) {
-                    *v.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(t);
+            match &step.requests {
+                None => self.execute(step, &mut inputs, None, |i, t| {
+                    // (An output nothing reads has NO_SLOT: no value slot.)
+                    if let Some(v) = state.values.get_mut(outputs[i]) {
+                        *v.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(t);
+                    }
+                })?,
+                Some(r) => {
+                    let mut b = self.bind(step, r, outputs, |slot| state.take_value(slot))?;
+                    let st: &RunState = state;
+                    self.execute(step, &mut inputs, Some((&mut b, st)), |i, t| {
+                        if let Some(v) = st.values.get(outputs[i]) {
+                            *v.lock().unwrap_or_else(PoisonError::into_inner) = Some(t);
+                        }
+                    })?
                 }
-            })?;
+            }
         }
         collect_fetches(plan, |slot| state.read_alone(slot))
     }
@@ -633,12 +698,21 @@ impl Session {
                 .collect();
             let result = gathered.and_then(|mut inputs| {
                 let outputs = plan.outputs(s);
-                self.execute(s, &mut inputs, |i, t| {
-                    // (An output nothing reads has NO_SLOT: no value slot.)
-                    if let Some(v) = state.values.get(outputs[i]) {
-                        *v.lock().unwrap_or_else(PoisonError::into_inner) = Some(t);
-                    }
-                })
+                let mut bindings = match &s.requests {
+                    Some(r) => Some(self.bind(s, r, outputs, |slot| state.take_value(slot))?),
+                    None => None,
+                };
+                self.execute(
+                    s,
+                    &mut inputs,
+                    bindings.as_mut().map(|b| (b, state)),
+                    |i, t| {
+                        // (An output nothing reads has NO_SLOT: no value slot.)
+                        if let Some(v) = state.values.get(outputs[i]) {
+                            *v.lock().unwrap_or_else(PoisonError::into_inner) = Some(t);
+                        }
+                    },
+                )
             });
             if let Err(e) = result {
                 state

@@ -3,6 +3,7 @@
 
 use crate::attrs::{get_attr, AttrMap, FromAttrValue};
 use crate::device::{Device, ThreadPool};
+use crate::kernel::request::{add_into, can_take_over, OutputBinding, OutputRequest};
 use crate::kernel::OpKernel;
 use crate::param::Parameter;
 use crate::proto::{AttrValue, OpDef};
@@ -144,6 +145,10 @@ pub struct OpKernelContext<'a> {
     outputs: &'a mut [Option<Tensor>],
     device: &'a dyn Device,
     resource_mgr: &'a ResourceMgr,
+    /// One request per flat output, or empty: all `Write`.
+    requests: &'a [OutputRequest],
+    /// Per flat output: the input an `InPlace` request offers (or empty).
+    inplace_inputs: &'a [Option<usize>],
 }
 
 /// Runs `kernel` once on `inputs` (flat, in the signature's order; a kernel
@@ -171,18 +176,7 @@ pub fn call_kernel<I: AsMut<[Tensor]>>(
     }
     let slots = slots.as_mut_slice();
     let mut ctx = OpKernelContext::new(sig, inputs.as_mut(), slots, device, resource_mgr)?;
-    match catch_unwind(AssertUnwindSafe(|| kernel.compute(&mut ctx))) {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(e),
-        Err(panic) => {
-            return Err(Status::internal(format!(
-                "the kernel of op '{}' panicked: {}. This is a bug in the kernel; \
-                 the runtime caught the panic and stays usable",
-                sig.op_def.name,
-                panic_message(&*panic)
-            )))
-        }
-    }
+    compute_guarded(kernel, &mut ctx, sig)?;
     if let Some(i) = slots.iter().position(Option::is_none) {
         return Err(unset_output(sig, i));
     }
@@ -190,6 +184,146 @@ pub fn call_kernel<I: AsMut<[Tensor]>>(
         if let Some(t) = t.take() {
             output(inputs, i, t);
         }
+    }
+    Ok(())
+}
+
+/// Runs the kernel, a panic becoming an `Internal` error naming the op.
+#[inline(always)]
+fn compute_guarded(
+    kernel: &dyn OpKernel,
+    ctx: &mut OpKernelContext<'_>,
+    sig: &KernelSignature,
+) -> Result<()> {
+    match catch_unwind(AssertUnwindSafe(|| kernel.compute(ctx))) {
+        Ok(r) => r,
+        Err(panic) => Err(Status::internal(format!(
+            "the kernel of op '{}' panicked: {}. This is a bug in the kernel; \
+             the runtime caught the panic and stays usable",
+            sig.op_def.name,
+            panic_message(&*panic)
+        ))),
+    }
+}
+
+/// [`call_kernel`] with an output request per flat output (`bindings`, one
+/// per output; see [`OutputRequest`]). What the kernel declares it handles
+/// ([`OpKernel::supported_requests`]) it is asked for; anything else it
+/// is asked to `Write`, and the runtime does the rest here:
+///
+/// - `Null`: the output is not handed to `output` (a kernel handling
+///   `Null` may leave it unset);
+/// - `InPlace { input }`: asked only when that input may become the output
+///   (its dtype, on the device, no other tensor sharing its buffer);
+///   otherwise `Write`;
+/// - `Add(acc)`: a kernel handling `Add` finds `acc` set as the output and
+///   adds into it (a shared `acc` is copied first); for any other kernel
+///   the fresh output is added into `acc` ([`add_into`]). Either way the
+///   sum is handed to `output`.
+///
+/// The bindings are consumed (each left `Write`).
+pub fn call_kernel_with<I: AsMut<[Tensor]>>(
+    kernel: &dyn OpKernel,
+    sig: &KernelSignature,
+    inputs: &mut I,
+    device: &dyn Device,
+    resource_mgr: &ResourceMgr,
+    bindings: &mut [OutputBinding],
+    mut output: impl FnMut(&mut I, usize, Tensor),
+) -> Result<()> {
+    let n = sig.output_types.len();
+    if bindings.len() != n {
+        return Err(Status::internal(format!(
+            "{}: {} output requests for {n} outputs",
+            sig.op_def.name,
+            bindings.len()
+        )));
+    }
+    let support = kernel.supported_requests();
+    let mut slots: SmallVec<[Option<Tensor>; 4]> = SmallVec::new();
+    let mut requests: SmallVec<[OutputRequest; 4]> = SmallVec::new();
+    let mut offered: SmallVec<[Option<usize>; 4]> = SmallVec::new();
+    // Accumulators the runtime adds into after the kernel wrote a fresh output.
+    let mut pending: SmallVec<[Option<Tensor>; 4]> = SmallVec::new();
+    {
+        let ins = inputs.as_mut();
+        for (o, b) in bindings.iter_mut().enumerate() {
+            let (mut req, mut slot, mut offer, mut acc) = (OutputRequest::Write, None, None, None);
+            match std::mem::take(b) {
+                OutputBinding::Write => {}
+                OutputBinding::Null => req = OutputRequest::Null,
+                OutputBinding::InPlace { input } => {
+                    if support.handles(OutputRequest::InPlace)
+                        && ins.get(input).is_some_and(|t| {
+                            can_take_over(t, sig.output_types[o], device.location())
+                        })
+                    {
+                        req = OutputRequest::InPlace;
+                        offer = Some(input);
+                    }
+                }
+                OutputBinding::Add(a) => {
+                    if support.handles(OutputRequest::Add) {
+                        req = OutputRequest::Add;
+                        slot = Some(if a.is_uniquely_owned() {
+                            a
+                        } else {
+                            a.deep_copy()?
+                        });
+                    } else {
+                        acc = Some(a);
+                    }
+                }
+            }
+            // A kernel that does not handle `Null` writes the output, which is dropped.
+            if req == OutputRequest::Null && !support.handles(req) {
+                requests.push(OutputRequest::Write);
+                pending.push(None);
+                slots.push(None);
+                offered.push(None);
+                *b = OutputBinding::Null;
+                continue;
+            }
+            requests.push(req);
+            slots.push(slot);
+            offered.push(offer);
+            pending.push(acc);
+        }
+    }
+    let slots = slots.as_mut_slice();
+    let mut ctx = OpKernelContext::new(sig, inputs.as_mut(), slots, device, resource_mgr)?;
+    ctx.requests = &requests;
+    ctx.inplace_inputs = &offered;
+    compute_guarded(kernel, &mut ctx, sig)?;
+    for (o, t) in slots.iter_mut().enumerate() {
+        let dropped =
+            requests[o] == OutputRequest::Null || matches!(bindings[o], OutputBinding::Null);
+        if dropped {
+            *t = None;
+            continue;
+        }
+        let Some(t) = t.take() else {
+            return Err(unset_output(sig, o));
+        };
+        let t = match pending[o].take() {
+            Some(mut acc) => {
+                if !acc.is_uniquely_owned() {
+                    acc = acc.deep_copy()?;
+                }
+                add_into(&mut acc, &t).map_err(|e| {
+                    e.prepend(format!(
+                        "{}: output {o} (requested with Add): ",
+                        sig.op_def.name
+                    ))
+                })?;
+                acc
+            }
+            None => t,
+        };
+        output(inputs, o, t);
+    }
+    for b in bindings.iter_mut() {
+        *b = OutputBinding::Write;
     }
     Ok(())
 }
@@ -238,7 +372,44 @@ impl<'a> OpKernelContext<'a> {
             outputs,
             device,
             resource_mgr,
+            requests: &[],
+            inplace_inputs: &[],
         })
+    }
+
+    /// This context with output requests (one per flat output; see
+    /// [`OutputRequest`]) and, per output, the input an `InPlace` request
+    /// offers. For runtimes and tests that make contexts themselves
+    /// ([`call_kernel_with`] does this for you); the caller sets the
+    /// outputs an `Add` request binds and keeps the promises the requests
+    /// make.
+    pub fn with_requests(
+        mut self,
+        requests: &'a [OutputRequest],
+        inplace_inputs: &'a [Option<usize>],
+    ) -> Self {
+        self.requests = requests;
+        self.inplace_inputs = inplace_inputs;
+        self
+    }
+
+    /// What the runtime asks of output `i` (MXNet's `req[i]`): always
+    /// [`OutputRequest::Write`] unless the kernel declares more
+    /// ([`OpKernel::supported_requests`]).
+    #[inline]
+    pub fn output_request(&self, i: usize) -> OutputRequest {
+        self.requests.get(i).copied().unwrap_or_default()
+    }
+
+    /// The input an `InPlace` request on output `o` offers (its buffer is
+    /// not shared: forwarding it to output `o` succeeds when the shape
+    /// fits), or `None`.
+    #[inline]
+    pub fn inplace_input(&self, o: usize) -> Option<usize> {
+        match self.output_request(o) {
+            OutputRequest::InPlace => self.inplace_inputs.get(o).copied().flatten(),
+            _ => None,
+        }
     }
 
     /// The op's definition.

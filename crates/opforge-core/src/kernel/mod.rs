@@ -3,8 +3,16 @@
 //! selection of the kernel that matches a node.
 
 mod context;
+mod request;
 
-pub use context::{call_kernel, KernelSignature, OpKernelConstruction, OpKernelContext, TensorVec};
+pub use context::{
+    call_kernel, call_kernel_with, KernelSignature, OpKernelConstruction, OpKernelContext,
+    TensorVec,
+};
+pub(crate) use request::can_take_over;
+pub use request::{
+    add_into, FInplaceIdentity, FInplaceOption, OutputBinding, OutputRequest, RequestSupport,
+};
 
 use crate::attrs::AttrMap;
 use crate::origin::EntryState;
@@ -18,6 +26,21 @@ use std::sync::Arc;
 pub trait OpKernel: Send + Sync {
     /// Reads the inputs from `ctx` and sets every output.
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()>;
+
+    /// The output requests beyond `Write` this kernel handles (see
+    /// [`OutputRequest`]); by default none, so the kernel is asked only to
+    /// write and the runtime does the rest. Asked once per call by
+    /// [`call_kernel_with`] and once per node when a session plans.
+    fn supported_requests(&self) -> RequestSupport {
+        RequestSupport::WRITE_ONLY
+    }
+
+    /// (flat input, flat output) pairs this kernel itself declares may
+    /// share a buffer (a plugin's `output_like` forwarding declarations),
+    /// in addition to the op's [`FInplaceOption`]. By default none.
+    fn inplace_pairs(&self) -> Vec<(usize, usize)> {
+        Vec::new()
+    }
 }
 
 /// A kernel type that builds itself from a construction context (used by

@@ -9,6 +9,7 @@ use super::context::{dtype_of, lend_str, shape_of, view, with_init, with_kctx};
 use crate::ctx::host_fn;
 use crate::host::*;
 use opforge_abi::*;
+use opforge_core::kernel::OutputRequest;
 use opforge_core::tensor::{Buffer, Location};
 use opforge_core::{DataType, Result, Status, Tensor, TensorShape};
 use std::ffi::c_void;
@@ -290,8 +291,18 @@ host_fn! {
 }
 
 host_fn! {
-    pub(super) fn output_request(p: *const OpforgeKernelCtx, _i: usize) -> u32 [OPFORGE_REQ_WRITE],
-    with_kctx, |_k, _c| { Ok(OPFORGE_REQ_WRITE) }
+    pub(super) fn output_request(p: *const OpforgeKernelCtx, i: usize) -> u32 [OPFORGE_REQ_WRITE],
+    with_kctx, |k, c| {
+        k.check_output(c, i)?;
+        // Core asks for more than WRITE only of kernels whose library set
+        // OPFORGE_KERNEL_OUTPUT_REQUESTS (`PluginKernel::supported_requests`).
+        Ok(match c.output_request(i) {
+            OutputRequest::Null => OPFORGE_REQ_NULL,
+            OutputRequest::Write => OPFORGE_REQ_WRITE,
+            OutputRequest::InPlace => OPFORGE_REQ_INPLACE,
+            OutputRequest::Add => OPFORGE_REQ_ADD,
+        })
+    }
 }
 
 /// INVALID_ARGUMENT if output `i` is a string (set with set_output_strings).

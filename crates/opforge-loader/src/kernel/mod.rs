@@ -34,7 +34,7 @@ use crate::host::*;
 use crate::library::LibInner;
 use context::{KernelCtx, KernelInit, SlotStorage};
 use opforge_abi::*;
-use opforge_core::kernel::{OpKernel, OpKernelConstruction, OpKernelContext};
+use opforge_core::kernel::{OpKernel, OpKernelConstruction, OpKernelContext, RequestSupport};
 use opforge_core::{DataType, Result, Status, Tensor};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
@@ -310,6 +310,9 @@ impl OpKernel for PluginKernel {
         let code = match (self.def.compute_views, self.def.compute) {
             (Some(f), _) => self.run_views(f, state, &k, ctx, &mut status)?,
             (None, Some(f)) => {
+                if self.def.handles_requests() {
+                    bind_inplace(&k, ctx, |_, _| {})?;
+                }
                 let lent = k.lend(ctx);
                 // SAFETY: `compute` is the plugin's callback; the state is
                 // the one its create made, kept from destroy until the
@@ -346,6 +349,57 @@ impl OpKernel for PluginKernel {
         }
         Ok(())
     }
+
+    fn supported_requests(&self) -> RequestSupport {
+        match self.def.handles_requests() {
+            true => RequestSupport::ALL,
+            false => RequestSupport::WRITE_ONLY,
+        }
+    }
+
+    fn inplace_pairs(&self) -> Vec<(usize, usize)> {
+        self.def
+            .output_like
+            .iter()
+            .filter(|l| l.forward)
+            .map(|l| (l.input, l.output))
+            .collect()
+    }
+}
+
+impl PluginKernelDef {
+    /// Whether the library registered the kernel with
+    /// `OPFORGE_KERNEL_OUTPUT_REQUESTS` (it handles every request).
+    #[inline]
+    pub(crate) fn handles_requests(&self) -> bool {
+        self.flags & OPFORGE_KERNEL_OUTPUT_REQUESTS != 0
+    }
+}
+
+/// Binds each output core asks for `InPlace` to the input it offers (the
+/// header's "already bound to an input's memory"): the input moves to the
+/// output (core guarantees nothing else shares it) and its views die;
+/// `bound(output, input)` is told each pair.
+#[inline(never)]
+fn bind_inplace(
+    k: &KernelCtx<'_>,
+    c: &mut OpKernelContext<'_>,
+    mut bound: impl FnMut(usize, usize),
+) -> Result<()> {
+    for o in 0..c.num_outputs() {
+        let Some(j) = c.inplace_input(o) else {
+            continue;
+        };
+        if k.moved(j) || c.output(o).is_some() {
+            continue;
+        }
+        let shape = c.input(j).shape().clone();
+        if let Some(j) = c.forward_input_or_allocate_output(&[j], o, &shape)? {
+            k.set_moved(j);
+            bound(o, j);
+        }
+    }
+    Ok(())
 }
 
 impl Drop for PluginKernel {

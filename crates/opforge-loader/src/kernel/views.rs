@@ -6,7 +6,7 @@ use super::context::{KernelCtx, INLINE_ARGS};
 use super::PluginKernel;
 use crate::host::*;
 use opforge_abi::*;
-use opforge_core::kernel::OpKernelContext;
+use opforge_core::kernel::{OpKernelContext, OutputRequest};
 use opforge_core::{Result, TensorShape};
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
@@ -110,14 +110,26 @@ impl PluginKernel {
         for (i, v) in ins.iter_mut().enumerate() {
             k.write_input_view(c, i, v);
         }
+        // Outputs requested INPLACE or ADD are bound before anything else
+        // (an INPLACE input's view, written above, describes the buffer the
+        // output now holds, as for a forwarded input).
+        let requests = self.def.handles_requests();
+        if requests {
+            super::bind_inplace(k, c, |o, j| from[o] = j as i64)?;
+        }
         let no = outs.len();
-        // The outputs not declared get the unset view (declared ones are
-        // written below; their indices are below 64 unless `no` is large).
-        // Skipped when every output is declared (the elementwise case).
+        // The outputs not declared get the unset view, or their bound
+        // view (declared ones are written below; their indices are below 64
+        // unless `no` is large). Skipped when every output is declared (the
+        // elementwise case).
         if no > 64 || self.def.declared_mask != low_bits(no) {
             let declared = if no <= 64 { self.def.declared_mask } else { 0 };
             for (o, v) in outs.iter_mut().enumerate() {
                 if o >= 64 || declared & (1 << o) == 0 {
+                    if requests && c.output(o).is_some() {
+                        v.write(k.output_view(c, o)?);
+                        continue;
+                    }
                     v.write(OpforgeTensor {
                         dtype: c.output_type(o).base() as i32,
                         ..OpforgeTensor::new()
@@ -129,6 +141,21 @@ impl PluginKernel {
             // In range and allocatable: checked for this node's signature
             // when the instance was made.
             let (o, j) = (l.output, l.input);
+            if requests {
+                if c.output(o).is_some() {
+                    // Bound by an INPLACE or ADD request: its own view.
+                    outs[o].write(k.output_view(c, o)?);
+                    continue;
+                }
+                if c.output_request(o) == OutputRequest::Null {
+                    // Not needed: left unset.
+                    outs[o].write(OpforgeTensor {
+                        dtype: c.output_type(o).base() as i32,
+                        ..OpforgeTensor::new()
+                    });
+                    continue;
+                }
+            }
             // SAFETY: every element of `ins` was written above.
             let like = unsafe { ins[j].assume_init_ref() };
             let forwarded = if k.moved(j) {

@@ -553,16 +553,25 @@ pub(super) fn shares_memory(input: usize, output: usize) -> Status {
     ))
 }
 
-/// What the host asks of an output (MXNet's `OpReqType`).
+/// What the host asks of an output (MXNet's `OpReqType`; the names are
+/// opforge-core's `OutputRequest`'s). A 1.1 host asks a kernel registered
+/// with [`output_requests`](crate::KernelDefBuilder::output_requests) for
+/// each of them; every other kernel gets `Write`, and the host drops or
+/// adds its output itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputRequest {
-    /// Not needed: leave it unset.
+    /// MXNet's `kNullOp` (`OPFORGE_REQ_NULL`): not needed, leave it unset
+    /// (a declared output is not set either).
     Null,
-    /// Set and write it (the only request of 1.0 hosts).
+    /// MXNet's `kWriteTo` (`OPFORGE_REQ_WRITE`): set and write it (the
+    /// only request of 1.0 hosts).
     Write,
-    /// Already bound to an input's memory: write the result there.
+    /// MXNet's `kWriteInplace` (`OPFORGE_REQ_INPLACE`): already bound to
+    /// an input's memory (that input's view is gone, `forwarded_from`
+    /// names it): write the result there.
     InPlace,
-    /// Already bound and holding values: add the result into it.
+    /// MXNet's `kAddTo` (`OPFORGE_REQ_ADD`): already bound and holding
+    /// values (`output_mut`): add the result into it.
     Add,
     /// A request of a newer ABI minor (its integer).
     Other(u32),

@@ -3,6 +3,7 @@
 //! the dependency edges between steps, and the per-run state a plan hands
 //! out and takes back.
 
+use super::requests::{PlanParts, Planned};
 use super::{NodeKernel, Session};
 use crate::device::Device;
 use crate::graph::{NodeId, Output};
@@ -27,10 +28,13 @@ pub(super) struct Step {
     pub(super) first_slot: usize,
     pub(super) num_inputs: u32,
     pub(super) num_outputs: u32,
+    /// The output requests beyond `Write` (see `requests.rs`), one per
+    /// output; `None`: every output `Write` (the plain call).
+    pub(super) requests: Option<Box<[Planned]>>,
 }
 
 /// The slot of an output nothing reads.
-const NO_SLOT: usize = usize::MAX;
+pub(super) const NO_SLOT: usize = usize::MAX;
 
 pub(super) struct Plan {
     pub(super) steps: Vec<Step>,
@@ -266,6 +270,7 @@ impl Session {
                 first_slot,
                 num_inputs: node.inputs.len() as u32,
                 num_outputs: node.output_types.len() as u32,
+                requests: None,
             });
         }
         pred_start.push(edge_index(preds.len())?);
@@ -295,6 +300,18 @@ impl Session {
                 if !fed.contains(&o) {
                     *s = slot_of[base + i];
                 }
+            }
+        }
+        if self.output_requests {
+            let extra = self.plan_requests(&mut PlanParts {
+                steps: &mut steps,
+                slots: &mut slots,
+                slot_uses: &mut slot_uses,
+                fed: &fed,
+                step_of: &step_of,
+            })?;
+            if !extra.is_empty() {
+                (preds, pred_start) = add_edges(&preds, &pred_start, &extra)?;
             }
         }
         drop((slot_of, out_base, step_of));
@@ -350,6 +367,33 @@ fn dedup_in_place(v: &mut [u32]) -> usize {
         }
     }
     unique
+}
+
+/// The predecessor lists (`preds`, `pred_start`) with the edges `extra`
+/// (from step, to step) added, each list sorted and deduplicated.
+fn add_edges(
+    preds: &[u32],
+    pred_start: &[u32],
+    extra: &[(u32, u32)],
+) -> Result<(Vec<u32>, Vec<u32>)> {
+    let steps = pred_start.len() - 1;
+    let mut more: Vec<Vec<u32>> = vec![Vec::new(); steps];
+    for &(from, to) in extra {
+        more[to as usize].push(from);
+    }
+    let mut out = Vec::with_capacity(preds.len() + extra.len());
+    let mut start = Vec::with_capacity(pred_start.len());
+    for (si, added) in more.into_iter().enumerate() {
+        let first = out.len();
+        start.push(edge_index(first)?);
+        out.extend_from_slice(&preds[pred_start[si] as usize..pred_start[si + 1] as usize]);
+        out.extend(added);
+        out[first..].sort_unstable();
+        let unique = dedup_in_place(&mut out[first..]);
+        out.truncate(first + unique);
+    }
+    start.push(edge_index(out.len())?);
+    Ok((out, start))
 }
 
 /// A position in a plan's array of dependency edges, as a `u32`.

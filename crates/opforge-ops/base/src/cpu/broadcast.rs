@@ -2,6 +2,7 @@
 //! on it: [`unary_same`], [`unary_map`], [`binary_same`] (in place in an
 //! input's buffer when it may) and [`binary_map`].
 
+use super::elem::Num;
 use super::par::{chunks_in_shards, elementwise_shards, par_map, par_map_inplace, par_zip};
 use crate::args::fmt_shape;
 use opforge_core::device::ThreadPool;
@@ -343,6 +344,56 @@ pub fn binary_same<T: Element>(
                 cost,
                 f,
             );
+        }
+    }
+    Ok(())
+}
+
+/// [`binary_same`] for an output the runtime requests with `Add`
+/// (`OutputRequest::Add`, MXNet's `kAddTo`): output 0 is already set,
+/// holding the accumulator, and `f(x, y)` (with broadcasting) is added
+/// into it. An accumulator of another shape than the result is
+/// `InvalidArgument`. With broadcasting the result is computed in a
+/// scratch buffer first.
+pub fn binary_same_add<T: Num>(
+    ctx: &mut OpKernelContext<'_>,
+    cost: usize,
+    f: impl Fn(T, T) -> T + Sync,
+) -> Result<()> {
+    let plan = broadcast_plan(ctx)?;
+    let pool = ctx.thread_pool();
+    let op = ctx.op_def().name.clone();
+    let (ins, out) = ctx.inputs_and_output(0)?;
+    let want = match &plan {
+        Some((_, shape)) => shape,
+        None => ins[0].shape(),
+    };
+    if out.shape() != want {
+        return Err(Status::invalid_argument(format!(
+            "{op}: output 0 is requested with Add into an accumulator of shape {}, but the \
+             result has shape {want}",
+            out.shape()
+        )));
+    }
+    let (a, b) = (ins[0].flat_bits::<T>()?, ins[1].flat_bits::<T>()?);
+    let out = out.flat_bits_mut::<T>()?;
+    let shards = elementwise_shards(pool, out.len(), cost + 1);
+    match plan {
+        None => chunks_in_shards(pool, out, 1, shards, &|off, o| {
+            let (a, b) = (&a[off..off + o.len()], &b[off..off + o.len()]);
+            for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
+                *o = o.add(f(x, y));
+            }
+        }),
+        Some((plan, _)) => {
+            let mut tmp = vec![T::default(); out.len()];
+            broadcast_zip(pool, &plan, a, b, &mut tmp, cost, f);
+            chunks_in_shards(pool, out, 1, shards, &|off, o| {
+                let t = &tmp[off..off + o.len()];
+                for (o, &t) in o.iter_mut().zip(t) {
+                    *o = o.add(t);
+                }
+            });
         }
     }
     Ok(())

@@ -18,7 +18,8 @@ use num_complex::Complex;
 use num_traits::{WrappingAdd, WrappingMul, Zero};
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
-    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext, OutputRequest,
+    RequestSupport,
 };
 use opforge_core::shape_inference::common;
 use opforge_core::{
@@ -108,6 +109,9 @@ pub(crate) struct Gemm {
     /// Conjugate `a` / `b` (complex adjoints).
     ca: bool,
     cb: bool,
+    /// Add the product into `dst` (faer's `Accum::Add`; the faer types
+    /// only: an output requested with `Add`).
+    add: bool,
 }
 
 /// Products below this many multiply-adds run on one thread.
@@ -220,11 +224,12 @@ fn each_row<T: Copy>(
 fn block_product<T: ComplexField + Copy>(g: &Gemm, dst: MatMut<T>, a: MatRef<T>, b: MatRef<T>) {
     let one = T::one_impl();
     let par = Par::Seq;
+    let acc = if g.add { Accum::Add } else { Accum::Replace };
     match (g.ca, g.cb) {
-        (false, false) => matmul(dst, Accum::Replace, a, b, one, par),
-        (true, false) => matmul(dst, Accum::Replace, a.conjugate(), b, one, par),
-        (false, true) => matmul(dst, Accum::Replace, a, b.conjugate(), one, par),
-        (true, true) => matmul(dst, Accum::Replace, a.conjugate(), b.conjugate(), one, par),
+        (false, false) => matmul(dst, acc, a, b, one, par),
+        (true, false) => matmul(dst, acc, a.conjugate(), b, one, par),
+        (false, true) => matmul(dst, acc, a, b.conjugate(), one, par),
+        (true, true) => matmul(dst, acc, a.conjugate(), b.conjugate(), one, par),
     }
 }
 
@@ -333,7 +338,10 @@ pub(crate) fn faer_products<T: ComplexField + Copy + Send + Sync>(
     out: &mut [T],
 ) {
     if g.k == 0 {
-        out.fill(T::zero_impl());
+        // An empty sum: zero (added to an accumulator: nothing).
+        if !g.add {
+            out.fill(T::zero_impl());
+        }
         return;
     }
     for_each_product(pool, g, a, b, pairs, out, |x, y, o, pool| {
@@ -607,12 +615,16 @@ pub(crate) fn matrix_product(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Resu
         tb,
         ca: false,
         cb: false,
+        add: false,
     })
 }
 
 struct MatMulKernel {
     transpose_a: bool,
     transpose_b: bool,
+    /// Handles `Add` (faer's GEMM accumulates: `float`, `double`,
+    /// `complex64`, `complex128`).
+    add: bool,
 }
 
 impl CreateKernel for MatMulKernel {
@@ -620,6 +632,12 @@ impl CreateKernel for MatMulKernel {
         Ok(MatMulKernel {
             transpose_a: ctx.get_attr("transpose_a")?,
             transpose_b: ctx.get_attr("transpose_b")?,
+            add: matches!(
+                ctx.input_types().first(),
+                Some(
+                    DataType::Float | DataType::Double | DataType::Complex64 | DataType::Complex128
+                )
+            ),
         })
     }
 }
@@ -627,12 +645,33 @@ impl CreateKernel for MatMulKernel {
 impl OpKernel for MatMulKernel {
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> Result<()> {
         let (a, b) = (ctx.input(0).clone(), ctx.input(1).clone());
-        let g = matrix_product(&a, &b, self.transpose_a, self.transpose_b)?;
+        let mut g = matrix_product(&a, &b, self.transpose_a, self.transpose_b)?;
         let (m, n) = (g.m as i64, g.n as i64);
         let pool = ctx.thread_pool();
         let dt = a.dtype();
-        let out = ctx.allocate_output(0, TensorShape::new(&[m, n])?)?;
+        let out = if ctx.output_request(0) == OutputRequest::Add {
+            // The accumulator is output 0; the product is added into it.
+            let out = ctx.output_mut(0)?;
+            ensure!(
+                out.dims() == [m, n],
+                InvalidArgument,
+                "MatMul: output 0 is requested with Add into an accumulator of shape {}, but \
+                 the product has shape [{m},{n}]",
+                fmt_shape(out.dims())
+            );
+            g.add = true;
+            out
+        } else {
+            ctx.allocate_output(0, TensorShape::new(&[m, n])?)?
+        };
         products(pool, dt, &g, &a, &b, &[(0, 0)], out)
+    }
+
+    fn supported_requests(&self) -> RequestSupport {
+        match self.add {
+            true => RequestSupport::ADD,
+            false => RequestSupport::WRITE_ONLY,
+        }
     }
 }
 
@@ -765,6 +804,7 @@ impl OpKernel for BatchMatMulKernel {
             tb: self.adj_y,
             ca: self.adj_x && complex,
             cb: self.adj_y && complex,
+            add: false,
         };
         let pool = ctx.thread_pool();
         let out = ctx.allocate_output(0, TensorShape::new(&out_dims)?)?;

@@ -845,3 +845,61 @@ mod grads {
         }
     }
 }
+
+/// `MatMul(a, b)` (with `transpose_b`) added into `acc` through an `Add`
+/// request: the result and whether it is `acc`'s buffer.
+fn mm_into(a: Tensor, b: Tensor, tb: bool, acc: Tensor) -> Result<(Tensor, bool)> {
+    use opforge_core::attrs::IntoAttrValue;
+    use opforge_core::kernel::OutputBinding;
+    let data = acc.host_data().map(|d| d.0);
+    let mut bind = [OutputBinding::Add(acc)];
+    let attrs = [("transpose_b", tb.into_attr_value())];
+    let mut out =
+        opforge_testing::util::call_with_requests("MatMul", vec![a, b], &attrs, &mut bind)?;
+    let (_, got) = out.pop().expect("one output");
+    let same = got.host_data().map(|d| d.0) == data;
+    Ok((got, same))
+}
+
+#[test]
+fn mat_mul_adds_into_an_accumulator() {
+    let a = t(&[2, 3], vec![1f32, 2., 3., 4., 5., 6.]);
+    let b = t(&[2, 3], vec![1f32, 0., 1., 0., 1., 0.]);
+    // a * b^T = [[4, 2], [10, 5]]
+    let acc = t(&[2, 2], vec![1f32, 1., 1., 1.]);
+    let (got, same) = mm_into(a.clone(), b.clone(), true, acc).unwrap();
+    assert_eq!(got.flat::<f32>().unwrap(), &[5., 3., 11., 6.]);
+    assert!(same, "faer's GEMM added in the accumulator's buffer");
+    let acc = t(&[3, 3], vec![0f32; 9]);
+    let e = mm_into(a, b, true, acc).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    assert!(
+        e.message()
+            .contains("accumulator of shape [3,3], but the product has shape [2,2]"),
+        "{e}"
+    );
+    // An empty inner dimension adds nothing.
+    let acc = t(&[2, 2], vec![7f64; 4]);
+    let (got, _) = mm_into(
+        t(&[2, 0], Vec::<f64>::new()),
+        t(&[0, 2], Vec::<f64>::new()),
+        false,
+        acc,
+    )
+    .unwrap();
+    assert_eq!(got.flat::<f64>().unwrap(), &[7.; 4]);
+    // int32 does not declare Add: the runtime adds the product for it.
+    let acc = t(&[1, 1], vec![5i32]);
+    let (got, same) = mm_into(
+        t(&[1, 2], vec![2i32, 3]),
+        t(&[2, 1], vec![4i32, 5]),
+        false,
+        acc,
+    )
+    .unwrap();
+    assert_eq!(got.flat::<i32>().unwrap(), &[28]);
+    assert!(
+        same,
+        "the runtime's add_into also sums into the accumulator"
+    );
+}

@@ -34,6 +34,27 @@ pub(super) struct BinaryKernel {
     /// `Equal`/`NotEqual` only: when false, inputs whose shapes do not
     /// broadcast give a scalar `false` (`Equal`) or `true` (`NotEqual`).
     incompatible_shape_error: bool,
+    /// The output requests it handles: `InPlace` for the ops whose output
+    /// has the inputs' dtype (`binary_same` forwards an input it is
+    /// offered), `Add` for numeric `Add`/`AddV2`/`Sub`/`Mul`.
+    support: RequestSupport,
+}
+
+impl BinOp {
+    /// Whether the output has the inputs' dtype (computed by `binary_same`).
+    fn same_type(self) -> bool {
+        use BinOp::*;
+        !matches!(
+            self,
+            Equal | NotEqual | Less | LessEqual | Greater | GreaterEqual
+        )
+    }
+}
+
+/// The (input, output) pairs of an elementwise binary op that may share a
+/// buffer (`FInplaceOption`): either input with the output.
+pub(super) fn inplace_either(_: &opforge_core::attrs::AttrMap) -> Vec<(usize, usize)> {
+    vec![(0, 0), (1, 0)]
 }
 
 impl BinaryKernel {
@@ -46,9 +67,21 @@ impl BinaryKernel {
                 BinOp::Equal | BinOp::NotEqual => ctx.get_attr("incompatible_shape_error")?,
                 _ => true,
             };
+            let dt = ctx.input_types().first().map(|d| d.base());
+            let numeric = dt.is_some_and(|d| d != DataType::String);
+            let mut support = RequestSupport::WRITE_ONLY;
+            if op.same_type() && numeric {
+                support = support | RequestSupport::INPLACE;
+            }
+            if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul)
+                && dt.is_some_and(|d| NUMERIC_KERNEL_TYPES.contains(&d))
+            {
+                support = support | RequestSupport::ADD;
+            }
             Ok(Box::new(BinaryKernel {
                 op,
                 incompatible_shape_error,
+                support,
             }) as Box<dyn OpKernel>)
         }
     }
@@ -85,6 +118,18 @@ impl OpKernel for BinaryKernel {
         use BinOp::*;
         let dt = ctx.input_dtype(0);
         let bad = |ctx: &OpKernelContext<'_>| Err(unsupported(ctx, dt));
+        if ctx.output_request(0) == OutputRequest::Add {
+            // Asked only when `support` has ADD: numeric Add/Sub/Mul.
+            return match self.op {
+                Add => opforge_ops_base::sign_agnostic!(numeric_types, dt,
+                    T => binary_same_add::<T>(ctx, COST_CHEAP, T::add), bad(ctx)),
+                Sub => opforge_ops_base::sign_agnostic!(numeric_types, dt,
+                    T => binary_same_add::<T>(ctx, COST_CHEAP, T::sub), bad(ctx)),
+                Mul => opforge_ops_base::sign_agnostic!(numeric_types, dt,
+                    T => binary_same_add::<T>(ctx, COST_CHEAP, T::mul), bad(ctx)),
+                _ => bad(ctx),
+            };
+        }
         match self.op {
             Add if dt == DataType::String => string_concat(ctx),
             // Wrapping `+`, `-`, `*` give the same bits for either
@@ -134,6 +179,10 @@ impl OpKernel for BinaryKernel {
             LogicalOr => binary_same::<bool>(ctx, COST_CHEAP, |x, y| x || y),
         }
     }
+
+    fn supported_requests(&self) -> RequestSupport {
+        self.support
+    }
 }
 
 /// Registers `x: T, y: T -> z: T` with TensorFlow's allowed types
@@ -147,6 +196,7 @@ macro_rules! binary_op {
             .attr(concat!("T: {", opforge_ops_base::tf_type_list!($($k,)* $($($x),*)?), "}"))
             $(.$flag())*
             .set_shape_fn(broadcast_binary_op_shape)
+            .set_attr::<FInplaceOption>(std::sync::Arc::new(inplace_either))
             .doc($doc));
         register_kernel!(
             KernelDefBuilder::new($name).type_constraint_list("T", &[$(DataType::$k),*]),

@@ -15,7 +15,10 @@
 //! `Broadcast3` (three-way broadcasting, used by `SelectV2`) is
 //! `pub(crate)` for other kernels of the crate.
 
-use opforge_core::kernel::{KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext};
+use opforge_core::kernel::{
+    FInplaceOption, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+    OutputRequest, RequestSupport,
+};
 use opforge_core::shape_inference::common::{self as shape_common, broadcast_binary_op_shape};
 use opforge_core::shape_inference::{InferenceContext, ShapeAndType};
 use opforge_core::{
@@ -23,7 +26,7 @@ use opforge_core::{
     TensorShape,
 };
 use opforge_ops_base::cpu::broadcast::{
-    binary_map, binary_same, broadcast_shapes, broadcast_zip, BroadcastPlan,
+    binary_map, binary_same, binary_same_add, broadcast_shapes, broadcast_zip, BroadcastPlan,
 };
 use opforge_ops_base::cpu::elem::{
     Float, Int, Num, Ordered, RealFloat, COST_CHEAP, COST_DIV, COST_TRANSCENDENTAL,

@@ -13,7 +13,8 @@
 
 use opforge_core::device::ThreadPool;
 use opforge_core::kernel::{
-    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext,
+    CreateKernel, KernelDefBuilder, OpKernel, OpKernelConstruction, OpKernelContext, OutputRequest,
+    RequestSupport,
 };
 use opforge_core::shape_inference::{common, InferenceContext};
 use opforge_core::{
@@ -228,3 +229,5 @@ mod tests;
 
 #[cfg(test)]
 mod activation_tests;
+#[cfg(test)]
+mod request_tests;

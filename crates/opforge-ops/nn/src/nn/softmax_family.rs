@@ -408,9 +408,24 @@ where
     let mut loss = opforge_core::tensor::limit::filled_vec(rows, Compute::<T>::ZERO, || {
         format!("the losses of {rows} rows")
     })?;
+    let labels = &label_values;
+    if ctx.output_request(1) == OutputRequest::Null {
+        // Nobody reads the backprop: the losses alone, a row's backprop in
+        // a scratch row (an evaluation's loss costs no [rows, cols] buffer).
+        let per = rows.div_ceil(pool.num_threads() * 4).max(1);
+        par_chunks(pool, &mut loss, per, &|i, l| {
+            let mut shifted = vec![Compute::<T>::ZERO; 2 * cols];
+            let mut back = vec![T::default(); cols];
+            for (k, loss) in l.iter_mut().enumerate() {
+                let r = i * per + k;
+                let lrow = &lx[r * cols..(r + 1) * cols];
+                *loss = sparse_xent_row::<T>(lrow, labels[r] as usize, &mut shifted, &mut back);
+            }
+        });
+        return set_loss_output::<T>(ctx, &loss);
+    }
     ctx.allocate_output(1, logits.shape().clone())?;
     let back = ctx.output_mut(1)?.flat_mut::<T>()?;
-    let labels = &label_values;
     for_row_blocks(pool, back, cols, &mut loss, |r0, b, loss| {
         let mut shifted = vec![Compute::<T>::ZERO; 2 * cols];
         for (k, (brow, loss)) in b.chunks_mut(cols).zip(loss.iter_mut()).enumerate() {
@@ -427,6 +442,11 @@ impl OpKernel for SparseXentKernel {
         let dt = ctx.input(0).dtype();
         softmax_types!(dt, T => sparse_xent_compute::<T>(ctx),
             Err(Status::unimplemented(format!("no cross entropy for {dt}"))))
+    }
+
+    /// `Null` for `backprop` when only the loss is read (an evaluation).
+    fn supported_requests(&self) -> RequestSupport {
+        RequestSupport::NULL
     }
 }
 

@@ -364,7 +364,7 @@ fn large_cross_entropy_matches_an_independent_formula() {
     }
 }
 
-fn sparse(features: Tensor, labels: Tensor) -> Result<Vec<Tensor>> {
+pub(super) fn sparse(features: Tensor, labels: Tensor) -> Result<Vec<Tensor>> {
     ctx()
         .op("SparseSoftmaxCrossEntropyWithLogits")
         .input(features)

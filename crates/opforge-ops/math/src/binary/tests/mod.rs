@@ -502,6 +502,7 @@ fn large_broadcasts_are_sharded_correctly() {
 }
 
 mod add_n_select;
+mod requests;
 mod sign_agnostic;
 
 #[test]
