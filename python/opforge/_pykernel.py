@@ -70,6 +70,7 @@ def register_op(
     doc: str = "",
     stateful: bool = False,
     location: str | None = None,
+    requests: Sequence[str] = (),
 ) -> None:
     """Registers op `name` from TensorFlow spec strings (`"x: T"`, `"T: {float, int32}"`)
     with a CPU kernel written in Python.
@@ -84,6 +85,12 @@ def register_op(
     `shape_fn(input_shapes, attrs)` returns one shape per output (a list of
     dims with None for unknown ones, or None for an unknown rank); without one
     the output shapes are unknown.
+
+    `requests` names the output requests beyond `'write'` the kernel handles
+    (`'null'`: an output nobody reads may be skipped; `'add'`:
+    `allocate_output` lends the accumulator, and the kernel adds its result
+    into it); `call.requests` tells the kernel what each call asks. Other
+    requests are the runtime's to handle.
     """
     def wrapped_factory(attrs, node):
         kernel = factory(attrs, node)
@@ -99,5 +106,5 @@ def register_op(
 
     _C.register_python_op(
         name, list(inputs), list(outputs), list(attrs), doc, wrapped_factory, shape_fn,
-        stateful, location or _caller_location(),
+        stateful, location or _caller_location(), list(requests),
     )

@@ -34,9 +34,12 @@ they run eagerly, under `GradientTape`, in `opforge.function` graphs and in
 - Auxiliary states (`list_auxiliary_states`) are arrays owned by the operator
   type and parameters, zeros at first, shaped by `infer_shape`'s third list;
   they persist across calls as in MXNet.
-- `req` holds `'write'` for each output in forward; in backward, `'write'` for
-  each input gradient, `'null'` for inputs that cannot have one (integer and
-  bool inputs). `assign` honours `'null'`, `'write'`, `'inplace'` and `'add'`.
+- `req` is what the runtime asks of each output, as MXNet's executor does:
+  `'write'`; `'null'` for an output nobody reads (a graph output not fetched
+  or used) and for the gradients of integer and bool inputs; `'add'` where a
+  graph sums several gradients of one tensor: the output view then holds the
+  sum so far, and the op adds its part (`assign` does). `'inplace'` is never
+  asked of a Python operator. `assign` honours all four.
 - An exception raised in `forward`, `backward`, `infer_shape` or `infer_type`
   reaches the caller as the same object, with a note naming the op and node.
 """
@@ -431,15 +434,16 @@ def _ensure_ops(op_type: str, args, outs):
     fwd, bwd = base, base + ">Backward"
     _pykernel.register_op(
         fwd, inputs=inputs, outputs=outputs, attrs=attrs, factory=_forward_factory,
-        shape_fn=_shape_fn, doc=doc, location=__file__,
+        shape_fn=_shape_fn, doc=doc, location=__file__, requests=("null", "add"),
     )
     _pykernel.register_op(
         bwd,
-        inputs=["deps: Tdeps", "in_shapes: int64"],
+        inputs=["deps: Tdeps"],
         outputs=["in_grad: Tgrad"],
         attrs=["Tdeps: list(type) >= 0", "Tgrad: list(type) >= 0", "prop_key: string",
-               "dep_ids: list(int) >= 0"],
-        factory=_backward_factory, doc=f"The gradient of {fwd}.", location=__file__,
+               "dep_ids: list(int) >= 0", "in_shapes: list(shape) >= 0"],
+        factory=_backward_factory, shape_fn=_backward_shape_fn, doc=f"The gradient of {fwd}.", location=__file__,
+        requests=("null", "add"),
     )
     _C.register_gradient(fwd, _gradient, True, __file__)
     _C.not_differentiable(bwd, __file__)
@@ -459,7 +463,6 @@ def _forward_factory(attrs, node):
     key = attrs["prop_key"]
     key = key.decode() if isinstance(key, bytes) else key
     is_train = bool(attrs.get("is_train", False))
-    req = ["write"] * len(_by_key(key).outs)
 
     def kernel(call, inputs):
         # Looked up on each call: a re-registered type replaces the entry.
@@ -472,9 +475,13 @@ def _forward_factory(attrs, node):
         alloc = call.allocate_output
         out_data = [NDArray(alloc(i, s)) for i, s in enumerate(out_shapes)]
         aux = e.aux_arrays(in_shapes, in_dtypes) if e.aux_names else []
-        op.forward(is_train, req[:], [NDArray(a) for a in arrays], out_data, aux)
+        op.forward(is_train, call.requests, [NDArray(a) for a in arrays], out_data, aux)
 
     return kernel
+
+
+def _backward_shape_fn(in_shapes, attrs):
+    return [list(s) for s in attrs["in_shapes"]]
 
 
 def _backward_factory(attrs, node):
@@ -482,17 +489,12 @@ def _backward_factory(attrs, node):
     key = key.decode() if isinstance(key, bytes) else key
     dep_ids = list(attrs["dep_ids"])
     grad_types = [dtypes.as_dtype(t) for t in attrs["Tgrad"]]
-    req = ["write" if (t.is_floating or t.is_complex) else "null" for t in grad_types]
+    differentiable = [t.is_floating or t.is_complex for t in grad_types]
+    in_shapes = tuple(tuple(int(d) for d in s) for s in attrs["in_shapes"])
 
     def kernel(call, inputs):
         e = _props.get(key) or _by_key(key)
         n_out, n_in = len(e.outs), len(e.args)
-        deps, flat = inputs[:-1], inputs[-1].numpy().tolist()
-        in_shapes, k = [], 0
-        for _ in range(n_in):
-            r = flat[k]
-            in_shapes.append(tuple(flat[k + 1:k + 1 + r]))
-            k += 1 + r
         in_dtypes = [t.as_numpy_dtype for t in grad_types]
         op = e.operator(in_shapes, in_dtypes)
         out_grad: list[Any] = [None] * n_out
@@ -508,14 +510,14 @@ def _backward_factory(attrs, node):
                 out_data[i - n_out - n_in] = v
         in_grad = [NDArray(call.allocate_output(i, s)) for i, s in enumerate(in_shapes)]
         aux = e.aux_arrays(in_shapes, in_dtypes)
-        op.backward(req=list(req), out_grad=out_grad, in_data=in_data, out_data=out_data,
+        req = [r if d else "null" for r, d in zip(call.requests, differentiable)]
+        op.backward(req=req, out_grad=out_grad, in_data=in_data, out_data=out_data,
                     in_grad=in_grad, aux=aux)
 
     return kernel
 
 
 def _gradient(op, *dy):
-    from ._convert import constant
     from . import ops as _ops_fns
 
     e = _by_key(op.get_attr("prop_key"))
@@ -531,7 +533,7 @@ def _gradient(op, *dy):
             deps.append(op.inputs[i - n_out])
         else:
             deps.append(op.outputs[i - n_out - n_in])
-    flat = []
+    shapes = []
     for x in op.inputs:
         shape = x.shape
         if shape is None or any(d is None for d in shape):
@@ -540,14 +542,14 @@ def _gradient(op, *dy):
                 f"shapes when the graph is built; input shape {shape} is not fully known",
                 op.type,
             )
-        flat.append(len(shape))
-        flat.extend(int(d) for d in shape)
+        shapes.append([int(d) for d in shape])
     from ._ops import execute
 
     grads = execute(
         e.grad_name,
-        [deps, constant(np.asarray(flat, dtype=np.int64))],
-        {"prop_key": e.key, "dep_ids": e.dep_ids, "Tgrad": [x.dtype for x in op.inputs]},
+        [deps],
+        {"prop_key": e.key, "dep_ids": e.dep_ids, "Tgrad": [x.dtype for x in op.inputs],
+         "in_shapes": shapes},
     )
     if not isinstance(grads, (list, tuple)):
         grads = [grads]

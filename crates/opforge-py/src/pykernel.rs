@@ -46,7 +46,9 @@ use crate::errors;
 use crate::tensor::{buffer_format, PyTensor};
 use numpy::npyffi::flags::{NPY_ARRAY_CARRAY, NPY_ARRAY_CARRAY_RO};
 use numpy::npyffi::{npy_intp, NpyTypes, NPY_TYPES, PY_ARRAY_API};
-use opforge::kernel::{KernelDefBuilder, KernelRegistration, OpKernel, OpKernelContext};
+use opforge::kernel::{
+    KernelDefBuilder, KernelRegistration, OpKernel, OpKernelContext, OutputRequest, RequestSupport,
+};
 use opforge::op_def::OpDefBuilder;
 use opforge::registry::Registry;
 use opforge::shape_inference::InferenceContext;
@@ -131,6 +133,10 @@ pub struct KernelCall {
     inputs: Py<PyList>,
     output_types: Vec<DataType>,
     outputs: Vec<Option<Out>>,
+    /// What the runtime asks of each output.
+    requests: Vec<OutputRequest>,
+    /// For an `Add` request: the accumulator, lent by `allocate_output`.
+    accumulators: Vec<Option<Tensor>>,
     open: bool,
 }
 
@@ -173,6 +179,15 @@ impl KernelCall {
         &self.node
     }
 
+    /// What the runtime asks of each output, in MXNet's words: `'write'`,
+    /// `'null'` (nobody reads it: the kernel may skip it), `'add'`
+    /// (`allocate_output` lends the accumulator: add the result into it).
+    /// Only requests the op declared it handles; `'write'` otherwise.
+    #[getter]
+    fn requests(&self) -> Vec<&'static str> {
+        self.requests.iter().map(|r| r.name()).collect()
+    }
+
     /// The outputs' dtypes, as `DataType` numbers.
     #[getter]
     fn output_dtypes(&self) -> Vec<i32> {
@@ -197,7 +212,23 @@ impl KernelCall {
             )));
         };
         let shape = errors::check(py, TensorShape::new(&shape), Some(&self.op))?;
-        let t = errors::check(py, Tensor::zeros_with_shape(dtype, shape), Some(&self.op))?;
+        let t = match self.accumulators.get_mut(i).and_then(Option::take) {
+            // An `Add` request: the accumulator, holding the sum so far.
+            Some(acc) => {
+                if acc.shape() != &shape {
+                    let want = acc.dims().to_vec();
+                    self.accumulators[i] = Some(acc);
+                    return Err(PyValueError::new_err(format!(
+                        "output {i} of op '{}' is requested with 'add' into an accumulator of \
+                         shape {want:?}; allocate_output asked for {:?}",
+                        self.op,
+                        shape.dims()
+                    )));
+                }
+                acc
+            }
+            None => errors::check(py, Tensor::zeros_with_shape(dtype, shape), Some(&self.op))?,
+        };
         let dims = t.dims().to_vec();
         let lent = Bound::new(py, LentBuffer::new(t))?;
         let data = {
@@ -488,15 +519,33 @@ unsafe fn array_over<'py>(
 /// The kernel of an op written in Python.
 struct PyKernel {
     func: Py<PyAny>,
+    /// The requests beyond `Write` the op's Python code handles.
+    support: RequestSupport,
 }
 
 impl OpKernel for PyKernel {
+    fn supported_requests(&self) -> RequestSupport {
+        self.support
+    }
+
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> opforge::Result<()> {
         let _entered = Entered::new()?;
         let op = ctx.op_def().name.clone();
         let node = ctx.node_name().to_string();
         let output_types: Vec<DataType> =
             (0..ctx.num_outputs()).map(|i| ctx.output_type(i)).collect();
+        let requests: Vec<OutputRequest> = (0..output_types.len())
+            .map(|i| ctx.output_request(i))
+            .collect();
+        let mut accumulators: Vec<Option<Tensor>> = Vec::with_capacity(requests.len());
+        for (i, r) in requests.iter().enumerate() {
+            accumulators.push(if *r == OutputRequest::Add {
+                // Set by the runtime, not shared (`call_kernel_with`).
+                Some(std::mem::replace(ctx.output_mut(i)?, Tensor::scalar(0u8)))
+            } else {
+                None
+            });
+        }
         let outs = Python::attach(|py| -> opforge::Result<Vec<Tensor>> {
             let inputs = PyList::empty(py);
             for t in ctx.inputs() {
@@ -513,6 +562,8 @@ impl OpKernel for PyKernel {
                     inputs: inputs.clone().unbind(),
                     output_types,
                     outputs: (0..n).map(|_| None).collect(),
+                    requests: requests.clone(),
+                    accumulators,
                     open: true,
                 },
             )
@@ -535,6 +586,15 @@ impl OpKernel for PyKernel {
                 tensors.push(match out {
                     Some(Out::Set(t)) => t,
                     Some(Out::Lent(lent)) => take_lent(py, lent)?,
+                    // Nobody reads it: it may stay unset.
+                    None if requests[i] == OutputRequest::Null => Tensor::scalar(0u8),
+                    None if requests[i] == OutputRequest::Add => {
+                        return Err(Status::invalid_argument(format!(
+                            "the Python kernel of op '{op}' (node '{node}') was asked to add \
+                             output {i} into its accumulator and did not ask for it \
+                             (allocate_output)"
+                        )))
+                    }
                     None => {
                         return Err(Status::invalid_argument(format!(
                             "the Python kernel of op '{op}' (node '{node}') did not set output {i}"
@@ -545,6 +605,9 @@ impl OpKernel for PyKernel {
             Ok(tensors)
         })?;
         for (i, t) in outs.into_iter().enumerate() {
+            if requests[i] == OutputRequest::Null {
+                continue;
+            }
             ctx.set_output(i, t)?;
         }
         Ok(())
@@ -638,9 +701,11 @@ fn call_shape_fn(f: &Py<PyAny>, c: &mut InferenceContext) -> opforge::Result<()>
 /// `factory(attrs, node_name)` (once per node, or per eager call
 /// signature: it returns the callable `f(call, inputs)` that runs each
 /// call) and `shape_fn` (or unknown output shapes) as its shape function,
-/// owned by the Python owner.
+/// owned by the Python owner. `requests` names the output requests beyond
+/// `'write'` the Python code handles (`'null'`, `'add'`; see
+/// [`KernelCall::requests`]); the runtime asks only for those.
 #[pyfunction]
-#[pyo3(signature = (name, inputs, outputs, attrs, doc, factory, shape_fn, stateful, location))]
+#[pyo3(signature = (name, inputs, outputs, attrs, doc, factory, shape_fn, stateful, location, requests=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 pub fn register_python_op(
     py: Python<'_>,
@@ -653,7 +718,23 @@ pub fn register_python_op(
     shape_fn: Option<Py<PyAny>>,
     stateful: bool,
     location: &str,
+    requests: Vec<String>,
 ) -> PyResult<()> {
+    let mut support = RequestSupport::WRITE_ONLY;
+    for r in &requests {
+        support = support
+            | match r.as_str() {
+                "write" => RequestSupport::WRITE_ONLY,
+                "null" => RequestSupport::NULL,
+                "add" => RequestSupport::ADD,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "op '{name}': unknown output request '{other}' (a Python kernel may \
+                         handle 'null' and 'add')"
+                    )))
+                }
+            };
+    }
     let mut b = OpDefBuilder::new(name);
     for s in inputs {
         b = b.input(s);
@@ -699,7 +780,7 @@ pub fn register_python_op(
                     let what = format!("the Python kernel factory of op '{}'", c.op_def().name);
                     kernel_error(py, e, &what)
                 })?;
-                Ok(Box::new(PyKernel { func }) as Box<dyn OpKernel>)
+                Ok(Box::new(PyKernel { func, support }) as Box<dyn OpKernel>)
             })
         });
     errors::check(py, registrar.kernel(reg), None)

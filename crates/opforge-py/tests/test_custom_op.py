@@ -498,3 +498,53 @@ def test_re_registering_a_type_replaces_its_prop():
     assert mx.Custom(x, op_type="const_v").numpy().tolist() == [1.0, 1.0]
     make(2.0)
     assert mx.Custom(x, op_type="const_v").numpy().tolist() == [2.0, 2.0]
+
+
+def test_req_null_for_an_output_nobody_reads_in_a_graph():
+    seen = []
+
+    class TwoOut(mx.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            seen.append(list(req))
+            self.assign(out_data[0], req[0], in_data[0].asnumpy() * 2)
+            self.assign(out_data[1], req[1], in_data[0].asnumpy() + 1)
+
+    @mx.register("two_out")
+    class TwoOutProp(mx.CustomOpProp):
+        def list_outputs(self):
+            return ["doubled", "shifted"]
+
+        def create_operator(self, ctx, in_shapes, in_dtypes):
+            return TwoOut()
+
+    g = of.Graph()
+    with g.as_default():
+        px = of.placeholder(of.float32, shape=[2])
+        a, b = mx.Custom(px, op_type="two_out")
+    assert g.run(a, {px: np.array([1.0, 2.0], np.float32)}).numpy().tolist() == [2.0, 4.0]
+    assert seen == [["write", "null"]]
+    seen.clear()
+    assert g.run(b, {px: np.array([1.0, 2.0], np.float32)}).numpy().tolist() == [2.0, 3.0]
+    assert seen == [["null", "write"]]
+    # Eagerly every output is returned, so every one is written.
+    seen.clear()
+    mx.Custom(of.constant([1.0]), op_type="two_out")
+    assert seen == [["write", "write"]]
+
+
+def test_req_add_when_a_graph_sums_gradients():
+    Recorder.seen.clear()
+    xv = np.array([1.0, 2.0], np.float32)
+    for custom_first in (True, False):
+        g = of.Graph()
+        with g.as_default():
+            px = of.placeholder(of.float32, shape=[2])
+            y1 = mx.Custom(px, op_type="scale", scale=2.0)
+            y2 = px * 3.0
+            y = y1 + y2 if custom_first else y2 + y1
+            (dx,) = of.gradients(y, [px])
+        assert g.run(dx, {px: xv}).numpy().tolist() == [5.0, 5.0]
+    reqs = [r for (kind, r, *_rest) in Recorder.seen if kind == "backward"]
+    # One of the two sums has the custom op's part after the other: the
+    # executor asks it to add into the part before it.
+    assert ["add"] in reqs, reqs
