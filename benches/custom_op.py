@@ -8,7 +8,9 @@ The body is timed alone by calling the operator's `forward` on ready-made
 views, so the overhead is what opforge adds: argument conversion, the op
 call, the kernel's call into Python, the views and lent buffers. With
 `--mxnet`, runs under MXNet instead (`mx.nd.Custom` on the same op; see
-scripts/compare_mxnet.py, which runs both in one session).
+scripts/compare_mxnet.py, which runs both in one session). With
+`--tensorflow`, times TensorFlow's `tf.numpy_function` (eagerly and inside a
+`tf.function`) in the Python running it, for comparison with opforge's rows.
 """
 
 import json
@@ -25,10 +27,29 @@ def best(stmt, number=N):
     return min(timeit.repeat(stmt, number=number, repeat=REPEAT)) / number
 
 
+def tensorflow(a, b):
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    base = best(lambda: np.add(a, b))
+    x = tf.constant(a)
+    f = tf.function(lambda x: tf.numpy_function(lambda v: v, [x], tf.float32))
+    f(x)
+    eager = best(lambda: tf.numpy_function(lambda v: v, [x], tf.float32), 2000)
+    fn = best(lambda: f(x), 2000)
+    print(f"tensorflow {tf.__version__}: numpy.add {base * 1e6:.3f} us")
+    print(f"tensorflow: numpy_function eager {eager * 1e6:.2f} us = {eager / base:.1f} x "
+          f"numpy.add; in a tf.function {fn * 1e6:.2f} us = {fn / base:.1f} x numpy.add")
+
+
 def main():
     use_mxnet = "--mxnet" in sys.argv
     a = np.ones(16, np.float32)
     b = np.ones(16, np.float32)
+    if "--tensorflow" in sys.argv:
+        return tensorflow(a, b)
     results = {"numpy_add": best(lambda: np.add(a, b))}
     if use_mxnet:
         import mxnet as mx
@@ -74,6 +95,9 @@ def main():
     if not use_mxnet:
         results["numpy_function_call"] = best(lambda: of.numpy_function(lambda v: v, [x], of.float32))
         results["numpy_function_body"] = best(lambda: (lambda v: v)(a))
+        f = of.function(lambda x: of.numpy_function(lambda v: v, [x], of.float32))
+        f(x)
+        results["numpy_function_in_function"] = best(lambda: f(x), 2000)
     if "--json" in sys.argv:
         print(json.dumps(results))
         return
@@ -88,6 +112,9 @@ def main():
         over = results["numpy_function_call"] - results["numpy_function_body"]
         print(f"{name}: numpy_function call {results['numpy_function_call'] * 1e6:.2f} us, "
               f"overhead {over * 1e6:.2f} us = {over / base:.1f} x numpy.add")
+        fn = results["numpy_function_in_function"]
+        print(f"{name}: numpy_function in an of.function {fn * 1e6:.2f} us = "
+              f"{fn / base:.1f} x numpy.add")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ they run eagerly, under `GradientTape`, in `opforge.function` graphs and in
 
 from __future__ import annotations
 
+import operator as operator_module
 import re
 import threading
 from typing import Any
@@ -236,9 +237,11 @@ def register(reg_name: str):
             # A new class for the name: instances of the old one are stale.
             for key in [k for k, e in _props.items() if e.op_type == reg_name]:
                 del _props[key]
-            for key in [k for k in _entries if k[0] == reg_name]:
+            for key in [k for k in _entries
+                        if k == reg_name or (isinstance(k, tuple) and k[0] == reg_name)]:
                 del _entries[key]
             _calls.clear()
+            _fast.clear()
         return prop_cls
 
     return do_register
@@ -283,7 +286,9 @@ class _Entry:
         self.operators: dict = {}
         self.shapes: dict = {}
         self.aux: dict = {}
-        self.op_name, self.grad_name, self.out_names = _ensure_ops(op_type, self.args, self.outs)
+        self.op_name, self.grad_name, self.in_names, self.out_names = _ensure_ops(
+            op_type, self.args, self.outs)
+        self.n_args, self.n_outs = n_in, n_out
         self.lock = threading.Lock()
 
     def infer_shapes(self, in_shapes):
@@ -447,8 +452,8 @@ def _ensure_ops(op_type: str, args, outs):
     )
     _C.register_gradient(fwd, _gradient, True, __file__)
     _C.not_differentiable(bwd, __file__)
-    _ops_made[(op_type, sig)] = (fwd, bwd, out_names)
-    return fwd, bwd, out_names
+    _ops_made[(op_type, sig)] = (fwd, bwd, in_names, out_names)
+    return fwd, bwd, in_names, out_names
 
 
 def _shape_fn(in_shapes, attrs):
@@ -459,23 +464,36 @@ def _shape_fn(in_shapes, attrs):
     return [list(s) for s in outs]
 
 
+_shape_of = operator_module.attrgetter("shape")
+
+
 def _forward_factory(attrs, node):
     key = attrs["prop_key"]
     key = key.decode() if isinstance(key, bytes) else key
     is_train = bool(attrs.get("is_train", False))
+    e = _by_key(key)
+    in_dtypes = tuple(dtypes.as_dtype(attrs[f"T_{n}"]).as_numpy_dtype for n in e.in_names)
+    # Per input shapes: (output shapes, the operator, aux arrays), for the
+    # entry it was made for (a re-registered type replaces the entry).
+    plans: dict = {}
+    state = [e]
 
     def kernel(call, inputs):
-        # Looked up on each call: a re-registered type replaces the entry.
-        e = _props.get(key) or _by_key(key)
         arrays = call.arrays()
-        in_shapes = tuple([a.shape for a in arrays])
-        in_dtypes = tuple([a.dtype.type for a in arrays])
-        out_shapes, _ = e.shapes.get(in_shapes) or e.infer_shapes(in_shapes)
-        op = e.operators.get((in_shapes, in_dtypes)) or e.operator(in_shapes, in_dtypes)
-        alloc = call.allocate_output
-        out_data = [NDArray(alloc(i, s)) for i, s in enumerate(out_shapes)]
-        aux = e.aux_arrays(in_shapes, in_dtypes) if e.aux_names else []
-        op.forward(is_train, call.requests, [NDArray(a) for a in arrays], out_data, aux)
+        in_shapes = tuple(map(_shape_of, arrays))
+        e = state[0]
+        plan = plans.get(in_shapes)
+        if plan is None or _props.get(key) is not e:
+            e = state[0] = _by_key(key)
+            if plan is not None:
+                plans.clear()
+            out_shapes, _ = e.infer_shapes(in_shapes)
+            aux = e.aux_arrays(in_shapes, in_dtypes) if e.aux_names else []
+            plan = plans[in_shapes] = (out_shapes, e.operator(in_shapes, in_dtypes), aux,
+                                       range(len(out_shapes)))
+        out_shapes, op, aux, outs = plan
+        out_data = list(map(NDArray, map(call.allocate_output, outs, out_shapes)))
+        op.forward(is_train, call.requests, list(map(NDArray, arrays)), out_data, aux)
 
     return kernel
 
@@ -583,11 +601,14 @@ class train_mode:
 
 
 _calls: dict = {}
+# (op type, input dtypes) -> plan, for calls without parameters or a tape.
+_fast: dict = {}
 
 
 def _call_plan(e: _Entry, in_enums: tuple, training: bool):
-    """The op function and keyword attrs of a call of `e` on inputs of these
-    dtypes (cached: output types come from `infer_type` once)."""
+    """How to call `e`'s op on inputs of these dtypes: `(fn, attrs)`, the op
+    function and its attr values as positional arguments after the inputs
+    (cached: output types come from `infer_type` once)."""
     from ._ops import make_function, op_info
 
     key = (e.key, in_enums, training)
@@ -601,10 +622,16 @@ def _call_plan(e: _Entry, in_enums: tuple, training: bool):
             attrs[f"T_{n}"] = dtypes.as_dtype(t)
         if training:
             attrs["is_train"] = True
-        kw = {py: attrs[arg] for (py, arg, is_input, _) in info.params
-              if not is_input and arg in attrs}
-        plan = (make_function(info, raw=False), kw)
+        # The function's parameters after the inputs, in order; trailing
+        # ones left at their defaults are not passed.
+        rest = [(arg in attrs, attrs.get(arg, default))
+                for (_, arg, is_input, default) in info.params if not is_input]
+        while rest and not rest[-1][0]:
+            rest.pop()
+        plan = (make_function(info, raw=False), tuple(v for _, v in rest))
         _calls[key] = plan
+        if not training:
+            _fast[(e.op_type if e.key == _prop_key(e.op_type, {}) else None, in_enums)] = plan
     return plan
 
 
@@ -613,8 +640,17 @@ def Custom(*inputs, op_type: str, name=None, **params):
     `inputs` (tensors, arrays or values), with `params` passed to its prop's
     `__init__`. One tensor for one output, else a list (MXNet's
     `mx.nd.Custom`). In a graph (`opforge.function`), adds the op's node."""
+    if not params and name is None and not _tstate.__dict__.get("tapes") and not _train.__dict__:
+        # The common call: eager tensors, no parameters, no tape.
+        try:
+            fn, attrs = _fast[(op_type, tuple(map(_dtype_enum_of, inputs)))]
+        except (KeyError, AttributeError):
+            pass
+        else:
+            outs = fn(*inputs, *attrs)
+            return outs if type(outs) is _Tensor else list(outs)
     try:
-        pkey: Any = (op_type, tuple(sorted(params.items())) if params else ())
+        pkey: Any = (op_type, tuple(sorted(params.items()))) if params else op_type
         e = _entries.get(pkey)
     except TypeError:  # unhashable parameter values
         pkey, e = None, None
@@ -622,28 +658,27 @@ def Custom(*inputs, op_type: str, name=None, **params):
         e = _entry(op_type, params)
         if pkey is not None:
             _entries[pkey] = e
-    if len(inputs) != len(e.args):
+    if len(inputs) != e.n_args:
         raise TypeError(
             f"custom operator '{op_type}' takes {len(e.args)} inputs ({e.args}), got "
             f"{len(inputs)}"
         )
-    enums = []
-    ins = []
-    for x in inputs:
-        if type(x) is _Tensor:
-            enums.append(x._dtype_enum)
-        else:
-            if not isinstance(x, SymbolicTensor):
-                x = convert_to_tensor(x)
-            enums.append(dtypes.as_dtype(x.dtype).as_datatype_enum)
-        ins.append(x)
-    fn, kw = _call_plan(e, tuple(enums), is_training())
-    if name is not None:
-        kw = dict(kw, name=name)
-    outs = fn(*ins, **kw)
-    if len(e.outs) == 1:
+    if all(type(x) is _Tensor for x in inputs):
+        ins = inputs
+        enums = tuple(map(_dtype_enum_of, inputs))
+    else:
+        ins = tuple(x if isinstance(x, (SymbolicTensor, _Tensor)) else convert_to_tensor(x)
+                    for x in inputs)
+        enums = tuple(dtypes.as_dtype(x.dtype).as_datatype_enum for x in ins)
+    training = bool(_train.__dict__.get("on")) or (
+        bool(_tstate.__dict__.get("tapes")) and bool(_tape.active_tapes()))
+    fn, attrs = _calls.get((e.key, enums, training)) or _call_plan(e, enums, training)
+    outs = fn(*ins, *attrs) if name is None else fn(*ins, *attrs, name=name)
+    if e.n_outs == 1:
         return outs
     return list(outs)
 
 
+_dtype_enum_of = operator_module.attrgetter("_dtype_enum")
+_tstate = _tape._state
 _entries: dict = {}
