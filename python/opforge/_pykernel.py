@@ -52,6 +52,12 @@ class paused:
         return False
 
 
+def as_str(v) -> str:
+    """A string attr's value as `str` (attrs reach kernels as TensorFlow
+    gives them to Python: `bytes`)."""
+    return v.decode() if isinstance(v, bytes) else v
+
+
 def _caller_location() -> str:
     for frame in inspect.stack()[2:]:
         if "/opforge/" not in frame.filename.replace("\\", "/"):

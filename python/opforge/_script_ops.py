@@ -83,13 +83,8 @@ def _lookup(token: str):
     return entry
 
 
-def _token(attrs) -> str:
-    t = attrs["token"]
-    return t.decode() if isinstance(t, bytes) else t
-
-
 def _numpy_factory(attrs, node):
-    token = _token(attrs)
+    token = _pykernel.as_str(attrs["token"])
     tout = [dtypes.as_dtype(t) for t in attrs["Tout"]]
     name = token if token != "eager" else "pyfunc"
 
@@ -136,7 +131,7 @@ def _string_tensor(v):
 
 
 def _eager_factory(attrs, node):
-    token = _token(attrs)
+    token = _pykernel.as_str(attrs["token"])
     tout = [dtypes.as_dtype(t) for t in attrs["Tout"]]
 
     def kernel(call, inputs):
@@ -305,9 +300,7 @@ def _call_graph_py_function(func, inp, Tout, name):
 
 
 def _eager_py_func_grad(op, *dy):
-    token = op.get_attr("token")
-    if isinstance(token, bytes):
-        token = token.decode()
+    token = _pykernel.as_str(op.get_attr("token"))
     sources = list(op.inputs)
     if token == "eager":
         # Eagerly: the tape recorded around the forward call's body.

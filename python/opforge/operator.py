@@ -393,9 +393,7 @@ def _entry(op_type: str, params: dict) -> _Entry:
     return e
 
 
-def _by_key(key) -> _Entry:
-    if isinstance(key, bytes):
-        key = key.decode()
+def _by_key(key: str) -> _Entry:
     e = _props.get(key)
     if e is None:
         raise errors.FailedPreconditionError(
@@ -457,7 +455,7 @@ def _ensure_ops(op_type: str, args, outs):
 
 
 def _shape_fn(in_shapes, attrs):
-    e = _by_key(attrs["prop_key"])
+    e = _by_key(_pykernel.as_str(attrs["prop_key"]))
     if any(s is None or any(d is None for d in s) for s in in_shapes):
         return [None] * len(e.outs)
     outs, _ = e.infer_shapes([tuple(s) for s in in_shapes])
@@ -468,8 +466,7 @@ _shape_of = operator_module.attrgetter("shape")
 
 
 def _forward_factory(attrs, node):
-    key = attrs["prop_key"]
-    key = key.decode() if isinstance(key, bytes) else key
+    key = _pykernel.as_str(attrs["prop_key"])
     is_train = bool(attrs.get("is_train", False))
     e = _by_key(key)
     in_dtypes = tuple(dtypes.as_dtype(attrs[f"T_{n}"]).as_numpy_dtype for n in e.in_names)
@@ -503,8 +500,7 @@ def _backward_shape_fn(in_shapes, attrs):
 
 
 def _backward_factory(attrs, node):
-    key = attrs["prop_key"]
-    key = key.decode() if isinstance(key, bytes) else key
+    key = _pykernel.as_str(attrs["prop_key"])
     dep_ids = list(attrs["dep_ids"])
     grad_types = [dtypes.as_dtype(t) for t in attrs["Tgrad"]]
     differentiable = [t.is_floating or t.is_complex for t in grad_types]
@@ -538,7 +534,7 @@ def _backward_factory(attrs, node):
 def _gradient(op, *dy):
     from . import ops as _ops_fns
 
-    e = _by_key(op.get_attr("prop_key"))
+    e = _by_key(_pykernel.as_str(op.get_attr("prop_key")))
     n_out, n_in = len(e.outs), len(e.args)
     deps = []
     for i in e.dep_ids:

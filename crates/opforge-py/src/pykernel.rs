@@ -9,13 +9,12 @@
 //! `opforge.gradients` like any op.
 //!
 //! **A call.** The kernel calls `func(call, inputs)`: `inputs` are the
-//! input tensors (immutable `opforge.Tensor`s, whose numpy views are
-//! read-only and zero-copy), and `call` a [`KernelCall`] through which
-//! the function sets each output, either by writing a buffer the call
-//! lends ([`KernelCall::allocate_output`], a [`LentBuffer`] with a
-//! writable buffer protocol: `numpy.asarray(buf)` is a view of the output's
-//! memory, no copy) or by handing a tensor or an array
-//! ([`KernelCall::set_output`]).
+//! input tensors (immutable `opforge.Tensor`s; `call.arrays()` gives
+//! read-only zero-copy numpy views of them), and `call` a [`KernelCall`]
+//! through which the function sets each output, either by writing a buffer
+//! the call lends ([`KernelCall::allocate_output`]: a writable numpy array
+//! over the output's memory, no copy, whose base is a [`LentBuffer`]) or
+//! by handing a tensor or an array ([`KernelCall::set_output`]).
 //!
 //! **Lent buffers stop reaching the runtime when the call returns.** The
 //! call is closed first (its methods then raise). An output buffer that
@@ -43,7 +42,7 @@
 //! TensorFlow's errors).
 
 use crate::errors;
-use crate::tensor::{buffer_format, PyTensor};
+use crate::tensor::PyTensor;
 use numpy::npyffi::flags::{NPY_ARRAY_CARRAY, NPY_ARRAY_CARRAY_RO};
 use numpy::npyffi::{npy_intp, NpyTypes, NPY_TYPES, PY_ARRAY_API};
 use opforge::kernel::{
@@ -53,7 +52,7 @@ use opforge::op_def::OpDefBuilder;
 use opforge::registry::Registry;
 use opforge::shape_inference::InferenceContext;
 use opforge::{Code, DataType, Status, Tensor, TensorShape};
-use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -230,7 +229,7 @@ impl KernelCall {
             None => errors::check(py, Tensor::zeros_with_shape(dtype, shape), Some(&self.op))?,
         };
         let dims = t.dims().to_vec();
-        let lent = Bound::new(py, LentBuffer::new(t))?;
+        let lent = Bound::new(py, LentBuffer { t })?;
         let data = {
             let mut b = lent.borrow_mut();
             b.t.host_data_mut().map_or(std::ptr::null_mut(), |(p, _)| p)
@@ -314,112 +313,19 @@ impl KernelCall {
 }
 
 /// An output buffer lent to Python for one kernel call
-/// (`opforge._C.LentBuffer`): a writable buffer protocol over the output's
-/// memory. It holds the only reference to the tensor while the call runs.
+/// (`opforge._C.LentBuffer`): the base object of the writable numpy array
+/// `allocate_output` returns, holding the only reference to the output's
+/// tensor while the call runs. Nothing else reads or writes the tensor's
+/// bytes through the runtime until the call returns: then the kernel takes
+/// the tensor when nothing in Python holds this object any more, and copies
+/// it otherwise (the array kept then writes only this object's tensor).
 #[pyclass(module = "opforge._C", name = "LentBuffer")]
 pub struct LentBuffer {
     t: Tensor,
-    shape: Box<[isize]>,
-    strides: Box<[isize]>,
-}
-
-impl LentBuffer {
-    fn new(t: Tensor) -> LentBuffer {
-        let shape: Box<[isize]> = t.dims().iter().map(|&d| d as isize).collect();
-        let mut strides = vec![0isize; shape.len()].into_boxed_slice();
-        let mut acc = t.dtype().size() as isize;
-        for i in (0..shape.len()).rev() {
-            strides[i] = acc;
-            acc = acc.saturating_mul(shape[i].max(1));
-        }
-        LentBuffer { t, shape, strides }
-    }
 }
 
 #[pymethods]
 impl LentBuffer {
-    /// Buffer protocol: writable, C-contiguous.
-    ///
-    /// # Safety
-    /// `view` is the caller's `Py_buffer` to fill (CPython's contract).
-    unsafe fn __getbuffer__(
-        slf: Bound<'_, Self>,
-        view: *mut ffi::Py_buffer,
-        flags: c_int,
-    ) -> PyResult<()> {
-        if view.is_null() {
-            return Err(PyBufferError::new_err("View is null"));
-        }
-        let (ptr, len, itemsize, format, ndim, shape_ptr, strides_ptr) = {
-            let mut this = slf.borrow_mut();
-            let dtype = this.t.dtype();
-            let format = buffer_format(dtype)
-                .ok_or_else(|| PyBufferError::new_err(format!("a {dtype} buffer has no format")))?;
-            // Empty tensors have no storage to write; any address will do
-            // for zero bytes.
-            let (ptr, len) = match this.t.host_data_mut() {
-                Some(p) => p,
-                None if this.t.num_elements() == 0 => (
-                    std::ptr::NonNull::<u64>::dangling().as_ptr().cast::<u8>(),
-                    0,
-                ),
-                None => return Err(PyBufferError::new_err(
-                    "this output buffer is shared and cannot be written (a bug: please report it)",
-                )),
-            };
-            (
-                ptr,
-                len,
-                dtype.size(),
-                format,
-                this.shape.len(),
-                this.shape.as_ptr() as *mut isize,
-                this.strides.as_ptr() as *mut isize,
-            )
-        };
-        // SAFETY: `view` is non-null and CPython's to fill. The pointers
-        // stay valid while `view.obj` (this object, kept alive by the
-        // reference stored in it) lives: the data is the buffer of the
-        // tensor this object holds, which it holds alone (the tensor is
-        // never cloned while the object lives: the kernel takes it only
-        // when nothing else holds the object, and copies it otherwise), so
-        // nothing else reads or writes these bytes through the runtime;
-        // `shape`/`strides` are boxed slices never changed after `new`, and
-        // `format` is static.
-        unsafe {
-            (*view).obj = slf.into_any().into_ptr();
-            (*view).buf = ptr.cast::<std::ffi::c_void>();
-            (*view).len = len as isize;
-            (*view).readonly = 0;
-            (*view).itemsize = itemsize as isize;
-            (*view).format = if (flags & ffi::PyBUF_FORMAT) == ffi::PyBUF_FORMAT {
-                format.as_ptr() as *mut std::ffi::c_char
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).ndim = ndim as c_int;
-            (*view).shape = if (flags & ffi::PyBUF_ND) == ffi::PyBUF_ND {
-                shape_ptr
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).strides = if (flags & ffi::PyBUF_STRIDES) == ffi::PyBUF_STRIDES {
-                strides_ptr
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).suboffsets = std::ptr::null_mut();
-            (*view).internal = std::ptr::null_mut();
-        }
-        Ok(())
-    }
-
-    /// Nothing to free: every pointer of the view belongs to this object.
-    ///
-    /// # Safety
-    /// CPython's contract for `bf_releasebuffer`.
-    unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
-
     /// The output's dims.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {

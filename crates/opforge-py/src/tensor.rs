@@ -99,7 +99,7 @@ impl PyTensor {
 
 /// The PEP 3118 format of a dtype whose bytes numpy can view directly
 /// (`bfloat16` goes as its raw 16 bits, `H`; the Python layer reinterprets it).
-pub(crate) fn buffer_format(d: DataType) -> Option<&'static CStr> {
+fn buffer_format(d: DataType) -> Option<&'static CStr> {
     Some(match d {
         DataType::Float => c"f",
         DataType::Double => c"d",

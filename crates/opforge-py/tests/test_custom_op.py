@@ -4,13 +4,18 @@ tests of `tests/python/unittest/test_operator.py`), and the Python-kernel rules
 (lent buffers, errors, threads)."""
 
 import gc
+import sys
 import threading
 
 import numpy as np
 import pytest
 
 import opforge as of
+from conftest import REPO
 from opforge import operator as mx
+
+sys.path.insert(0, str(REPO / "examples" / "mxnet_style"))
+import custom_softmax  # noqa: E402
 
 
 def _np_softmax(x):
@@ -18,39 +23,7 @@ def _np_softmax(x):
     return e / e.sum(axis=1, keepdims=True)
 
 
-class Softmax(mx.CustomOp):
-    def forward(self, is_train, req, in_data, out_data, aux):
-        x = in_data[0].asnumpy()
-        y = np.exp(x - x.max(axis=1).reshape((x.shape[0], 1)))
-        y /= y.sum(axis=1).reshape((x.shape[0], 1))
-        self.assign(out_data[0], req[0], y)
-
-    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
-        label = in_data[1].asnumpy().ravel().astype(np.int64)
-        y = out_data[0].asnumpy()
-        y[np.arange(label.shape[0]), label] -= 1.0
-        self.assign(in_grad[0], req[0], y)
-        self.assign(in_grad[1], req[1], 0)
-
-
-@mx.register("softmax")
-class SoftmaxProp(mx.CustomOpProp):
-    def __init__(self):
-        super().__init__(need_top_grad=False)
-
-    def list_arguments(self):
-        return ["data", "label"]
-
-    def list_outputs(self):
-        return ["output"]
-
-    def infer_shape(self, in_shape):
-        data_shape = in_shape[0]
-        label_shape = (in_shape[0][0],)
-        return [data_shape, label_shape], [data_shape], []
-
-    def create_operator(self, ctx, in_shapes, in_dtypes):
-        return Softmax()
+custom_softmax.define(mx, "softmax")
 
 
 def _data(n=8, k=5, seed=0):

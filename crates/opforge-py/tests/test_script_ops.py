@@ -59,16 +59,17 @@ def test_numpy_function_is_not_differentiable():
     assert tape.gradient(y, v) is None
 
 
-@pytest.mark.parametrize(
-    "exc, graph_error",
-    [
-        (ValueError("boom"), errors.InvalidArgumentError),
-        (TypeError("t"), errors.InvalidArgumentError),
-        (KeyError("k"), errors.UnknownError),
-        (StopIteration(), errors.OutOfRangeError),
-        (NotImplementedError("ni"), errors.UnimplementedError),
-    ],
-)
+# An exception a script op's function raises, and TensorFlow's error for it.
+ERRORS = [
+    (ValueError("boom"), errors.InvalidArgumentError),
+    (TypeError("t"), errors.InvalidArgumentError),
+    (KeyError("k"), errors.UnknownError),
+    (StopIteration(), errors.OutOfRangeError),
+    (NotImplementedError("ni"), errors.UnimplementedError),
+]
+
+
+@pytest.mark.parametrize("exc, graph_error", ERRORS)
 def test_numpy_function_errors(exc, graph_error):
     x = of.constant([1.0])
     # Eagerly the exception comes through unchanged (TensorFlow calls the
@@ -83,16 +84,7 @@ def test_numpy_function_errors(exc, graph_error):
     assert "Traceback" in str(info.value)
 
 
-@pytest.mark.parametrize(
-    "exc, error",
-    [
-        (ValueError("boom"), errors.InvalidArgumentError),
-        (TypeError("t"), errors.InvalidArgumentError),
-        (KeyError("k"), errors.UnknownError),
-        (StopIteration(), errors.OutOfRangeError),
-        (NotImplementedError("ni"), errors.UnimplementedError),
-    ],
-)
+@pytest.mark.parametrize("exc, error", ERRORS)
 def test_py_function_errors(exc, error):
     x = of.constant([1.0])
     with pytest.raises(error, match=f"^{type(exc).__name__}: "):
