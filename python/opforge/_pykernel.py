@@ -58,6 +58,13 @@ def as_str(v) -> str:
     return v.decode() if isinstance(v, bytes) else v
 
 
+def run_paused(kernel, call, inputs) -> None:
+    """Runs `kernel(call, inputs)` with this thread's tapes and graphs set
+    aside (the native kernel calls this when the thread may have either)."""
+    with paused():
+        kernel(call, inputs)
+
+
 def _caller_location() -> str:
     for frame in inspect.stack()[2:]:
         if "/opforge/" not in frame.filename.replace("\\", "/"):
@@ -98,19 +105,7 @@ def register_op(
     into it); `call.requests` tells the kernel what each call asks. Other
     requests are the runtime's to handle.
     """
-    def wrapped_factory(attrs, node):
-        kernel = factory(attrs, node)
-
-        def run(call, ins):
-            if _tstate.__dict__.get("tapes") or _gstate.__dict__.get("graphs"):
-                with paused():
-                    kernel(call, ins)
-            else:
-                kernel(call, ins)
-
-        return run
-
     _C.register_python_op(
-        name, list(inputs), list(outputs), list(attrs), doc, wrapped_factory, shape_fn,
+        name, list(inputs), list(outputs), list(attrs), doc, factory, shape_fn,
         stateful, location or _caller_location(), list(requests),
     )

@@ -165,6 +165,12 @@ def _call_gradient(f, args, num_inputs):
     return _call_gradient(f, args, num_inputs)
 
 
+def _run_paused(kernel, call, inputs):
+    from ._pykernel import run_paused
+
+    run_paused(kernel, call, inputs)
+
+
 def _sync_tapes():
     from ._tape import _sync
 
@@ -173,6 +179,7 @@ def _sync_tapes():
 
 HOOKS = {
     "sync_tapes": _sync_tapes,
+    "run_paused": _run_paused,
     "grad_op": _grad_op,
     "call_gradient": _call_gradient,
     "dlpack": dlpack,

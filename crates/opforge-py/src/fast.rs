@@ -82,6 +82,16 @@ thread_local! {
     };
 }
 
+/// Whether the calling thread may have tapes recording or a default graph
+/// (as the Python layer last said, or it may have changed since): a Python
+/// kernel running here then sets them aside while its Python code runs
+/// (`crate::pykernel`). A runtime worker never has either.
+pub fn tapes_or_graphs() -> bool {
+    STATE.with(|s| {
+        !s.fast.get() || s.stale.get() || s.tapes.try_borrow().map_or(true, |t| !t.is_empty())
+    })
+}
+
 /// `_C.set_eager_fast_path(enabled)`: turns the native fast path of op
 /// functions and Tensor operators on or off for the calling thread (on by
 /// default); returns the previous setting. While it is off, every op

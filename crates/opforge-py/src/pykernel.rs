@@ -474,7 +474,16 @@ impl OpKernel for PyKernel {
                 },
             )
             .map_err(|e| errors::stash(py, e, "a Python kernel's call"))?;
-            let result = self.func.bind(py).call1((call.clone_ref(py), inputs));
+            // The kernel's Python code runs with this thread's tapes and
+            // graphs set aside, when it has any (`_pykernel.paused`).
+            let result = if crate::fast::tapes_or_graphs() {
+                match crate::hooks::hook(py, "run_paused") {
+                    Ok(run) => run.call1((self.func.bind(py), call.clone_ref(py), inputs)),
+                    Err(e) => Err(e),
+                }
+            } else {
+                self.func.bind(py).call1((call.clone_ref(py), inputs))
+            };
             // Close the call before anything else: a kept `call` can set
             // nothing from now on.
             let outputs = {
