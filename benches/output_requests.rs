@@ -10,11 +10,15 @@
 //! per layer: each weight's gradient is the `AddN` of its `MatMul` part and
 //! its decay part, which `Add` requests sum into one buffer).
 //!
-//! Figures per variant, requests off and on: the median time of a step,
-//! and the peak of the bytes held by tensors the kernels allocated during a
-//! step (the session runs on a metered CPU device: each allocation is
-//! counted until its last tensor is dropped), then the same-run ratio on /
-//! off. `cargo bench --bench output_requests [-- STEPS]`.
+//! Figures per variant, requests off and on: the median time of a step
+//! (the default executor, nodes in parallel), and the peak of the bytes
+//! held by tensors the kernels allocated during a step (a sequential
+//! executor, whose order and so whose peak does not change from run to
+//! run, on a metered CPU device: each allocation is counted until its last
+//! tensor is dropped), then the same-run ratio on /
+//! off; and the executor's cost per node with and without requests (a
+//! chain of 10,000 scalar `AddV2` nodes, as `benches/ops.rs`'s `chain`).
+//! `cargo bench --bench output_requests [-- STEPS]`.
 
 use opforge::autodiff::gradients;
 use opforge::device::{CpuDevice, Device};
@@ -195,15 +199,21 @@ fn measure(decay: bool, requests: bool, steps: usize) -> Figures {
     let device: Arc<dyn Device> = Arc::new(Metered {
         cpu: CpuDevice::with_pool(opforge::device::ThreadPool::global().clone()),
     });
-    let options = SessionOptions {
-        output_requests: requests,
-        ..SessionOptions::default()
+    // Time on the default (parallel) executor; the peak on a sequential one,
+    // whose order, and so whose peak, is the same every run.
+    let session = |inter_op_threads| {
+        let options = SessionOptions {
+            output_requests: requests,
+            inter_op_threads,
+            ..SessionOptions::default()
+        };
+        Session::builder_shared(g.clone())
+            .devices(vec![device.clone()])
+            .options(options)
+            .build()
+            .expect("session")
     };
-    let s = Session::builder_shared(g)
-        .devices(vec![device])
-        .options(options)
-        .build()
-        .expect("session");
+    let (s, seq) = (session(0), session(1));
     let xs = Tensor::from_vec(
         &[BATCH as i64, SIZES[0] as i64],
         uniform(BATCH * SIZES[0], 99, 1.0),
@@ -211,17 +221,18 @@ fn measure(decay: bool, requests: bool, steps: usize) -> Figures {
     let xs = xs.expect("x");
     let ys: Vec<i32> = (0..BATCH).map(|i| (i * 7 % SIZES[3]) as i32).collect();
     let ys = Tensor::from_vec(&[BATCH as i64], ys).expect("labels");
-    let run = || {
+    let run_on = |s: &Session| {
         s.run(vec![(x, xs.clone()), (labels, ys.clone())], &fetches, &[])
             .expect("step")
     };
+    let run = || run_on(&s);
     let mut values = run();
-    // Peak of one step: counted from what the session holds between steps.
+    // Peak of one step: counted from what is held between steps.
     let mut peak = 0;
     for _ in 0..3 {
         PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
         let base = LIVE.load(Ordering::Relaxed);
-        values = run();
+        values = run_on(&seq);
         peak = peak.max(PEAK.load(Ordering::Relaxed) - base);
     }
     let mut times: Vec<f64> = (0..steps)
@@ -265,6 +276,43 @@ fn max_abs_diff(a: &[Tensor], b: &[Tensor]) -> f32 {
         .fold(0.0, f32::max)
 }
 
+/// The executor's cost per node with and without requests: a chain of
+/// 10,000 scalar `AddV2` nodes (each one's input has one reader, so with
+/// requests every node is asked `InPlace`), seconds per node.
+fn chain(requests: bool) -> f64 {
+    const NODES: usize = 10_000;
+    let mut g = Graph::new();
+    let x = placeholder(&mut g, "x", DataType::Float, &[]);
+    let one = konst(&mut g, "one", &Tensor::scalar(1.0f32));
+    let mut prev = x;
+    for i in 0..NODES {
+        prev = node(&mut g, "AddV2", &format!("add{i}"), &[prev, one]);
+    }
+    let options = SessionOptions {
+        output_requests: requests,
+        inter_op_threads: 1,
+        ..SessionOptions::default()
+    };
+    let s = Session::with_options(g, options).expect("session");
+    let run = || {
+        s.run(vec![(x, Tensor::scalar(0.5f32))], &[prev], &[])
+            .expect("chain")
+    };
+    assert_eq!(
+        run()[0].scalar_value::<f32>().expect("f32"),
+        0.5 + NODES as f32
+    );
+    let mut times: Vec<f64> = (0..21)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(run());
+            start.elapsed().as_secs_f64() / NODES as f64
+        })
+        .collect();
+    times.sort_by(|a, b| a.total_cmp(b));
+    times[times.len() / 2]
+}
+
 fn main() {
     opforge::opforge_ops::link();
     let steps = std::env::args()
@@ -275,6 +323,24 @@ fn main() {
         "MLP {SIZES:?}, batch {BATCH}, backward pass (loss and every gradient), {steps} steps, \
          {} threads",
         opforge::device::ThreadPool::global().num_threads()
+    );
+    if let Some(mode) = std::env::args().find_map(|a| a.strip_prefix("chain=").map(str::to_string))
+    {
+        // Only the chain (for profiling): `chain=on` or `chain=off`.
+        for _ in 0..3 {
+            println!("chain {mode}: {:.1} ns/node", chain(mode == "on") * 1e9);
+        }
+        return;
+    }
+    let (off, on) = (chain(false), chain(true));
+    let (off2, on2) = (chain(false), chain(true));
+    let (off, on) = (off.min(off2), on.min(on2));
+    println!(
+        "executor, 10000-node scalar AddV2 chain: {:.1} ns/node off, {:.1} ns/node on \
+         (every node asked InPlace); on / off {:.3}",
+        off * 1e9,
+        on * 1e9,
+        on / off
     );
     for decay in [false, true] {
         let name = if decay { "with weight decay" } else { "plain" };

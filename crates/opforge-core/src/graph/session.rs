@@ -558,12 +558,12 @@ impl Session {
 
     /// Runs one step on its gathered inputs and hands each output to
     /// `output`; with `bindings`, the step's output requests (`state`: the
-    /// run's values, for the in-place check).
+    /// run's values, for the in-place check when it is on).
     fn execute(
         &self,
         step: &Step,
         inputs: &mut TensorVec,
-        bindings: Option<(&mut Bindings, &RunState)>,
+        bindings: Option<(&mut Bindings, Option<&RunState>)>,
         mut output: impl FnMut(usize, Tensor),
     ) -> Result<()> {
         let k = &*step.kernel;
@@ -583,7 +583,7 @@ impl Session {
                 |_, i, t| output(i, t),
             ),
             Some((bindings, state)) => {
-                if self.check_inplace {
+                if let (true, Some(state)) = (self.check_inplace, state) {
                     self.check_inplace(step, inputs, bindings, state)?;
                 }
                 call_kernel_with(
@@ -624,13 +624,25 @@ impl Session {
                     }
                 })?,
                 Some(r) => {
-                    let mut b = self.bind(step, r, outputs, |slot| state.take_value(slot))?;
-                    let st: &RunState = state;
-                    self.execute(step, &mut inputs, Some((&mut b, st)), |i, t| {
-                        if let Some(v) = st.values.get(outputs[i]) {
-                            *v.lock().unwrap_or_else(PoisonError::into_inner) = Some(t);
-                        }
-                    })?
+                    let mut b = self.bind(step, r, outputs, |slot| {
+                        state.values.get_mut(slot).and_then(|v| {
+                            v.get_mut().unwrap_or_else(PoisonError::into_inner).take()
+                        })
+                    })?;
+                    if self.check_inplace {
+                        let st: &RunState = state;
+                        self.execute(step, &mut inputs, Some((&mut b, Some(st))), |i, t| {
+                            if let Some(v) = st.values.get(outputs[i]) {
+                                *v.lock().unwrap_or_else(PoisonError::into_inner) = Some(t);
+                            }
+                        })?
+                    } else {
+                        self.execute(step, &mut inputs, Some((&mut b, None)), |i, t| {
+                            if let Some(v) = state.values.get_mut(outputs[i]) {
+                                *v.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(t);
+                            }
+                        })?
+                    }
                 }
             }
         }
@@ -705,7 +717,7 @@ impl Session {
                 self.execute(
                     s,
                     &mut inputs,
-                    bindings.as_mut().map(|b| (b, state)),
+                    bindings.as_mut().map(|b| (b, Some(state))),
                     |i, t| {
                         // (An output nothing reads has NO_SLOT: no value slot.)
                         if let Some(v) = state.values.get(outputs[i]) {

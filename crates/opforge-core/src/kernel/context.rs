@@ -243,51 +243,44 @@ pub fn call_kernel_with<I: AsMut<[Tensor]>>(
     let mut slots: SmallVec<[Option<Tensor>; 4]> = SmallVec::new();
     let mut requests: SmallVec<[OutputRequest; 4]> = SmallVec::new();
     let mut offered: SmallVec<[Option<usize>; 4]> = SmallVec::new();
-    // Accumulators the runtime adds into after the kernel wrote a fresh output.
-    let mut pending: SmallVec<[Option<Tensor>; 4]> = SmallVec::new();
     {
         let ins = inputs.as_mut();
         for (o, b) in bindings.iter_mut().enumerate() {
-            let (mut req, mut slot, mut offer, mut acc) = (OutputRequest::Write, None, None, None);
-            match std::mem::take(b) {
+            let (mut req, mut slot, mut offer) = (OutputRequest::Write, None, None);
+            match b {
                 OutputBinding::Write => {}
-                OutputBinding::Null => req = OutputRequest::Null,
+                // Not handled: written, then dropped (the binding stays Null).
+                OutputBinding::Null if support.handles(OutputRequest::Null) => {
+                    req = OutputRequest::Null
+                }
+                OutputBinding::Null => {}
                 OutputBinding::InPlace { input } => {
                     if support.handles(OutputRequest::InPlace)
-                        && ins.get(input).is_some_and(|t| {
+                        && ins.get(*input).is_some_and(|t| {
                             can_take_over(t, sig.output_types[o], device.location())
                         })
                     {
                         req = OutputRequest::InPlace;
-                        offer = Some(input);
+                        offer = Some(*input);
                     }
                 }
-                OutputBinding::Add(a) => {
-                    if support.handles(OutputRequest::Add) {
+                // Not handled: the accumulator stays in the binding, and the
+                // fresh output is added into it below.
+                OutputBinding::Add(_) if support.handles(OutputRequest::Add) => {
+                    if let OutputBinding::Add(a) = std::mem::take(b) {
                         req = OutputRequest::Add;
                         slot = Some(if a.is_uniquely_owned() {
                             a
                         } else {
                             a.deep_copy()?
                         });
-                    } else {
-                        acc = Some(a);
                     }
                 }
-            }
-            // A kernel that does not handle `Null` writes the output, which is dropped.
-            if req == OutputRequest::Null && !support.handles(req) {
-                requests.push(OutputRequest::Write);
-                pending.push(None);
-                slots.push(None);
-                offered.push(None);
-                *b = OutputBinding::Null;
-                continue;
+                OutputBinding::Add(_) => {}
             }
             requests.push(req);
             slots.push(slot);
             offered.push(offer);
-            pending.push(acc);
         }
     }
     let slots = slots.as_mut_slice();
@@ -296,17 +289,16 @@ pub fn call_kernel_with<I: AsMut<[Tensor]>>(
     ctx.inplace_inputs = &offered;
     compute_guarded(kernel, &mut ctx, sig)?;
     for (o, t) in slots.iter_mut().enumerate() {
-        let dropped =
-            requests[o] == OutputRequest::Null || matches!(bindings[o], OutputBinding::Null);
-        if dropped {
+        let b = std::mem::take(&mut bindings[o]);
+        if matches!(b, OutputBinding::Null) {
             *t = None;
             continue;
         }
         let Some(t) = t.take() else {
             return Err(unset_output(sig, o));
         };
-        let t = match pending[o].take() {
-            Some(mut acc) => {
+        let t = match b {
+            OutputBinding::Add(mut acc) => {
                 if !acc.is_uniquely_owned() {
                     acc = acc.deep_copy()?;
                 }
@@ -318,12 +310,9 @@ pub fn call_kernel_with<I: AsMut<[Tensor]>>(
                 })?;
                 acc
             }
-            None => t,
+            _ => t,
         };
         output(inputs, o, t);
-    }
-    for b in bindings.iter_mut() {
-        *b = OutputBinding::Write;
     }
     Ok(())
 }

@@ -48,8 +48,10 @@ pub(super) enum Planned {
     Add,
 }
 
-/// The bindings of one step's outputs for one run.
-pub(super) type Bindings = SmallVec<[OutputBinding; 4]>;
+/// The bindings of one step's outputs for one run (inline for one output,
+/// the common case: a binding holds a tensor, and moving several inline
+/// was a measurable part of a small node's cost).
+pub(super) type Bindings = SmallVec<[OutputBinding; 1]>;
 
 /// A fully known shape.
 fn known(s: Option<&Option<Vec<i64>>>) -> Option<&[i64]> {
