@@ -18,8 +18,7 @@ use opforge_core::proto::{AttrValue, NameAttrList};
 use opforge_core::registry::Registry;
 use opforge_core::{Code, DataType, Tensor, TensorShape};
 use opforge_loader::Loader;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// One test at a time: both load the same file, and the SDK keeps its host
@@ -31,49 +30,12 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+#[path = "plugins/build.rs"]
+mod plugin_build;
+
 /// Builds the plugin in a crate of its own under `CARGO_TARGET_TMPDIR`.
 fn build() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("attr_plugin");
-    std::fs::create_dir_all(&dir).unwrap();
-    let manifest = format!(
-        r#"[package]
-name = "attr_plugin"
-version = "0.1.0"
-edition = "2021"
-publish = false
-
-[lib]
-crate-type = ["cdylib"]
-path = "{src}"
-
-[dependencies]
-opforge-plugin = {{ path = "{sdk}" }}
-
-# A crate of its own, not a member of the opforge workspace around it.
-[workspace]
-"#,
-        src = here.join("tests/plugins/attr_plugin.rs").display(),
-        sdk = here.join("../opforge-plugin").display(),
-    );
-    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(&dir)
-        .args(["build", "--quiet", "--offline", "--target-dir"])
-        .arg(dir.join("target"))
-        .status()
-        .expect("cargo runs");
-    assert!(
-        status.success(),
-        "building tests/plugins/attr_plugin.rs failed"
-    );
-    let lib = dir.join("target/debug").join(format!(
-        "{}attr_plugin{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
-    assert!(lib.is_file());
-    lib
+    plugin_build::build_plugin("attr_plugin")
 }
 
 /// A sandbox registry with the standard op library (the ops the plugin's

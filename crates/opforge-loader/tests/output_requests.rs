@@ -12,14 +12,13 @@
 
 use opforge_core::attrs::AttrMap;
 use opforge_core::device::CpuDevice;
-use opforge_core::graph::{Graph, NodeSpec, Output, Session};
+use opforge_core::graph::{Graph, NodeSpec, Output, Session, SessionOptions};
 use opforge_core::kernel::{call_kernel_with, OutputBinding, TensorVec};
 use opforge_core::registry::Registry;
 use opforge_core::resource::ResourceMgr;
 use opforge_core::{DataType, Tensor, TensorShape};
 use opforge_loader::Loader;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// One test at a time: the SDK keeps its host table in a global of the
@@ -30,53 +29,13 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Builds the plugin in a crate of its own under `CARGO_TARGET_TMPDIR`
-/// (once per test binary).
+#[path = "plugins/build.rs"]
+mod plugin_build;
+
+/// The plugin, built once per test binary.
 fn build() -> &'static Path {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("req_plugin");
-        std::fs::create_dir_all(&dir).unwrap();
-        let manifest = format!(
-            r#"[package]
-name = "req_plugin"
-version = "0.1.0"
-edition = "2021"
-publish = false
-
-[lib]
-crate-type = ["cdylib"]
-path = "{src}"
-
-[dependencies]
-opforge-plugin = {{ path = "{sdk}" }}
-
-# A crate of its own, not a member of the opforge workspace around it.
-[workspace]
-"#,
-            src = here.join("tests/plugins/req_plugin.rs").display(),
-            sdk = here.join("../opforge-plugin").display(),
-        );
-        std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .current_dir(&dir)
-            .args(["build", "--quiet", "--offline", "--target-dir"])
-            .arg(dir.join("target"))
-            .status()
-            .expect("cargo runs");
-        assert!(
-            status.success(),
-            "building tests/plugins/req_plugin.rs failed"
-        );
-        let lib = dir.join("target/debug").join(format!(
-            "{}req_plugin{}",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        ));
-        assert!(lib.is_file());
-        lib
-    })
+    LIB.get_or_init(|| plugin_build::build_plugin("req_plugin"))
 }
 
 /// A sandbox registry with the standard library and the plugin loaded.
@@ -193,7 +152,12 @@ fn session_requests(r: &Arc<Registry>, op: &str) -> (Vec<i32>, Vec<f32>, Vec<i32
     let p = g
         .add(NodeSpec::new(op, "p").input(Output::new(sq, 0)))
         .unwrap();
-    let s = Session::new(g).unwrap();
+    let options = SessionOptions {
+        // Three elements: ask InPlace at any size.
+        inplace_min_elements: 0,
+        ..SessionOptions::default()
+    };
+    let s = Session::with_options(g, options).unwrap();
     let feed = || vec![(Output::new(x, 0), vec_f32(&[1.0, 2.0, 3.0]))];
     let got = s
         .run(feed(), &[Output::new(p, 0), Output::new(p, 1)], &[])

@@ -101,6 +101,12 @@ pub struct SessionOptions {
     /// variable `OPFORGE_CHECK_INPLACE` (any value but `0`) turns it on for
     /// every session.
     pub check_inplace: bool,
+    /// `InPlace` is asked only for outputs of at least this many elements
+    /// (4096 by default): smaller buffers come from the per-thread spare
+    /// lists at no cost worth saving, and planning them an in-place write
+    /// costs each such node more than the allocation. 0 asks it for any
+    /// size (`Null` and `Add` do not depend on it).
+    pub inplace_min_elements: usize,
 }
 
 impl Default for SessionOptions {
@@ -112,6 +118,7 @@ impl Default for SessionOptions {
             optimize: true,
             output_requests: true,
             check_inplace: std::env::var_os("OPFORGE_CHECK_INPLACE").is_some_and(|v| v != "0"),
+            inplace_min_elements: 1 << 12,
         }
     }
 }
@@ -136,6 +143,8 @@ pub struct Session {
     output_requests: bool,
     /// [`SessionOptions::check_inplace`].
     check_inplace: bool,
+    /// [`SessionOptions::inplace_min_elements`].
+    inplace_min_elements: usize,
     /// The registry generation at which every built kernel was last seen
     /// registered.
     generation: AtomicU64,
@@ -249,6 +258,7 @@ impl SessionBuilder {
             soft_placement: options.allow_soft_placement,
             output_requests: options.output_requests,
             check_inplace: options.check_inplace,
+            inplace_min_elements: options.inplace_min_elements,
         })
     }
 }

@@ -174,6 +174,9 @@ impl Session {
                             .output_shapes
                             .get(input.index),
                     ) == Some(s)
+                        && s.iter()
+                            .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+                            .is_none_or(|n| n >= self.inplace_min_elements)
                 });
             if fits {
                 plan[o] = Planned::InPlace(i as u32);

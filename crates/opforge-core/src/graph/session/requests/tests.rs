@@ -223,6 +223,8 @@ fn sessions(g: &Graph, f: impl Fn(&mut SessionOptions)) -> Vec<Session> {
         .map(|threads| {
             let mut o = SessionOptions {
                 inter_op_threads: threads,
+                // The tests' tensors are small: ask InPlace at any size.
+                inplace_min_elements: 0,
                 ..SessionOptions::default()
             };
             f(&mut o);
@@ -258,6 +260,13 @@ fn in_place_is_asked_when_the_input_has_no_other_reader() {
         assert_eq!(values(&got[0]), [2., 4., 6., 8.]);
         assert_eq!(*log.lock().unwrap(), [(OutputRequest::Write, None, false)]);
     }
+    // Four elements are below the default size for InPlace: Write.
+    for s in sessions(&g, |o| o.inplace_min_elements = 5) {
+        log.lock().unwrap().clear();
+        s.run(vec![], &[out(y, 0)], &[]).unwrap();
+        assert_eq!(*log.lock().unwrap(), [(OutputRequest::Write, None, false)]);
+    }
+    assert!(SessionOptions::default().inplace_min_elements > 4);
 }
 
 #[test]
