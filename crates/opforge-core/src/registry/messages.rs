@@ -21,7 +21,7 @@ pub fn describe_difference(registered: &OpDef, new: &OpDef) -> String {
 }
 
 /// [`describe_difference`] of two OpDefs each named by where it comes
-/// from (`(op_def, "the manifest")`): "input_arg[0].type is \"DT_INT32\" in
+/// from (`(op_def, "the manifest")`): "`input_arg[0].type` is \"DT_INT32\" in
 /// the manifest, \"DT_FLOAT\" in what init registers".
 pub fn describe_difference_between(a: (&OpDef, &str), b: (&OpDef, &str)) -> String {
     let ja = proto::to_json(a.0);
