@@ -41,6 +41,9 @@ def _seconds_per_node(g, x, y, n):
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                     reason="signals reach the main thread only")
+@pytest.mark.skipif(signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+                    reason="SIGINT is ignored in this process (a background job of a "
+                    "non-interactive shell): Ctrl-C cannot reach it")
 def test_ctrl_c_cancels_a_long_run_and_the_graph_runs_again():
     small = 100
     g, x, y = _chain(small)
