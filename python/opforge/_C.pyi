@@ -214,10 +214,12 @@ def register_python_op(
     outputs: Sequence[str],
     attrs: Sequence[str],
     doc: str,
-    factory: Callable[[dict[str, Any], str], Callable[[KernelCall, list[Tensor]], None]],
+    factory: Callable[[dict[str, Any], str], Callable[..., Any]],
     shape_fn: Callable[[list[Any], dict[str, Any]], list[Any]] | None,
     stateful: bool,
     location: str,
     requests: Sequence[str] = ...,
+    forward: bool = ...,
 ) -> None: ...
 def python_kernels_shutdown() -> None: ...
+def python_kernel_plans_changed() -> None: ...

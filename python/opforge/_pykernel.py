@@ -58,11 +58,12 @@ def as_str(v) -> str:
     return v.decode() if isinstance(v, bytes) else v
 
 
-def run_paused(kernel, call, inputs) -> None:
-    """Runs `kernel(call, inputs)` with this thread's tapes and graphs set
-    aside (the native kernel calls this when the thread may have either)."""
+def run_paused(f, args):
+    """Runs `f(*args)` (a kernel's Python code) with this thread's tapes and
+    graphs set aside (the native kernel calls this when the thread may have
+    either)."""
     with paused():
-        kernel(call, inputs)
+        return f(*args)
 
 
 def _caller_location() -> str:
@@ -84,6 +85,7 @@ def register_op(
     stateful: bool = False,
     location: str | None = None,
     requests: Sequence[str] = (),
+    forward: bool = False,
 ) -> None:
     """Registers op `name` from TensorFlow spec strings (`"x: T"`, `"T: {float, int32}"`)
     with a CPU kernel written in Python.
@@ -103,9 +105,13 @@ def register_op(
     (`'null'`: an output nobody reads may be skipped; `'add'`:
     `allocate_output` lends the accumulator, and the kernel adds its result
     into it); `call.requests` tells the kernel what each call asks. Other
-    requests are the runtime's to handle.
+    requests are the runtime's to handle. With `forward`, the op is an MXNet
+    custom operator's forward (`opforge.operator`): `factory` returns a
+    planner, `plan(in_shapes) -> (out_shapes, forward, aux, ndarray_class,
+    is_train)`, asked once per input shapes, and the native kernel calls
+    `forward(is_train, req, in_data, out_data, aux)` itself.
     """
     _C.register_python_op(
         name, list(inputs), list(outputs), list(attrs), doc, factory, shape_fn,
-        stateful, location or _caller_location(), list(requests),
+        stateful, location or _caller_location(), list(requests), forward,
     )

@@ -165,10 +165,10 @@ def _call_gradient(f, args, num_inputs):
     return _call_gradient(f, args, num_inputs)
 
 
-def _run_paused(kernel, call, inputs):
+def _run_paused(f, args):
     from ._pykernel import run_paused
 
-    run_paused(kernel, call, inputs)
+    return run_paused(f, args)
 
 
 def _sync_tapes():

@@ -242,6 +242,7 @@ def register(reg_name: str):
                 del _entries[key]
             _calls.clear()
             _fast.clear()
+        _C.python_kernel_plans_changed()
         return prop_cls
 
     return do_register
@@ -437,7 +438,7 @@ def _ensure_ops(op_type: str, args, outs):
     fwd, bwd = base, base + ">Backward"
     _pykernel.register_op(
         fwd, inputs=inputs, outputs=outputs, attrs=attrs, factory=_forward_factory,
-        shape_fn=_shape_fn, doc=doc, location=__file__, requests=("null", "add"),
+        shape_fn=_shape_fn, doc=doc, location=__file__, requests=("null", "add"), forward=True,
     )
     _pykernel.register_op(
         bwd,
@@ -462,37 +463,24 @@ def _shape_fn(in_shapes, attrs):
     return [list(s) for s in outs]
 
 
-_shape_of = operator_module.attrgetter("shape")
-
-
 def _forward_factory(attrs, node):
+    """The planner of a forward kernel (see `_pykernel.register_op`'s
+    `forward`): per input shapes, the output shapes, the operator's bound
+    `forward`, the aux arrays, the view class and `is_train`."""
     key = _pykernel.as_str(attrs["prop_key"])
     is_train = bool(attrs.get("is_train", False))
-    e = _by_key(key)
-    in_dtypes = tuple(dtypes.as_dtype(attrs[f"T_{n}"]).as_numpy_dtype for n in e.in_names)
-    # Per input shapes: (output shapes, the operator, aux arrays), for the
-    # entry it was made for (a re-registered type replaces the entry).
-    plans: dict = {}
-    state = [e]
+    e0 = _by_key(key)
+    in_dtypes = tuple(dtypes.as_dtype(attrs[f"T_{n}"]).as_numpy_dtype for n in e0.in_names)
 
-    def kernel(call, inputs):
-        arrays = call.arrays()
-        in_shapes = tuple(map(_shape_of, arrays))
-        e = state[0]
-        plan = plans.get(in_shapes)
-        if plan is None or _props.get(key) is not e:
-            e = state[0] = _by_key(key)
-            if plan is not None:
-                plans.clear()
-            out_shapes, _ = e.infer_shapes(in_shapes)
-            aux = e.aux_arrays(in_shapes, in_dtypes) if e.aux_names else []
-            plan = plans[in_shapes] = (out_shapes, e.operator(in_shapes, in_dtypes), aux,
-                                       range(len(out_shapes)))
-        out_shapes, op, aux, outs = plan
-        out_data = list(map(NDArray, map(call.allocate_output, outs, out_shapes)))
-        op.forward(is_train, call.requests, list(map(NDArray, arrays)), out_data, aux)
+    def plan(in_shapes):
+        e = _by_key(key)
+        in_shapes = tuple(tuple(s) for s in in_shapes)
+        out_shapes, _ = e.infer_shapes(in_shapes)
+        aux = e.aux_arrays(in_shapes, in_dtypes) if e.aux_names else []
+        op = e.operator(in_shapes, in_dtypes)
+        return [list(s) for s in out_shapes], op.forward, aux, NDArray, is_train
 
-    return kernel
+    return plan
 
 
 def _backward_shape_fn(in_shapes, attrs):

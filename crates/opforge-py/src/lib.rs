@@ -80,5 +80,6 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pykernel::LentBuffer>()?;
     m.add_function(wrap_pyfunction!(pykernel::register_python_op, m)?)?;
     m.add_function(wrap_pyfunction!(pykernel::python_kernels_shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(pykernel::python_kernel_plans_changed, m)?)?;
     Ok(())
 }

@@ -58,7 +58,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use smallvec::SmallVec;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Set by the package's `atexit` hook: Python is shutting down, so a
 /// kernel must not attach to it any more.
@@ -228,19 +229,8 @@ impl KernelCall {
             }
             None => errors::check(py, Tensor::zeros_with_shape(dtype, shape), Some(&self.op))?,
         };
-        let dims = t.dims().to_vec();
-        let lent = Bound::new(py, LentBuffer { t })?;
-        let data = {
-            let mut b = lent.borrow_mut();
-            b.t.host_data_mut().map_or(std::ptr::null_mut(), |(p, _)| p)
-        };
-        // SAFETY: `data` is the buffer of the tensor the `LentBuffer` alone
-        // holds (fresh, not shared), valid for the array's bytes (C order,
-        // `dims` of `dtype`) while the buffer lives, which the array's base
-        // reference ensures; null only for an empty tensor (numpy then
-        // allocates its own zero bytes).
-        let array = unsafe { array_over(py, data, npy, &dims, true, lent.clone().into_any())? };
-        self.outputs[i] = Some(Out::Lent(lent.unbind()));
+        let (lent, array) = lend(py, t, npy)?;
+        self.outputs[i] = Some(Out::Lent(lent));
         Ok(array)
     }
 
@@ -250,38 +240,7 @@ impl KernelCall {
     fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for item in self.inputs.bind(py).iter() {
-            let t = item.cast::<PyTensor>().map_err(PyErr::from)?;
-            let tensor = &t.get().t;
-            match (npy_type(tensor.dtype()), tensor.host_data()) {
-                (Some(npy), Some((p, _))) => {
-                    // SAFETY: `p` is the tensor's host data (C order,
-                    // `dims` of its dtype), valid while the tensor lives,
-                    // which the array's base (the `opforge.Tensor` object
-                    // holding it) ensures; the array is read-only and the
-                    // tensor immutable.
-                    let a = unsafe {
-                        array_over(py, p.cast_mut(), npy, tensor.dims(), false, item.clone())?
-                    };
-                    out.append(a)?;
-                }
-                (Some(_), None) if tensor.num_elements() == 0 => {
-                    // SAFETY: no bytes: numpy allocates its own empty
-                    // buffer.
-                    let a = unsafe {
-                        array_over(
-                            py,
-                            std::ptr::null_mut(),
-                            npy_type(tensor.dtype()).unwrap_or(NPY_TYPES::NPY_FLOAT),
-                            tensor.dims(),
-                            false,
-                            item.clone(),
-                        )?
-                    };
-                    out.append(a)?;
-                }
-                // Strings and bfloat16: `Tensor.numpy()`'s own forms.
-                _ => out.append(crate::hooks::hook(py, "numpy")?.call1((item,))?)?,
-            }
+            out.append(input_array(py, &item)?)?;
         }
         Ok(out)
     }
@@ -337,6 +296,50 @@ impl LentBuffer {
     fn dtype_enum(&self) -> i32 {
         self.t.dtype() as i32
     }
+}
+
+/// A read-only numpy view of `item` (an `opforge.Tensor`), no copy, its
+/// base the tensor object; for a dtype numpy cannot view as it is (strings,
+/// bfloat16), what `Tensor.numpy()` gives.
+fn input_array<'py>(py: Python<'py>, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let t = item.cast::<PyTensor>().map_err(PyErr::from)?;
+    let tensor = &t.get().t;
+    let Some(npy) = npy_type(tensor.dtype()) else {
+        return crate::hooks::hook(py, "numpy")?.call1((item,));
+    };
+    let data = match tensor.host_data() {
+        Some((p, _)) => p.cast_mut(),
+        None if tensor.num_elements() == 0 => std::ptr::null_mut(),
+        None => return crate::hooks::hook(py, "numpy")?.call1((item,)),
+    };
+    // SAFETY: `data` is the tensor's host data (C order, `dims` of its
+    // dtype), valid while the tensor lives, which the array's base (the
+    // `opforge.Tensor` object holding it) ensures; the array is read-only
+    // and the tensor immutable. Null for an empty tensor: numpy allocates.
+    unsafe { array_over(py, data, npy, tensor.dims(), false, item.clone()) }
+}
+
+/// Lends `t` (a tensor nothing else holds) for one call: the
+/// [`LentBuffer`] holding it, and a writable numpy array (of type `npy`)
+/// over its memory whose base is that buffer.
+fn lend<'py>(
+    py: Python<'py>,
+    t: Tensor,
+    npy: NPY_TYPES,
+) -> PyResult<(Py<LentBuffer>, Bound<'py, PyAny>)> {
+    let dims = t.dims().to_vec();
+    let lent = Bound::new(py, LentBuffer { t })?;
+    let data = {
+        let mut b = lent.borrow_mut();
+        b.t.host_data_mut().map_or(std::ptr::null_mut(), |(p, _)| p)
+    };
+    // SAFETY: `data` is the buffer of the tensor the `LentBuffer` alone
+    // holds (fresh or the runtime's accumulator, not shared), valid for the
+    // array's bytes (C order, `dims` of the dtype) while the buffer lives,
+    // which the array's base reference ensures; null only for an empty
+    // tensor (numpy then allocates its own zero bytes).
+    let array = unsafe { array_over(py, data, npy, &dims, true, lent.clone().into_any())? };
+    Ok((lent.unbind(), array))
 }
 
 /// The numpy type number of a dtype numpy holds as it is.
@@ -424,9 +427,179 @@ unsafe fn array_over<'py>(
 
 /// The kernel of an op written in Python.
 struct PyKernel {
-    func: Py<PyAny>,
+    body: Body,
     /// The requests beyond `Write` the op's Python code handles.
     support: RequestSupport,
+}
+
+/// How a Python kernel runs its Python code.
+enum Body {
+    /// `f(call, inputs)` (see the module documentation).
+    Call(Py<PyAny>),
+    /// MXNet's `CustomOp.forward`, called with its views made here.
+    Forward(CustomForward),
+}
+
+/// Changed by `_C.python_kernel_plans_changed()` (a custom operator type
+/// registered again): every [`ForwardPlan`] made before is stale.
+static PLAN_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// `_C.python_kernel_plans_changed()`: makes custom-op kernels ask their
+/// planner again.
+#[pyfunction]
+pub fn python_kernel_plans_changed() {
+    PLAN_GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The forward kernel of an MXNet custom operator: per input shapes,
+/// `planner(in_shapes)` gives `(out_shapes, forward, aux, ndarray_class,
+/// is_train)` once; each call then makes the views (`ndarray_class` over
+/// read-only arrays of the inputs and writable arrays of lent outputs) and
+/// calls `forward(is_train, req, in_data, out_data, aux)`, with no Python
+/// code of opforge's own in between.
+struct CustomForward {
+    planner: Py<PyAny>,
+    /// (input dims, each rank first) -> plan. Few entries (one per input
+    /// shape the node sees): a list.
+    plans: Mutex<Vec<(SmallVec<[i64; 8]>, Arc<ForwardPlan>)>>,
+}
+
+/// What [`CustomForward`] needs for inputs of one shape.
+struct ForwardPlan {
+    generation: u64,
+    out_shapes: Vec<TensorShape>,
+    forward: Py<PyAny>,
+    aux: Py<PyAny>,
+    ndarray: Py<PyAny>,
+    is_train: bool,
+}
+
+/// How many input shapes a custom-op kernel keeps plans for.
+const MAX_PLANS: usize = 16;
+
+impl CustomForward {
+    fn plan(&self, py: Python<'_>, inputs: &[Tensor]) -> PyResult<Arc<ForwardPlan>> {
+        let key: SmallVec<[i64; 8]> = inputs
+            .iter()
+            .flat_map(|t| std::iter::once(t.rank() as i64).chain(t.dims().iter().copied()))
+            .collect();
+        let generation = PLAN_GENERATION.load(Ordering::Acquire);
+        {
+            let plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((_, p)) = plans
+                .iter()
+                .find(|(k, p)| *k == key && p.generation == generation)
+            {
+                return Ok(p.clone());
+            }
+        }
+        // Python runs with no lock held.
+        let shapes = PyTuple::new(py, inputs.iter().map(|t| t.dims().to_vec()))?;
+        let r = self.planner.bind(py).call1((shapes,))?;
+        let (outs, forward, aux, ndarray, is_train): (
+            Vec<Vec<i64>>,
+            Py<PyAny>,
+            Py<PyAny>,
+            Py<PyAny>,
+            bool,
+        ) = r.extract()?;
+        let mut out_shapes = Vec::with_capacity(outs.len());
+        for d in outs {
+            out_shapes.push(
+                TensorShape::new(&d).map_err(|e| PyValueError::new_err(e.message().to_string()))?,
+            );
+        }
+        let plan = Arc::new(ForwardPlan {
+            generation,
+            out_shapes,
+            forward,
+            aux,
+            ndarray,
+            is_train,
+        });
+        let mut plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+        plans.retain(|(_, p)| p.generation == generation);
+        if plans.len() >= MAX_PLANS {
+            plans.remove(0);
+        }
+        plans.push((key, plan.clone()));
+        Ok(plan)
+    }
+
+    /// Runs `forward` for one call: the outputs it was lent.
+    fn run(
+        &self,
+        py: Python<'_>,
+        inputs: &[Tensor],
+        output_types: &[DataType],
+        requests: &[OutputRequest],
+        mut accumulators: Vec<Option<Tensor>>,
+    ) -> PyResult<Vec<Option<Out>>> {
+        let plan = self.plan(py, inputs)?;
+        if plan.out_shapes.len() != output_types.len() {
+            return Err(PyValueError::new_err(format!(
+                "infer_shape gave {} output shapes for {} outputs",
+                plan.out_shapes.len(),
+                output_types.len()
+            )));
+        }
+        let nd = plan.ndarray.bind(py);
+        let in_data = PyList::empty(py);
+        for t in inputs {
+            let item = Bound::new(py, PyTensor::new(t.clone()))?.into_any();
+            in_data.append(nd.call1((input_array(py, &item)?,))?)?;
+        }
+        let out_data = PyList::empty(py);
+        let mut outs = Vec::with_capacity(output_types.len());
+        for (i, (shape, &dtype)) in plan.out_shapes.iter().zip(output_types).enumerate() {
+            let npy = npy_type(dtype).ok_or_else(|| {
+                PyTypeError::new_err(format!("output {i} is {dtype}, which has no numpy buffer"))
+            })?;
+            let t = match accumulators.get_mut(i).and_then(Option::take) {
+                Some(acc) if acc.shape() == shape => acc,
+                Some(acc) => {
+                    return Err(PyValueError::new_err(format!(
+                        "output {i} is requested with 'add' into an accumulator of shape {:?}; \
+                         infer_shape gives {:?}",
+                        acc.dims(),
+                        shape.dims()
+                    )))
+                }
+                None => Tensor::zeros_with_shape(dtype, shape.clone())
+                    .map_err(|e| PyValueError::new_err(e.message().to_string()))?,
+            };
+            let (lent, array) = lend(py, t, npy)?;
+            outs.push(Some(Out::Lent(lent)));
+            out_data.append(nd.call1((array,))?)?;
+        }
+        let req = PyList::new(py, requests.iter().map(|r| r.name()))?;
+        let args = PyTuple::new(
+            py,
+            [
+                plan.is_train.into_pyobject(py)?.to_owned().into_any(),
+                req.into_any(),
+                in_data.into_any(),
+                out_data.into_any(),
+                plan.aux.bind(py).clone(),
+            ],
+        )?;
+        call_maybe_paused(py, plan.forward.bind(py), args)?;
+        Ok(outs)
+    }
+}
+
+/// Calls `f(*args)`, with this thread's tapes and graphs set aside when it
+/// may have any (`_pykernel.paused`, through the `run_paused` hook).
+fn call_maybe_paused<'py>(
+    py: Python<'py>,
+    f: &Bound<'py, PyAny>,
+    args: Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if crate::fast::tapes_or_graphs() {
+        crate::hooks::hook(py, "run_paused")?.call1((f, args))
+    } else {
+        f.call(args, None)
+    }
 }
 
 impl OpKernel for PyKernel {
@@ -436,14 +609,10 @@ impl OpKernel for PyKernel {
 
     fn compute(&self, ctx: &mut OpKernelContext<'_>) -> opforge::Result<()> {
         let _entered = Entered::new()?;
-        let op = ctx.op_def().name.clone();
-        let node = ctx.node_name().to_string();
-        let output_types: Vec<DataType> =
-            (0..ctx.num_outputs()).map(|i| ctx.output_type(i)).collect();
-        let requests: Vec<OutputRequest> = (0..output_types.len())
-            .map(|i| ctx.output_request(i))
-            .collect();
-        let mut accumulators: Vec<Option<Tensor>> = Vec::with_capacity(requests.len());
+        let n = ctx.num_outputs();
+        let output_types: Vec<DataType> = (0..n).map(|i| ctx.output_type(i)).collect();
+        let requests: Vec<OutputRequest> = (0..n).map(|i| ctx.output_request(i)).collect();
+        let mut accumulators: Vec<Option<Tensor>> = Vec::with_capacity(n);
         for (i, r) in requests.iter().enumerate() {
             accumulators.push(if *r == OutputRequest::Add {
                 // Set by the runtime, not shared (`call_kernel_with`).
@@ -453,49 +622,30 @@ impl OpKernel for PyKernel {
             });
         }
         let outs = Python::attach(|py| -> opforge::Result<Vec<Tensor>> {
-            let inputs = PyList::empty(py);
-            for t in ctx.inputs() {
-                inputs
-                    .append(PyTensor::new(t.clone()))
-                    .map_err(|e| errors::stash(py, e, "a Python kernel's inputs"))?;
-            }
-            let n = output_types.len();
-            let call = Py::new(
-                py,
-                KernelCall {
-                    op: op.clone(),
-                    node: node.clone(),
-                    inputs: inputs.clone().unbind(),
+            let op = &ctx.op_def().name;
+            let node = ctx.node_name();
+            let outputs = match &self.body {
+                Body::Call(f) => run_call(
+                    py,
+                    f,
+                    ctx.inputs(),
+                    op,
+                    node,
                     output_types,
-                    outputs: (0..n).map(|_| None).collect(),
-                    requests: requests.clone(),
+                    &requests,
                     accumulators,
-                    open: true,
-                },
-            )
-            .map_err(|e| errors::stash(py, e, "a Python kernel's call"))?;
-            // The kernel's Python code runs with this thread's tapes and
-            // graphs set aside, when it has any (`_pykernel.paused`).
-            let result = if crate::fast::tapes_or_graphs() {
-                match crate::hooks::hook(py, "run_paused") {
-                    Ok(run) => run.call1((self.func.bind(py), call.clone_ref(py), inputs)),
-                    Err(e) => Err(e),
+                ),
+                Body::Forward(cf) => {
+                    cf.run(py, ctx.inputs(), &output_types, &requests, accumulators)
                 }
-            } else {
-                self.func.bind(py).call1((call.clone_ref(py), inputs))
             };
-            // Close the call before anything else: a kept `call` can set
-            // nothing from now on.
-            let outputs = {
-                let mut c = call.borrow_mut(py);
-                c.open = false;
-                std::mem::take(&mut c.outputs)
-            };
-            drop(call);
-            if let Err(e) = result {
-                let what = format!("the Python kernel of op '{op}' (node '{node}')");
-                return Err(kernel_error(py, e, &what));
-            }
+            let outputs = outputs.map_err(|e| {
+                kernel_error(
+                    py,
+                    e,
+                    &format!("the Python kernel of op '{op}' (node '{node}')"),
+                )
+            })?;
             let mut tensors = Vec::with_capacity(n);
             for (i, out) in outputs.into_iter().enumerate() {
                 tensors.push(match out {
@@ -527,6 +677,52 @@ impl OpKernel for PyKernel {
         }
         Ok(())
     }
+}
+
+/// Runs `f(call, inputs)` for one call: the outputs the call was given.
+#[allow(clippy::too_many_arguments)]
+fn run_call(
+    py: Python<'_>,
+    f: &Py<PyAny>,
+    tensors: &[Tensor],
+    op: &str,
+    node: &str,
+    output_types: Vec<DataType>,
+    requests: &[OutputRequest],
+    accumulators: Vec<Option<Tensor>>,
+) -> PyResult<Vec<Option<Out>>> {
+    let inputs = PyList::empty(py);
+    for t in tensors {
+        inputs.append(PyTensor::new(t.clone()))?;
+    }
+    let n = output_types.len();
+    let call = Py::new(
+        py,
+        KernelCall {
+            op: op.to_string(),
+            node: node.to_string(),
+            inputs: inputs.clone().unbind(),
+            output_types,
+            outputs: (0..n).map(|_| None).collect(),
+            requests: requests.to_vec(),
+            accumulators,
+            open: true,
+        },
+    )?;
+    let args = PyTuple::new(
+        py,
+        [call.clone_ref(py).into_any(), inputs.into_any().unbind()],
+    )?;
+    let result = call_maybe_paused(py, f.bind(py), args);
+    // Close the call before anything else: a kept `call` can set nothing
+    // from now on.
+    let outputs = {
+        let mut c = call.borrow_mut(py);
+        c.open = false;
+        std::mem::take(&mut c.outputs)
+    };
+    result?;
+    Ok(outputs)
 }
 
 /// The output a lent buffer holds: taken when nothing else holds the
@@ -616,11 +812,13 @@ fn call_shape_fn(f: &Py<PyAny>, c: &mut InferenceContext) -> opforge::Result<()>
 /// `factory(attrs, node_name)` (once per node, or per eager call
 /// signature: it returns the callable `f(call, inputs)` that runs each
 /// call) and `shape_fn` (or unknown output shapes) as its shape function,
-/// owned by the Python owner. `requests` names the output requests beyond
+/// owned by the Python owner. With `forward`, the op is an MXNet custom
+/// operator's forward: `factory` returns the planner of [`CustomForward`]
+/// instead. `requests` names the output requests beyond
 /// `'write'` the Python code handles (`'null'`, `'add'`; see
 /// [`KernelCall::requests`]); the runtime asks only for those.
 #[pyfunction]
-#[pyo3(signature = (name, inputs, outputs, attrs, doc, factory, shape_fn, stateful, location, requests=Vec::new()))]
+#[pyo3(signature = (name, inputs, outputs, attrs, doc, factory, shape_fn, stateful, location, requests=Vec::new(), forward=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn register_python_op(
     py: Python<'_>,
@@ -634,6 +832,7 @@ pub fn register_python_op(
     stateful: bool,
     location: &str,
     requests: Vec<String>,
+    forward: bool,
 ) -> PyResult<()> {
     let mut support = RequestSupport::WRITE_ONLY;
     for r in &requests {
@@ -695,7 +894,15 @@ pub fn register_python_op(
                     let what = format!("the Python kernel factory of op '{}'", c.op_def().name);
                     kernel_error(py, e, &what)
                 })?;
-                Ok(Box::new(PyKernel { func, support }) as Box<dyn OpKernel>)
+                let body = if forward {
+                    Body::Forward(CustomForward {
+                        planner: func,
+                        plans: Mutex::new(Vec::new()),
+                    })
+                } else {
+                    Body::Call(func)
+                };
+                Ok(Box::new(PyKernel { body, support }) as Box<dyn OpKernel>)
             })
         });
     errors::check(py, registrar.kernel(reg), None)
