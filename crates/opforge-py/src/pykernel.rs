@@ -461,8 +461,14 @@ struct CustomForward {
     planner: Py<PyAny>,
     /// (input dims, each rank first) -> plan. Few entries (one per input
     /// shape the node sees): a list.
-    plans: Mutex<Vec<(SmallVec<[i64; 8]>, Arc<ForwardPlan>)>>,
+    plans: Mutex<Vec<(ShapesKey, Arc<ForwardPlan>)>>,
 }
+
+/// The input dims of a call, each input's rank first.
+type ShapesKey = SmallVec<[i64; 8]>;
+
+/// What a custom operator's planner returns (see [`CustomForward`]).
+type PlannerResult = (Vec<Vec<i64>>, Py<PyAny>, Py<PyAny>, Py<PyAny>, bool);
 
 /// What [`CustomForward`] needs for inputs of one shape.
 struct ForwardPlan {
@@ -479,7 +485,7 @@ const MAX_PLANS: usize = 16;
 
 impl CustomForward {
     fn plan(&self, py: Python<'_>, inputs: &[Tensor]) -> PyResult<Arc<ForwardPlan>> {
-        let key: SmallVec<[i64; 8]> = inputs
+        let key: ShapesKey = inputs
             .iter()
             .flat_map(|t| std::iter::once(t.rank() as i64).chain(t.dims().iter().copied()))
             .collect();
@@ -496,13 +502,7 @@ impl CustomForward {
         // Python runs with no lock held.
         let shapes = PyTuple::new(py, inputs.iter().map(|t| t.dims().to_vec()))?;
         let r = self.planner.bind(py).call1((shapes,))?;
-        let (outs, forward, aux, ndarray, is_train): (
-            Vec<Vec<i64>>,
-            Py<PyAny>,
-            Py<PyAny>,
-            Py<PyAny>,
-            bool,
-        ) = r.extract()?;
+        let (outs, forward, aux, ndarray, is_train): PlannerResult = r.extract()?;
         let mut out_shapes = Vec::with_capacity(outs.len());
         for d in outs {
             out_shapes.push(
