@@ -578,9 +578,11 @@ class train_mode:
     def __enter__(self):
         self._saved = getattr(_train, "on", False)
         _train.on = True
+        self._native = _C.set_custom_training(True)
 
     def __exit__(self, *exc):
         _train.on = self._saved
+        _C.set_custom_training(self._native)
         return False
 
 
@@ -614,25 +616,16 @@ def _call_plan(e: _Entry, in_enums: tuple, training: bool):
             rest.pop()
         plan = (make_function(info, raw=False), tuple(v for _, v in rest))
         _calls[key] = plan
-        if not training:
-            _fast[(e.op_type if e.key == _prop_key(e.op_type, {}) else None, in_enums)] = plan
+        if not training and e.key == _prop_key(e.op_type, {}):
+            _fast[(e.op_type, in_enums)] = plan
     return plan
 
 
-def Custom(*inputs, op_type: str, name=None, **params):
+def _custom(*inputs, op_type: str, name=None, **params):
     """Runs the custom operator `op_type` (registered with `register`) on
     `inputs` (tensors, arrays or values), with `params` passed to its prop's
     `__init__`. One tensor for one output, else a list (MXNet's
     `mx.nd.Custom`). In a graph (`opforge.function`), adds the op's node."""
-    if not params and name is None and not _tstate.__dict__.get("tapes") and not _train.__dict__:
-        # The common call: eager tensors, no parameters, no tape.
-        try:
-            fn, attrs = _fast[(op_type, tuple(map(_dtype_enum_of, inputs)))]
-        except (KeyError, AttributeError):
-            pass
-        else:
-            outs = fn(*inputs, *attrs)
-            return outs if type(outs) is _Tensor else list(outs)
     try:
         pkey: Any = (op_type, tuple(sorted(params.items()))) if params else op_type
         e = _entries.get(pkey)
@@ -665,4 +658,9 @@ def Custom(*inputs, op_type: str, name=None, **params):
 
 _dtype_enum_of = operator_module.attrgetter("_dtype_enum")
 _tstate = _tape._state
+
+# The common call (eager tensors, no parameters, no recording tape, not in
+# train_mode) goes natively to the plan `_call_plan` put in `_fast`; every
+# other call runs `_custom`.
+Custom = _C.CustomCaller(_fast, _custom)
 _entries: dict = {}

@@ -21,6 +21,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod attrs;
 mod convert;
+mod custom;
 mod errors;
 mod exec;
 mod fast;
@@ -81,5 +82,7 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pykernel::register_python_op, m)?)?;
     m.add_function(wrap_pyfunction!(pykernel::python_kernels_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(pykernel::python_kernel_plans_changed, m)?)?;
+    m.add_function(wrap_pyfunction!(custom::set_custom_training, m)?)?;
+    m.add_class::<custom::CustomCaller>()?;
     Ok(())
 }
