@@ -87,8 +87,12 @@ impl ErasedAttr {
         self.name
     }
 
-    /// The value, if it is of kind `A`.
+    /// The value, if it is of kind `A` (the kind, not only the value type:
+    /// two kinds may share one).
     pub fn get<A: OpAttr>(&self) -> Option<Arc<A::Value>> {
+        if self.kind != TypeId::of::<A>() {
+            return None;
+        }
         self.value.downcast_ref::<Arc<A::Value>>().cloned()
     }
 
@@ -117,6 +121,12 @@ mod tests {
         type Value = u32;
         const NAME: &'static str = "Cost";
     }
+    /// Another kind with `Cost`'s value type.
+    struct Weight;
+    impl OpAttr for Weight {
+        type Value = u32;
+        const NAME: &'static str = "Weight";
+    }
     struct Named;
     impl OpAttr for Named {
         type Value = dyn Fn() -> String + Send + Sync;
@@ -132,6 +142,7 @@ mod tests {
         assert_eq!(a.name(), "Cost");
         assert_eq!(*a.get::<Cost>().unwrap(), 7);
         assert!(a.get::<Named>().is_none());
+        assert!(a.get::<Weight>().is_none(), "same value type, another kind");
         assert!(a.same_as(&b));
         assert!(!a.same_as(&c));
         let f: Arc<dyn Fn() -> String + Send + Sync> = Arc::new(|| "x".to_string());

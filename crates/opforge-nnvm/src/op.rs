@@ -96,13 +96,9 @@ impl NnvmOp {
 
     /// The value of kind `A`, if set.
     pub fn get<A: OpAttr>(&self) -> Option<Arc<A::Value>> {
-        // By kind: `ErasedAttr::get` checks only the value's type, which
-        // kinds share (`NumInputs`/`NumOutputs`, the name lists).
-        let kind = std::any::TypeId::of::<A>();
-        self.attrs
-            .iter()
-            .find(|(a, _)| a.kind() == kind)
-            .and_then(|(a, _)| a.get::<A>())
+        // `ErasedAttr::get` is `None` for every other kind, also those that
+        // share the value's type (`NumInputs`/`NumOutputs`, the name lists).
+        self.attrs.iter().find_map(|(a, _)| a.get::<A>())
     }
 
     fn put<A: OpAttr>(mut self, value: Arc<A::Value>) -> Self {
