@@ -5,7 +5,7 @@ use super::{ParamEnum, ParamType};
 use crate::attrs::FromAttrValue;
 use crate::dtype::DataType;
 use crate::proto::attr_value::{ListValue, Value};
-use crate::proto::{tensor_shape_proto::Dim, AttrValue, TensorShapeProto};
+use crate::proto::{AttrValue, TensorShapeProto};
 
 macro_rules! via_from_attr_value {
     ($($t:ty),*) => {$(
@@ -111,16 +111,7 @@ pub fn dtype(t: DataType) -> AttrValue {
 
 /// A `shape` value from its dims (`-1`: unknown).
 pub fn shape(dims: &[i64]) -> AttrValue {
-    value(Value::Shape(TensorShapeProto {
-        dim: dims
-            .iter()
-            .map(|&size| Dim {
-                size,
-                name: String::new(),
-            })
-            .collect(),
-        unknown_rank: false,
-    }))
+    value(Value::Shape(crate::tensor::dims_proto(dims)))
 }
 
 /// A `list(int)` value.

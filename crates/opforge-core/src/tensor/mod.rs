@@ -14,7 +14,7 @@ pub use buffer::{Buffer, Location, ALIGNMENT};
 pub use device_buffer::DeviceBuffer;
 pub use element::Element;
 pub use limit::{max_allocation, set_max_allocation};
-pub use shape::TensorShape;
+pub use shape::{dims_proto, TensorShape};
 
 use crate::dtype::DataType;
 use crate::resource_handle::ResourceHandle;

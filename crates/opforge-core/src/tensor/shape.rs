@@ -5,6 +5,21 @@ use crate::{Result, Status};
 use smallvec::SmallVec;
 use std::fmt;
 
+/// The `TensorShapeProto` of a known rank with these dims (`-1`: an
+/// unknown dim; not checked).
+pub fn dims_proto(dims: &[i64]) -> TensorShapeProto {
+    TensorShapeProto {
+        dim: dims
+            .iter()
+            .map(|&size| Dim {
+                size,
+                name: String::new(),
+            })
+            .collect(),
+        unknown_rank: false,
+    }
+}
+
 /// The fully known shape of a tensor: its dimension sizes, outermost first.
 /// Up to four dimensions are stored inline, without a heap allocation.
 ///
@@ -152,17 +167,7 @@ impl TensorShape {
 
     /// The `TensorShapeProto` of this shape.
     pub fn to_proto(&self) -> TensorShapeProto {
-        TensorShapeProto {
-            dim: self
-                .dims
-                .iter()
-                .map(|&size| Dim {
-                    size,
-                    name: String::new(),
-                })
-                .collect(),
-            unknown_rank: false,
-        }
+        dims_proto(&self.dims)
     }
 
     /// The shape of a `TensorShapeProto`, which must be fully known.
