@@ -59,7 +59,10 @@ from ._symbolic import SymbolicTensor
 
 _Tensor = _C.Tensor
 
-__all__ = ["CustomOp", "CustomOpProp", "NDArray", "register", "Custom", "get_all_registered_operators"]
+__all__ = [
+    "CustomOp", "CustomOpProp", "NDArray", "register", "Custom", "get_all_registered_operators",
+    "is_training", "train_mode",
+]
 
 
 class NDArray:
@@ -647,8 +650,7 @@ def _custom(*inputs, op_type: str, name=None, **params):
         ins = tuple(x if isinstance(x, (SymbolicTensor, _Tensor)) else convert_to_tensor(x)
                     for x in inputs)
         enums = tuple(dtypes.as_dtype(x.dtype).as_datatype_enum for x in ins)
-    training = bool(_train.__dict__.get("on")) or (
-        bool(_tstate.__dict__.get("tapes")) and bool(_tape.active_tapes()))
+    training = is_training()
     fn, attrs = _calls.get((e.key, enums, training)) or _call_plan(e, enums, training)
     outs = fn(*ins, *attrs) if name is None else fn(*ins, *attrs, name=name)
     if e.n_outs == 1:
@@ -657,7 +659,6 @@ def _custom(*inputs, op_type: str, name=None, **params):
 
 
 _dtype_enum_of = operator_module.attrgetter("_dtype_enum")
-_tstate = _tape._state
 
 # The common call (eager tensors, no parameters, no recording tape, not in
 # train_mode) goes natively to the plan `_call_plan` put in `_fast`; every

@@ -29,6 +29,13 @@ fn f32s(dims: &[i64], v: &[f32]) -> Tensor {
 
 /// Every output (hidden ones too) shaped like input 0; input 1, if any,
 /// merged with input 0 (so either fills the other).
+/// (name, type attr) of each argument.
+fn named_types(args: &[opforge_core::proto::op_def::ArgDef]) -> Vec<(&str, &str)> {
+    args.iter()
+        .map(|a| (a.name.as_str(), a.type_attr.as_str()))
+        .collect()
+}
+
 fn like_first(a: &NodeAttrs<'_>, ins: &mut [TShape], outs: &mut [TShape]) -> Result<bool> {
     if ins.len() > 1 {
         let (first, rest) = ins.split_at_mut(1);
@@ -87,11 +94,7 @@ fn default_names_and_one_type_attr_per_input() {
         .finish(&r)
         .unwrap();
     let def = r.op_def("NnvmPair").unwrap();
-    let ins: Vec<(&str, &str)> = def
-        .input_arg
-        .iter()
-        .map(|a| (a.name.as_str(), a.type_attr.as_str()))
-        .collect();
+    let ins = named_types(&def.input_arg);
     assert_eq!(ins, [("arg0", "T0"), ("arg1", "T1")]);
     assert_eq!(def.output_arg[0].name, "output");
     assert_eq!(def.output_arg[0].type_attr, "T0");
@@ -135,17 +138,9 @@ fn listed_names_tied_types_and_hidden_outputs() {
         .finish(&r)
         .unwrap();
     let def = r.op_def("NnvmHidden").unwrap();
-    let ins: Vec<(&str, &str)> = def
-        .input_arg
-        .iter()
-        .map(|a| (a.name.as_str(), a.type_attr.as_str()))
-        .collect();
+    let ins = named_types(&def.input_arg);
     assert_eq!(ins, [("lhs", "T"), ("rhs", "T")]);
-    let outs: Vec<(&str, &str)> = def
-        .output_arg
-        .iter()
-        .map(|a| (a.name.as_str(), a.type_attr.as_str()))
-        .collect();
+    let outs = named_types(&def.output_arg);
     assert_eq!(outs, [("out", "T"), ("second", "T")]);
     assert_eq!(def.attr.len(), 1);
     let ys = eager(&r)

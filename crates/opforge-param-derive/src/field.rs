@@ -379,13 +379,11 @@ pub(crate) fn parse_field(field: &Field) -> syn::Result<ParamFieldDef> {
                     }
                     once(&mut enumeration, values, &meta.path)
                 }
-                _ => Err(meta.error(format!(
-                    "unknown param key '{}'; a field takes: {FIELD_KEYS}",
-                    meta.path
-                        .get_ident()
-                        .map(ToString::to_string)
-                        .unwrap_or_else(|| "?".into())
-                ))),
+                _ => Err(crate::unknown_key(
+                    &meta,
+                    "",
+                    &format!("a field takes: {FIELD_KEYS}"),
+                )),
             }
         })?;
     }

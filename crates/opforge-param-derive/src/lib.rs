@@ -44,6 +44,17 @@
 
 use proc_macro::TokenStream;
 
+/// The error for an unknown key of `#[param(...)]`: `place` is where it
+/// was written ("" for a field), `takes` the keys allowed there.
+fn unknown_key(meta: &syn::meta::ParseNestedMeta<'_>, place: &str, takes: &str) -> syn::Error {
+    let key = meta
+        .path
+        .get_ident()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| "?".into());
+    meta.error(format!("unknown param key '{key}'{place}; {takes}"))
+}
+
 mod field;
 mod kind;
 mod param_enum;

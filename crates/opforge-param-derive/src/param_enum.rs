@@ -18,13 +18,11 @@ fn rename(variant: &syn::Variant) -> syn::Result<Option<LitStr>> {
                 name = Some(meta.value()?.parse()?);
                 Ok(())
             } else {
-                Err(meta.error(format!(
-                    "unknown param key '{}' on a variant; it takes: rename",
-                    meta.path
-                        .get_ident()
-                        .map(ToString::to_string)
-                        .unwrap_or_else(|| "?".into())
-                )))
+                Err(crate::unknown_key(
+                    &meta,
+                    " on a variant",
+                    "it takes: rename",
+                ))
             }
         })?;
     }

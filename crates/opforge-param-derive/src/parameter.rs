@@ -21,13 +21,7 @@ pub(crate) fn crate_path(input: &DeriveInput) -> syn::Result<syn::Path> {
                 path = Some(lit.parse()?);
                 Ok(())
             } else {
-                Err(meta.error(format!(
-                    "unknown param key '{}' on the type; it takes: crate",
-                    meta.path
-                        .get_ident()
-                        .map(ToString::to_string)
-                        .unwrap_or_else(|| "?".into())
-                )))
+                Err(crate::unknown_key(&meta, " on the type", "it takes: crate"))
             }
         })?;
     }
