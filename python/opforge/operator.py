@@ -590,7 +590,9 @@ class train_mode:
 
 
 _calls: dict = {}
-# (op type, input dtypes) -> plan, for calls without parameters or a tape.
+# op type -> [(input dtype enums, fn, attrs)], the plans of calls without
+# parameters or a tape (`_C.CustomCaller` reads it; keyed by the type alone,
+# whose string caches its hash, so that the native lookup builds no key).
 _fast: dict = {}
 
 
@@ -620,7 +622,7 @@ def _call_plan(e: _Entry, in_enums: tuple, training: bool):
         plan = (make_function(info, raw=False), tuple(v for _, v in rest))
         _calls[key] = plan
         if not training and e.key == _prop_key(e.op_type, {}):
-            _fast[(e.op_type, in_enums)] = plan
+            _fast.setdefault(e.op_type, []).append((in_enums, *plan))
     return plan
 
 

@@ -876,39 +876,44 @@ unsafe fn vectorcall_attached(
         // SAFETY: a non-null `kwnames` is a tuple (the contract).
         unsafe { ffi::PyTuple_GET_SIZE(kwnames) as usize }
     };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
-        || -> PyResult<Bound<'_, PyAny>> {
-            // SAFETY: `callable` is a live OpFunction, borrowed for the call.
-            let slf = unsafe { Borrowed::from_ptr(py, callable) };
-            let slf = slf.cast::<OpFunction>().map_err(PyErr::from)?;
-            let this = slf.get();
-            if let Some(plan) = &this.plan {
-                // SAFETY: `args` holds `nargs + nkw` live borrowed objects
-                // (the contract); each is turned into an owned reference.
-                let item = |i: usize| unsafe { Bound::from_borrowed_ptr(py, *args.add(i)) };
-                let kw = (0..nkw).map(|i| {
-                    // SAFETY: `kwnames` is a tuple of `nkw` names.
-                    let k = unsafe {
-                        Bound::from_borrowed_ptr(
-                            py,
-                            ffi::PyTuple_GET_ITEM(kwnames, i as ffi::Py_ssize_t),
-                        )
-                    };
-                    (k, item(nargs + i))
-                });
-                if let Some(r) = this.call_fast(py, plan, nargs, (0..nargs).map(item), kw)? {
-                    return Ok(r);
-                }
+    guarded(py, "op call", || {
+        // SAFETY: `callable` is a live OpFunction, borrowed for the call.
+        let slf = unsafe { Borrowed::from_ptr(py, callable) };
+        let slf = slf.cast::<OpFunction>().map_err(PyErr::from)?;
+        let this = slf.get();
+        if let Some(plan) = &this.plan {
+            // SAFETY: `args` holds `nargs + nkw` live borrowed objects
+            // (the contract); each is turned into an owned reference.
+            let item = |i: usize| unsafe { Bound::from_borrowed_ptr(py, *args.add(i)) };
+            let kw = (0..nkw).map(|i| {
+                // SAFETY: `kwnames` is a tuple of `nkw` names.
+                let k = unsafe {
+                    Bound::from_borrowed_ptr(
+                        py,
+                        ffi::PyTuple_GET_ITEM(kwnames, i as ffi::Py_ssize_t),
+                    )
+                };
+                (k, item(nargs + i))
+            });
+            if let Some(r) = this.call_fast(py, plan, nargs, (0..nargs).map(item), kw)? {
+                return Ok(r);
             }
-            // SAFETY: the fallback is a live callable; the arguments are passed
-            // on as CPython gave them (the same contract).
-            let r =
-                unsafe { ffi::PyObject_Vectorcall(this.fallback.as_ptr(), args, nargsf, kwnames) };
-            // SAFETY: `r` is a new reference, or null with an exception set.
-            unsafe { Bound::from_owned_ptr_or_err(py, r) }
-        },
-    ));
-    let err = match result {
+        }
+        // SAFETY: the fallback is a live callable; the arguments are passed
+        // on as CPython gave them (the same contract).
+        unsafe { forward_vectorcall(py, &this.fallback, args, nargsf, kwnames) }
+    })
+}
+
+/// Runs the body of a vectorcall entry: its result as a new reference, or
+/// null with the error set; a panic becomes an Internal error naming `what`
+/// (CPython must never see one unwind through it).
+pub(crate) fn guarded<'py>(
+    py: Python<'py>,
+    what: &str,
+    f: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
+) -> *mut ffi::PyObject {
+    let err = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(r)) => return r.into_ptr(),
         Ok(Err(e)) => e,
         Err(payload) => {
@@ -921,7 +926,7 @@ unsafe fn vectorcall_attached(
                 py,
                 &opforge::Status::new(
                     opforge::Code::Internal,
-                    format!("opforge panicked in op call: {msg} (a bug: please report it)"),
+                    format!("opforge panicked in {what}: {msg} (a bug: please report it)"),
                 ),
                 None,
             )
@@ -931,10 +936,26 @@ unsafe fn vectorcall_attached(
     std::ptr::null_mut()
 }
 
-/// Makes CPython call `OpFunction`s through [`op_function_vectorcall`]:
-/// sets the type's vectorcall offset to the `vectorcall` field (measured on
-/// an instance: every instance has the same layout) and its
-/// `Py_TPFLAGS_HAVE_VECTORCALL` flag. Called once, when the module is made.
+/// Calls `f` with a vectorcall's arguments as they came.
+///
+/// # Safety
+/// `args`, `nargsf` and `kwnames` follow CPython's vectorcall contract (see
+/// [`op_function_vectorcall`]).
+pub(crate) unsafe fn forward_vectorcall<'py>(
+    py: Python<'py>,
+    f: &Py<PyAny>,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: `f` is a live callable; the arguments follow the contract.
+    let r = unsafe { ffi::PyObject_Vectorcall(f.as_ptr(), args, nargsf, kwnames) };
+    // SAFETY: `r` is a new reference, or null with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(py, r) }
+}
+
+/// Makes CPython call `OpFunction`s through [`op_function_vectorcall`].
+/// Called once, when the module is made.
 pub fn enable_vectorcall(py: Python<'_>) -> PyResult<()> {
     let probe = Bound::new(
         py,
@@ -947,16 +968,32 @@ pub fn enable_vectorcall(py: Python<'_>) -> PyResult<()> {
             result: None,
         },
     )?;
-    let field = std::ptr::addr_of!(probe.get().vectorcall) as usize;
-    let offset = field.checked_sub(probe.as_ptr() as usize).ok_or_else(|| {
-        PyRuntimeError::new_err("OpFunction: the vectorcall field is not in the object")
-    })?;
-    let ty = py.get_type::<OpFunction>();
-    let tp = ty.as_type_ptr();
-    // SAFETY: `tp` is OpFunction's type object, ready, not yet used to
-    // call anything; `offset` is where every instance holds its
+    let field = std::ptr::addr_of!(probe.get().vectorcall);
+    // SAFETY: `field` is the probe's `vectorcall` field, the field every
+    // OpFunction keeps at the same offset.
+    unsafe { set_vectorcall_field(probe.as_any(), field) }
+}
+
+/// Sets the vectorcall offset of `probe`'s type to where `field` (a field
+/// of `probe`'s Rust struct holding its `Option<vectorcallfunc>`) lies, and
+/// its `Py_TPFLAGS_HAVE_VECTORCALL` flag.
+///
+/// # Safety
+/// `field` points into `probe`'s object, at a field of type
+/// `Option<ffi::vectorcallfunc>` that every instance of the type has at the
+/// same offset and sets to its entry point; the type is ready and has not
+/// been called through yet; its `tp_call` stays pyo3's `__call__`.
+pub(crate) unsafe fn set_vectorcall_field(
+    probe: &Bound<'_, PyAny>,
+    field: *const Option<ffi::vectorcallfunc>,
+) -> PyResult<()> {
+    let offset = (field as usize)
+        .checked_sub(probe.as_ptr() as usize)
+        .ok_or_else(|| PyRuntimeError::new_err("the vectorcall field is not in the object"))?;
+    let tp = probe.get_type().as_type_ptr();
+    // SAFETY: by the contract, `offset` is where every instance holds its
     // `Option<vectorcallfunc>` (a nullable C function pointer, the layout
-    // CPython reads), and `tp_call` stays pyo3's `__call__`.
+    // CPython reads).
     unsafe {
         (*tp).tp_vectorcall_offset = offset as ffi::Py_ssize_t;
         (*tp).tp_flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;

@@ -84,5 +84,6 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pykernel::python_kernel_plans_changed, m)?)?;
     m.add_function(wrap_pyfunction!(custom::set_custom_training, m)?)?;
     m.add_class::<custom::CustomCaller>()?;
+    custom::enable_vectorcall(m.py())?;
     Ok(())
 }

@@ -543,11 +543,11 @@ impl CustomForward {
                 output_types.len()
             )));
         }
-        let nd = plan.ndarray.bind(py);
+        let view = ViewMaker::new(plan.ndarray.bind(py));
         let in_data = PyList::empty(py);
         for t in inputs {
             let item = Bound::new(py, PyTensor::new(t.clone()))?.into_any();
-            in_data.append(nd.call1((input_array(py, &item)?,))?)?;
+            in_data.append(view.make(input_array(py, &item)?)?)?;
         }
         let out_data = PyList::empty(py);
         let mut outs = Vec::with_capacity(output_types.len());
@@ -570,9 +570,15 @@ impl CustomForward {
             };
             let (lent, array) = lend(py, t, npy)?;
             outs.push(Some(Out::Lent(lent)));
-            out_data.append(nd.call1((array,))?)?;
+            out_data.append(view.make(array)?)?;
         }
-        let req = PyList::new(py, requests.iter().map(|r| r.name()))?;
+        let req = PyList::new(
+            py,
+            requests
+                .iter()
+                .map(|r| request_name(py, *r))
+                .collect::<PyResult<SmallVec<[_; 4]>>>()?,
+        )?;
         let args = PyTuple::new(
             py,
             [
@@ -586,6 +592,83 @@ impl CustomForward {
         call_maybe_paused(py, plan.forward.bind(py), args)?;
         Ok(outs)
     }
+}
+
+/// Makes `CustomOp` views: instances of the plan's view class
+/// (`opforge.operator.NDArray`, whose slot `_a` holds the array). A class
+/// that keeps `object.__new__` gets its instances as `object.__new__(cls)`
+/// plus the slot's assignment, with no Python frame (calling the class would
+/// run its `__init__`); any other class is called with the array.
+struct ViewMaker<'a, 'py> {
+    cls: &'a Bound<'py, PyAny>,
+    /// `cls`'s `tp_new` is `object`'s.
+    object_new: bool,
+}
+
+impl<'a, 'py> ViewMaker<'a, 'py> {
+    fn new(cls: &'a Bound<'py, PyAny>) -> Self {
+        let object_new = cls.cast::<pyo3::types::PyType>().is_ok_and(|t| {
+            // SAFETY: reads the `tp_new` slots of a live type object (`t`,
+            // held) and of the static `object` type, with the GIL. Both are
+            // C functions of libpython (one address each), compared as
+            // addresses.
+            unsafe {
+                (*t.as_type_ptr()).tp_new.map(|f| f as usize)
+                    == (*std::ptr::addr_of!(ffi::PyBaseObject_Type))
+                        .tp_new
+                        .map(|f| f as usize)
+            }
+        });
+        ViewMaker { cls, object_new }
+    }
+
+    fn make(&self, array: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.cls.py();
+        if !self.object_new {
+            return self.cls.call1((array,));
+        }
+        let empty = pyo3::types::PyTuple::empty(py);
+        // SAFETY: `cls` is a type whose `tp_new` is `object`'s (checked in
+        // `new`), so `object.__new__(cls)` with no arguments is what calling
+        // `cls.__new__(cls)` does; it returns a new reference or null with
+        // the error set. `empty` outlives the call.
+        let view = unsafe {
+            let new = (*std::ptr::addr_of!(ffi::PyBaseObject_Type))
+                .tp_new
+                .ok_or_else(|| PyTypeError::new_err("object has no tp_new"))?;
+            Bound::from_owned_ptr_or_err(
+                py,
+                new(
+                    self.cls.as_ptr().cast(),
+                    empty.as_ptr(),
+                    std::ptr::null_mut(),
+                ),
+            )?
+        };
+        view.setattr(pyo3::intern!(py, "_a"), array)?;
+        Ok(view)
+    }
+}
+
+/// `req`'s entries: MXNet's names ([`OutputRequest::name`]), each string
+/// made once.
+fn request_name(py: Python<'_>, r: OutputRequest) -> PyResult<Bound<'_, pyo3::types::PyString>> {
+    static NAMES: [pyo3::sync::PyOnceLock<Py<pyo3::types::PyString>>; 4] = [
+        pyo3::sync::PyOnceLock::new(),
+        pyo3::sync::PyOnceLock::new(),
+        pyo3::sync::PyOnceLock::new(),
+        pyo3::sync::PyOnceLock::new(),
+    ];
+    let i = match r {
+        OutputRequest::Null => 0,
+        OutputRequest::Write => 1,
+        OutputRequest::InPlace => 2,
+        OutputRequest::Add => 3,
+    };
+    Ok(NAMES[i]
+        .get_or_init(py, || pyo3::types::PyString::intern(py, r.name()).unbind())
+        .bind(py)
+        .clone())
 }
 
 /// Calls `f(*args)`, with this thread's tapes and graphs set aside when it

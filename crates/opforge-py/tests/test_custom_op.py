@@ -289,6 +289,38 @@ def test_views_share_memory_and_inputs_are_read_only():
                     "out_shares": True, "shape": (4,), "dtype": np.float32}
 
 
+def test_one_type_called_with_inputs_of_several_dtypes_and_keywords():
+    # The native call keeps a plan per input dtypes under the type's name;
+    # calls alternating between them, and calls it does not take (a name,
+    # a positional op_type is an error), each get their own right answer.
+    seen = []
+
+    class Twice(mx.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            seen.append((type(in_data[0]), type(out_data[0]), in_data[0].dtype))
+            self.assign(out_data[0], req[0], np.asarray(in_data[0]) * 2)
+
+    @mx.register("twice_dtypes")
+    class TwiceProp(mx.CustomOpProp):
+        def create_operator(self, ctx, in_shapes, in_dtypes):
+            return Twice()
+
+    f32 = of.constant(np.array([1.5, 2.0], np.float32))
+    f64 = of.constant(np.array([0.25, -1.0], np.float64))
+    for _ in range(3):
+        y32 = mx.Custom(f32, op_type="twice_dtypes")
+        y64 = mx.Custom(f64, op_type="twice_dtypes")
+        assert y32.dtype == of.float32 and y64.dtype == of.float64
+        np.testing.assert_array_equal(y32.numpy(), [3.0, 4.0])
+        np.testing.assert_array_equal(y64.numpy(), [0.5, -2.0])
+    y = mx.Custom(f32, op_type="twice_dtypes", name="named")
+    np.testing.assert_array_equal(y.numpy(), [3.0, 4.0])
+    assert {(i, o) for i, o, _ in seen} == {(mx.NDArray, mx.NDArray)}
+    assert {d for _, _, d in seen} == {np.float32, np.float64}
+    with pytest.raises(TypeError):
+        mx.Custom(f32, "twice_dtypes")
+
+
 def test_a_kept_output_buffer_written_later_changes_no_tensor():
     kept = []
 
