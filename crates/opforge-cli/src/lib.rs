@@ -47,6 +47,7 @@ pub mod opdef;
 pub mod ops;
 pub mod seal_cmd;
 pub mod shape;
+pub mod sysconfig;
 
 /// `opforge`: define, inspect and check TensorFlow-compatible tensor ops.
 #[derive(Debug, Parser)]
@@ -162,10 +163,18 @@ pub enum LibCommand {
         #[arg(long, value_name = "KIB")]
         max_growth_kib: Option<u64>,
     },
-    /// Print the compiler flags of a C or C++ op library (the include
-    /// directory of opforge/opforge.h), as TensorFlow's
-    /// `tf.sysconfig.get_compile_flags()`.
+    /// Print the compiler flags of a C or C++ op library, as TensorFlow's
+    /// `tf.sysconfig.get_compile_flags()`: the include directories of
+    /// opforge's headers (the C ABI's opforge/opforge.h and the TensorFlow
+    /// C++ layer, tensorflow/core/framework/op_kernel.h and the rest) and of
+    /// Eigen, and Eigen's alignment. TensorFlow's build line works with
+    /// them: `c++ -std=c++17 -shared -fPIC -O2 zero_out.cc -o zero_out.so
+    /// $(opforge lib cflags) $(opforge lib ldflags)`.
     Cflags,
+    /// Print the linker flags of an op library, as TensorFlow's
+    /// `tf.sysconfig.get_link_flags()`: none (an op library links no
+    /// opforge library; everything crosses the C ABI), an empty line.
+    Ldflags,
     /// Record in the file the ops, kernels, shape functions and gradients
     /// of a library that registers them by code (hand-written C, TensorFlow
     /// C++ sources: `lib inspect` prints "ops": null for it), so that `lib
@@ -512,7 +521,10 @@ pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(
         } => lib_cmd::cycle(file, *times, *max_growth_kib, out),
         Command::Lib {
             command: LibCommand::Cflags,
-        } => new_cmd::cflags(out),
+        } => sysconfig::cflags(out, &mut io::stderr()),
+        Command::Lib {
+            command: LibCommand::Ldflags,
+        } => sysconfig::ldflags(out),
         Command::Lib {
             command: LibCommand::Seal { file, timeout },
         } => seal_cmd::seal(file, std::time::Duration::from_secs(*timeout), out),

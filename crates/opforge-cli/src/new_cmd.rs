@@ -1,60 +1,16 @@
-//! `opforge new NAME` (a ready-to-build op-library crate) and `opforge lib
-//! cflags` (the compiler flags of C and C++ op libraries, as TensorFlow's
-//! `tf.sysconfig.get_compile_flags()`).
+//! `opforge new NAME`: a ready-to-build op-library crate.
 
 use crate::CliError;
 use opforge::Status;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The header, compiled in: `lib cflags` writes it out when the source tree
-/// this binary was built from is gone.
-const HEADER: &str = include_str!("../../../include/opforge/opforge.h");
-/// The include directory of the source tree this binary was built from.
-const SOURCE_INCLUDE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../include");
 /// The SDK crate of the source tree this binary was built from.
 const SOURCE_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../opforge-plugin");
 
 const CARGO_TOML: &str = include_str!("templates/Cargo.toml.tmpl");
 const LIB_RS: &str = include_str!("templates/lib.rs.tmpl");
 const README: &str = include_str!("templates/README.md.tmpl");
-
-/// The directory holding `opforge/opforge.h` of this opforge: the source
-/// tree's `include/` when it still holds this very header, else a copy
-/// written under the user's cache directory.
-pub fn include_dir() -> Result<PathBuf, CliError> {
-    let source = Path::new(SOURCE_INCLUDE);
-    if std::fs::read_to_string(source.join("opforge/opforge.h"))
-        .ok()
-        .as_deref()
-        == Some(HEADER)
-    {
-        return Ok(source
-            .canonicalize()
-            .unwrap_or_else(|_| source.to_path_buf()));
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    let dir = cache
-        .join("opforge")
-        .join(env!("CARGO_PKG_VERSION"))
-        .join("include");
-    let header = dir.join("opforge/opforge.h");
-    if std::fs::read_to_string(&header).ok().as_deref() != Some(HEADER) {
-        std::fs::create_dir_all(dir.join("opforge"))?;
-        std::fs::write(&header, HEADER)?;
-    }
-    Ok(dir)
-}
-
-/// `opforge lib cflags`: `-I<dir of opforge/opforge.h>`. A C or C++ op
-/// library needs nothing else: it links no opforge library.
-pub fn cflags(out: &mut dyn Write) -> Result<(), CliError> {
-    writeln!(out, "-I{}", include_dir()?.display())?;
-    Ok(())
-}
 
 /// `my_ops` / `my-ops` -> `MyOps`.
 fn camel(name: &str) -> String {

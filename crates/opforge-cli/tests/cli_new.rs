@@ -134,7 +134,10 @@ fn cflags_name_the_directory_of_the_header() {
     let o = opforge(std::path::Path::new("."), &["lib", "cflags"]);
     assert!(o.status.success());
     let text = String::from_utf8(o.stdout).unwrap();
-    let dir = text.trim().strip_prefix("-I").expect("-I<dir>");
+    let first = text.split_whitespace().next().expect("a flag");
+    let dir = first.strip_prefix("-I").expect("-I<dir> first");
     let header = std::fs::read_to_string(PathBuf::from(dir).join("opforge/opforge.h")).unwrap();
     assert!(header.contains("OPFORGE_ABI_MAJOR"));
+    let op_kernel = PathBuf::from(dir).join("tensorflow/core/framework/op_kernel.h");
+    assert!(op_kernel.is_file(), "{}", op_kernel.display());
 }

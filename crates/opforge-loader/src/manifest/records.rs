@@ -10,6 +10,22 @@ use opforge_core::{DataType, Result, Status};
 use serde_json::Value;
 use std::path::Path;
 
+/// A library's name from its file's: `libzero_out.so` and `zero_out.so`
+/// are `zero_out` (the platform's prefix and every extension dropped).
+pub(crate) fn name_from_file(path: &Path) -> String {
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = file.split('.').next().unwrap_or_default();
+    let prefix = std::env::consts::DLL_PREFIX;
+    let stem = match stem.strip_prefix(prefix) {
+        Some(s) if !prefix.is_empty() && !s.is_empty() => s,
+        _ => stem,
+    };
+    stem.to_string()
+}
+
 /// Splits a manifest section into its records' JSON values (with offsets).
 /// With `require_crc`, a record whose CRC is 0 (not computed) is corrupt.
 pub(crate) fn parse_records(
@@ -259,7 +275,13 @@ pub(crate) fn collect(path: &Path, records: Vec<(usize, Value)>) -> Result<Colle
                     )
                 })?;
                 library = Some(LibraryRecord {
-                    name: r.str("name")?,
+                    // No name (or ""): the library is named after its file,
+                    // as TensorFlow-layer libraries built without
+                    // OPFORGE_LIBRARY_NAME are.
+                    name: match r.opt_str("name")? {
+                        Some(n) if !n.is_empty() => n,
+                        _ => name_from_file(path),
+                    },
                     version: r.str("version")?,
                     abi: LibraryAbi {
                         major: a.u32("major")?,

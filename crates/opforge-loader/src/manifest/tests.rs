@@ -141,3 +141,22 @@ fn non_object_files_are_invalid_argument() {
     let e = parse(Path::new("f"), b"not an elf").unwrap_err();
     assert_eq!(e.code(), opforge_core::Code::InvalidArgument);
 }
+
+#[test]
+fn a_library_record_without_a_name_takes_the_files() {
+    let nameless = LIB.replace(r#""name":"x","#, "");
+    let empty = LIB.replace(r#""name":"x""#, r#""name":"""#);
+    for json in [nameless, empty] {
+        let data = record(&json);
+        for (file, want) in [
+            ("/tmp/libzero_out.so", "zero_out"),
+            ("zero_out.so", "zero_out"),
+            ("dir/libtf_ops.so.1", "tf_ops"),
+            ("lib.so", "lib"),
+        ] {
+            let path = Path::new(file);
+            let m = from_records(path, parse_records(path, &data, false).unwrap()).unwrap();
+            assert_eq!(m.library.name, want, "{json} in {file}");
+        }
+    }
+}
