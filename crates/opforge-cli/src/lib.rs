@@ -169,8 +169,14 @@ pub enum LibCommand {
     /// C++ layer, tensorflow/core/framework/op_kernel.h and the rest) and of
     /// Eigen, and Eigen's alignment. TensorFlow's build line works with
     /// them: `c++ -std=c++17 -shared -fPIC -O2 zero_out.cc -o zero_out.so
-    /// $(opforge lib cflags) $(opforge lib ldflags)`.
-    Cflags,
+    /// $(opforge lib cflags) $(opforge lib ldflags)`. The flags let the
+    /// library unload again (see `--c`).
+    Cflags {
+        /// For a C library: the include directory only (the C++ flags that
+        /// keep a C++ library unloadable are not C flags).
+        #[arg(long = "c")]
+        c: bool,
+    },
     /// Print the linker flags of an op library, as TensorFlow's
     /// `tf.sysconfig.get_link_flags()`: none (an op library links no
     /// opforge library; everything crosses the C ABI), an empty line.
@@ -520,8 +526,8 @@ pub fn run(cli: &Cli, registry: &Arc<Registry>, out: &mut dyn Write) -> Result<(
                 },
         } => lib_cmd::cycle(file, *times, *max_growth_kib, out),
         Command::Lib {
-            command: LibCommand::Cflags,
-        } => sysconfig::cflags(out, &mut io::stderr()),
+            command: LibCommand::Cflags { c },
+        } => sysconfig::cflags(out, &mut io::stderr(), *c),
         Command::Lib {
             command: LibCommand::Ldflags,
         } => sysconfig::ldflags(out),

@@ -91,23 +91,46 @@ pub fn eigen_dir() -> Option<PathBuf> {
         .find(|d| has(d))
 }
 
+/// Whether the C++ compiler of the build line (`$CXX`, else `c++`) is GCC,
+/// which marks some statics of inline functions STB_GNU_UNIQUE (a library
+/// holding one can never be unloaded) unless told `-fno-gnu-unique`.
+fn cxx_is_gcc() -> bool {
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    std::process::Command::new(cxx)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("Free Software Foundation"))
+        .unwrap_or(false)
+}
+
 /// `opforge lib cflags`: the include directories (opforge's headers, then
-/// Eigen's), and Eigen's alignment as TensorFlow builds it
-/// (`EIGEN_MAX_ALIGN_BYTES=64`: the layer maps tensors as aligned). Without
-/// Eigen, a C library or a C++ one that does not use the TensorFlow layer
-/// still builds with these flags; `warn` gets how to install it.
-pub fn cflags(out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), CliError> {
+/// Eigen's), Eigen's alignment as TensorFlow builds it
+/// (`EIGEN_MAX_ALIGN_BYTES=64`: the layer maps tensors as aligned), and, for
+/// C++ (`lang_c` false), what lets the library unload:
+/// `-fvisibility-inlines-hidden` (a library that exports its copies of the
+/// standard library's inline functions has libstdc++ bind to them, and is
+/// then pinned for the life of the process) and, with GCC,
+/// `-fno-gnu-unique`. Without Eigen, a C library or a C++ one that does not
+/// use the TensorFlow layer still builds with these flags; `warn` gets how
+/// to install it.
+pub fn cflags(out: &mut dyn Write, warn: &mut dyn Write, lang_c: bool) -> Result<(), CliError> {
     let mut flags = vec![format!("-I{}", include_dir()?.display())];
-    match eigen_dir() {
-        Some(d) => flags.push(format!("-I{}", d.display())),
-        None => writeln!(
-            warn,
-            "opforge lib cflags: Eigen 3.4 was not found (the TensorFlow C++ layer needs \
-             unsupported/Eigen/CXX11/Tensor): install it (Debian/Ubuntu: apt-get install \
-             libeigen3-dev) or set EIGEN3_INCLUDE_DIR to the directory holding it"
-        )?,
+    if !lang_c {
+        match eigen_dir() {
+            Some(d) => flags.push(format!("-I{}", d.display())),
+            None => writeln!(
+                warn,
+                "opforge lib cflags: Eigen 3.4 was not found (the TensorFlow C++ layer needs \
+                 unsupported/Eigen/CXX11/Tensor): install it (Debian/Ubuntu: apt-get install \
+                 libeigen3-dev) or set EIGEN3_INCLUDE_DIR to the directory holding it"
+            )?,
+        }
+        flags.push("-DEIGEN_MAX_ALIGN_BYTES=64".into());
+        flags.push("-fvisibility-inlines-hidden".into());
+        if cxx_is_gcc() {
+            flags.push("-fno-gnu-unique".into());
+        }
     }
-    flags.push("-DEIGEN_MAX_ALIGN_BYTES=64".into());
     writeln!(out, "{}", flags.join(" "))?;
     Ok(())
 }
@@ -139,15 +162,21 @@ mod tests {
     #[test]
     fn cflags_name_the_include_directory_and_the_alignment() {
         let (mut out, mut warn) = (Vec::new(), Vec::new());
-        cflags(&mut out, &mut warn).unwrap();
+        cflags(&mut out, &mut warn, false).unwrap();
         let text = String::from_utf8(out).unwrap();
         let dir = include_dir().unwrap();
         assert!(text.starts_with(&format!("-I{} ", dir.display())), "{text}");
         assert!(
-            text.trim_end().ends_with("-DEIGEN_MAX_ALIGN_BYTES=64"),
+            text.contains(" -DEIGEN_MAX_ALIGN_BYTES=64 -fvisibility-inlines-hidden"),
             "{text}"
         );
-        let warned = !warn.is_empty();
-        assert_eq!(warned, eigen_dir().is_none());
+        assert_eq!(warn.is_empty(), eigen_dir().is_some());
+        // C: the include directory only.
+        let mut c = Vec::new();
+        cflags(&mut c, &mut warn, true).unwrap();
+        assert_eq!(
+            String::from_utf8(c).unwrap(),
+            format!("-I{}\n", dir.display())
+        );
     }
 }

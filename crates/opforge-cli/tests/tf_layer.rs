@@ -424,3 +424,27 @@ fn a_library_of_two_files_holds_one_library_record() {
     assert_eq!(j["ops"][0]["name"], "Negated");
     assert_eq!(j["kernels"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn libraries_built_with_the_flags_unload() {
+    // The cflags keep libstdc++ from binding to the library's copies of its
+    // inline functions and (with GCC) statics from becoming unique symbols,
+    // either of which would pin the library for the life of the process.
+    for name in ["kernels", "shapes"] {
+        let lib = libs()[name].to_str().unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_opforge"))
+            .args(["lib", "cycle", lib, "--times", "3"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            text.contains("unmapped after every unload: yes"),
+            "{name}: {text}"
+        );
+    }
+}
