@@ -37,6 +37,7 @@ from ._function import ConcreteFunction, Function, TensorSpec, function  # noqa:
 from . import ops, raw_ops, nn, test  # noqa: E402
 from ._script_ops import numpy_function, py_function  # noqa: E402
 from . import operator  # noqa: E402
+from . import sysconfig  # noqa: E402
 from ._ops import execute as _execute  # noqa: E402,F401
 from . import _ops as _ops_module  # noqa: E402
 

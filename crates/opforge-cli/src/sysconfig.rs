@@ -13,10 +13,11 @@
 //! the source tree's `include/` when it still holds exactly the headers
 //! this binary was built with, else a copy written under the user's cache
 //! directory. The layer's Eigen is the system's (Eigen 3.4: Debian's
-//! `libeigen3-dev`), found through `EIGEN3_INCLUDE_DIR`, `pkg-config
-//! eigen3` or the usual directories.
+//! `libeigen3-dev`), found by `opforge_loader::build_flags` (which the
+//! Python package's `opforge.sysconfig` uses too).
 
 use crate::CliError;
+use opforge_loader::build_flags::compile_flags;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -61,75 +62,14 @@ pub fn include_dir() -> Result<PathBuf, CliError> {
     Ok(dir)
 }
 
-/// The Eigen include directory (the one holding
-/// `unsupported/Eigen/CXX11/Tensor`), if this machine has one:
-/// `EIGEN3_INCLUDE_DIR`, then `pkg-config --cflags eigen3`, then
-/// `/usr/include/eigen3` and `/usr/local/include/eigen3`.
-pub fn eigen_dir() -> Option<PathBuf> {
-    let has = |d: &Path| d.join("unsupported/Eigen/CXX11/Tensor").is_file();
-    if let Some(d) = std::env::var_os("EIGEN3_INCLUDE_DIR").map(PathBuf::from) {
-        if has(&d) {
-            return Some(d);
-        }
-    }
-    if let Ok(o) = std::process::Command::new("pkg-config")
-        .args(["--cflags-only-I", "eigen3"])
-        .output()
-    {
-        let text = String::from_utf8_lossy(&o.stdout).into_owned();
-        for flag in text.split_whitespace() {
-            if let Some(d) = flag.strip_prefix("-I").map(PathBuf::from) {
-                if has(&d) {
-                    return Some(d);
-                }
-            }
-        }
-    }
-    ["/usr/include/eigen3", "/usr/local/include/eigen3"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|d| has(d))
-}
-
-/// Whether the C++ compiler of the build line (`$CXX`, else `c++`) is GCC,
-/// which marks some statics of inline functions STB_GNU_UNIQUE (a library
-/// holding one can never be unloaded) unless told `-fno-gnu-unique`.
-fn cxx_is_gcc() -> bool {
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    std::process::Command::new(cxx)
-        .arg("--version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).contains("Free Software Foundation"))
-        .unwrap_or(false)
-}
-
-/// `opforge lib cflags`: the include directories (opforge's headers, then
-/// Eigen's), Eigen's alignment as TensorFlow builds it
-/// (`EIGEN_MAX_ALIGN_BYTES=64`: the layer maps tensors as aligned), and, for
-/// C++ (`lang_c` false), what lets the library unload:
-/// `-fvisibility-inlines-hidden` (a library that exports its copies of the
-/// standard library's inline functions has libstdc++ bind to them, and is
-/// then pinned for the life of the process) and, with GCC,
-/// `-fno-gnu-unique`. Without Eigen, a C library or a C++ one that does not
-/// use the TensorFlow layer still builds with these flags; `warn` gets how
-/// to install it.
+/// `opforge lib cflags`: the include directory of this opforge's headers,
+/// then the flags of [`opforge_loader::build_flags::compile_flags`] (Eigen,
+/// its alignment, and for C++ what lets the library unload); `warn` gets
+/// how to install Eigen when it is missing.
 pub fn cflags(out: &mut dyn Write, warn: &mut dyn Write, lang_c: bool) -> Result<(), CliError> {
-    let mut flags = vec![format!("-I{}", include_dir()?.display())];
-    if !lang_c {
-        match eigen_dir() {
-            Some(d) => flags.push(format!("-I{}", d.display())),
-            None => writeln!(
-                warn,
-                "opforge lib cflags: Eigen 3.4 was not found (the TensorFlow C++ layer needs \
-                 unsupported/Eigen/CXX11/Tensor): install it (Debian/Ubuntu: apt-get install \
-                 libeigen3-dev) or set EIGEN3_INCLUDE_DIR to the directory holding it"
-            )?,
-        }
-        flags.push("-DEIGEN_MAX_ALIGN_BYTES=64".into());
-        flags.push("-fvisibility-inlines-hidden".into());
-        if cxx_is_gcc() {
-            flags.push("-fno-gnu-unique".into());
-        }
+    let (flags, missing) = compile_flags(&include_dir()?, lang_c);
+    if let Some(m) = missing {
+        writeln!(warn, "opforge lib cflags: {m}")?;
     }
     writeln!(out, "{}", flags.join(" "))?;
     Ok(())
@@ -147,6 +87,7 @@ pub fn ldflags(out: &mut dyn Write) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use opforge_loader::build_flags::eigen_dir;
 
     #[test]
     fn the_embedded_headers_are_the_include_directory() {

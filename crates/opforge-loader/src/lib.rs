@@ -71,6 +71,7 @@
 //! extensions.
 #![warn(missing_docs)]
 
+pub mod build_flags;
 mod ctx;
 mod decl;
 mod elf_edit;

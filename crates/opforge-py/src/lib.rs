@@ -74,6 +74,7 @@ fn opforge_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(library::load_library, m)?)?;
     m.add_function(wrap_pyfunction!(library::release_library, m)?)?;
     m.add_function(wrap_pyfunction!(library::unload_library, m)?)?;
+    m.add_function(wrap_pyfunction!(library::compile_flags, m)?)?;
     m.add_function(wrap_pyfunction!(grad::register_gradient, m)?)?;
     m.add_function(wrap_pyfunction!(grad::not_differentiable, m)?)?;
     m.add_function(wrap_pyfunction!(exec::registry_generation, m)?)?;

@@ -165,3 +165,13 @@ pub fn load_library(
         ))
     })
 }
+
+/// `_C.compile_flags(include, lang_c=False)`: the compiler flags of an op
+/// library built against the headers in `include`, and how to install
+/// Eigen when it is missing (or None) (`opforge_loader::build_flags`, the
+/// same flags as `opforge lib cflags`).
+#[pyfunction]
+#[pyo3(signature = (include, lang_c = false))]
+pub fn compile_flags(include: std::path::PathBuf, lang_c: bool) -> (Vec<String>, Option<String>) {
+    opforge_loader::build_flags::compile_flags(&include, lang_c)
+}
