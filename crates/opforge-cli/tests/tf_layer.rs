@@ -8,6 +8,7 @@
 //! and through the CLI. Expected values are worked out by hand from each
 //! op's definition.
 
+use opforge::autodiff::{compute_gradient, compute_gradient_error, OpsExt};
 use opforge::device::CpuDevice;
 use opforge::eager::EagerContext;
 use opforge::graph::{Graph, NodeSpec, Output, Session};
@@ -27,6 +28,7 @@ const LIBRARIES: &[(&str, &[&str])] = &[
     ("shapes", &["shapes.cc"]),
     ("kernels", &["kernels.cc"]),
     ("split", &["split_ops.cc", "split_kernels.cc"]),
+    ("gradient", &["gradient.cc"]),
 ];
 
 /// Builds every library once (in parallel: each file takes seconds with
@@ -75,9 +77,11 @@ fn libs() -> &'static HashMap<&'static str, PathBuf> {
     })
 }
 
-/// A fresh registry (with a feed op for graphs) holding library `name`.
+/// A fresh registry of the standard ops (autodiff builds gradients from
+/// them), with a feed op for graphs, holding library `name`.
 fn load(name: &str) -> (Arc<Registry>, EagerContext) {
-    let r = Registry::new();
+    opforge::opforge_ops::link();
+    let r = Registry::with_builtins();
     r.register_op(
         OpDefBuilder::new("TFeed")
             .attr("dtype: type")
@@ -447,4 +451,31 @@ fn libraries_built_with_the_flags_unload() {
             "{name}: {text}"
         );
     }
+}
+
+#[test]
+fn a_gradient_registered_with_register_op_gradient() {
+    let (_r, ctx) = load("gradient");
+    let xs = [0.5f64, -1.25, 2.0];
+    let cube = |ops: &mut dyn opforge::autodiff::Ops, x: &[opforge::autodiff::Sym]| {
+        ops.op1("Cube", &[x[0]], &[])
+    };
+    let jac = compute_gradient(&ctx, &cube, &[t(&[3], xs.to_vec())]).unwrap();
+    // The theoretical Jacobian is diagonal with 3 x^2 (FunctionDefHelper's
+    // Const, Cast to $T, Square and Mul, evaluated by the host).
+    let j = &jac[0];
+    for (r, x) in xs.iter().enumerate() {
+        for c in 0..3 {
+            let want = if r == c { 3.0 * x * x } else { 0.0 };
+            assert_eq!(j.theoretical[r * 3 + c], want, "({r}, {c})");
+        }
+    }
+    assert!(
+        compute_gradient_error(&jac) < 1e-6,
+        "{}",
+        compute_gradient_error(&jac)
+    );
+    // float32: the Cast goes to the node's T.
+    let jac = compute_gradient(&ctx, &cube, &[t(&[2], vec![1.5f32, -0.5])]).unwrap();
+    assert_eq!(jac[0].theoretical, vec![6.75, 0.0, 0.0, 0.75]);
 }

@@ -110,3 +110,19 @@ def test_eigen_kernels_with_a_python_gradient(kernels_cc):
     np.testing.assert_allclose(mx.numpy(), [6.0, 0.0])
     with pytest.raises(of.errors.InternalError, match="read as float"):
         lib.misuse([1, 2], how="wrong_type")
+
+
+def test_a_cpp_gradient_eagerly_and_in_a_function(tmp_path_factory):
+    lib = of.load_op_library(str(_build(tmp_path_factory, "gradient_cc", ["gradient.cc"])))
+    x = of.constant(np.array([0.5, -1.25, 2.0]))
+    with of.GradientTape() as tape:
+        tape.watch(x)
+        y = lib.cube(x)
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), 3 * x.numpy() ** 2)
+
+    @of.function
+    def grad(v):
+        return of.gradients(lib.cube(v), [v])[0]
+
+    np.testing.assert_allclose(grad(x).numpy(), [0.75, 4.6875, 12.0])
+    assert of.test.compute_gradient_error(lib.cube, [np.array([0.3, -0.7])]) < 1e-6

@@ -322,15 +322,18 @@ OpforgeCode guarded(OpforgeStatus* out, F&& f) noexcept {
 using Registration =
     std::function<::tensorflow::Status(const OpforgeHostApi*, OpforgeRegistrar*)>;
 
-inline std::vector<Registration>& registrations() {
-  static std::vector<Registration> q;
+/** What a registration registers: init replays ops first, then kernels,
+ *  then gradients, whatever order the library's files initialise in. */
+enum RegistrationKind { kOps = 0, kKernels = 1, kGradients = 2 };
+
+inline std::vector<std::pair<RegistrationKind, Registration>>& registrations() {
+  static std::vector<std::pair<RegistrationKind, Registration>> q;
   return q;
 }
 
-/** Queues a registration; returns true so that it can initialise a static. */
-inline bool enqueue(Registration r) {
-  registrations().push_back(std::move(r));
-  return true;
+/** Queues a registration. */
+inline void enqueue(RegistrationKind kind, Registration r) {
+  registrations().emplace_back(kind, std::move(r));
 }
 
 }  // namespace opforge_tf
@@ -435,9 +438,12 @@ OPFORGE_EXPORT __attribute__((used)) inline OpforgeCode opforge_plugin_init_v1(
     const OpforgeHostApi* host, OpforgeRegistrar* registrar, OpforgeStatus* status) {
   ::opforge_tf::host_slot() = host;
   return ::opforge_tf::guarded(status, [&]() -> ::tensorflow::Status {
-    for (auto& r : ::opforge_tf::registrations()) {
-      ::tensorflow::Status s = r(host, registrar);
-      if (!s.ok()) return s;
+    for (int kind = ::opforge_tf::kOps; kind <= ::opforge_tf::kGradients; ++kind) {
+      for (auto& r : ::opforge_tf::registrations()) {
+        if (r.first != kind) continue;
+        ::tensorflow::Status s = r.second(host, registrar);
+        if (!s.ok()) return s;
+      }
     }
     return ::tensorflow::Status();
   });

@@ -706,7 +706,7 @@ namespace kernel_factory {
 struct OpKernelRegistrar {
   OpKernelRegistrar(const KernelDefBuilder& b, KernelDefBuilder::Factory f) {
     auto factory = std::make_shared<KernelDefBuilder::Factory>(std::move(f));
-    opforge_tf::enqueue([b, factory](const OpforgeHostApi* host, OpforgeRegistrar* registrar) {
+    opforge_tf::enqueue(opforge_tf::kKernels, [b, factory](const OpforgeHostApi* host, OpforgeRegistrar* registrar) {
       return b.Register(host, registrar, factory.get());
     });
   }

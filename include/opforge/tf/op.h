@@ -128,7 +128,7 @@ class OpDefBuilderWrapper {
 /** Queues a REGISTER_OP chain for init. */
 struct OpDefBuilderReceiver {
   OpDefBuilderReceiver(const OpDefBuilderWrapper& w) {  // NOLINT: implicit, as TensorFlow's
-    opforge_tf::enqueue([w](const OpforgeHostApi* host, OpforgeRegistrar* registrar) {
+    opforge_tf::enqueue(opforge_tf::kOps, [w](const OpforgeHostApi* host, OpforgeRegistrar* registrar) {
       return w.Register(host, registrar);
     });
   }
