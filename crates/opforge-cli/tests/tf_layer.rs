@@ -21,21 +21,39 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
-/// The libraries of this test: name -> sources (under tests/tf/).
-const LIBRARIES: &[(&str, &[&str])] = &[
-    ("zero_out", &["zero_out.cc"]),
-    ("guide_variants", &["guide_variants.cc"]),
-    ("shapes", &["shapes.cc"]),
-    ("kernels", &["kernels.cc"]),
-    ("split", &["split_ops.cc", "split_kernels.cc"]),
-    ("gradient", &["gradient.cc"]),
-];
+/// The libraries of tests/tf/: each `.cc` file is one, except
+/// `NAME_ops.cc` and `NAME_kernels.cc`, which build one library `NAME`, as
+/// TensorFlow's custom-op repository lays an op out (the rule of
+/// scripts/compare_tf_cpp.py, which builds the same files against
+/// TensorFlow's own headers).
+fn library_sources(dir: &Path) -> Vec<(String, Vec<String>)> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".cc"))
+        .collect();
+    files.sort();
+    let mut libs: Vec<(String, Vec<String>)> = Vec::new();
+    for f in files {
+        let stem = f.trim_end_matches(".cc");
+        let name = stem
+            .strip_suffix("_ops")
+            .or_else(|| stem.strip_suffix("_kernels"))
+            .unwrap_or(stem)
+            .to_string();
+        match libs.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, srcs)) => srcs.push(f),
+            None => libs.push((name, vec![f])),
+        }
+    }
+    libs
+}
 
 /// Builds every library once (in parallel: each file takes seconds with
 /// Eigen), with the documented command line run by `sh`; the opforge
 /// binary is found on PATH as a user's would be.
-fn libs() -> &'static HashMap<&'static str, PathBuf> {
-    static LIBS: OnceLock<HashMap<&'static str, PathBuf>> = OnceLock::new();
+fn libs() -> &'static HashMap<String, PathBuf> {
+    static LIBS: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
     LIBS.get_or_init(|| {
         let bin = Path::new(env!("CARGO_BIN_EXE_opforge")).parent().unwrap();
         let path = format!(
@@ -46,9 +64,9 @@ fn libs() -> &'static HashMap<&'static str, PathBuf> {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tf");
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tf_layer");
         std::fs::create_dir_all(&out).unwrap();
-        let handles: Vec<_> = LIBRARIES
-            .iter()
-            .map(|&(name, files)| {
+        let handles: Vec<_> = library_sources(&src)
+            .into_iter()
+            .map(|(name, files)| {
                 let lib = out.join(format!("lib{name}.so"));
                 let line = format!(
                     "c++ -std=c++17 -shared -fPIC -O2 -Wall -Wextra -Werror {} -o {} \

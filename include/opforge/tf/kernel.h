@@ -119,7 +119,6 @@ class DeviceBase {
   CpuWorkerThreads threads_;
 };
 
-typedef Eigen::ThreadPoolDevice CPUDevice;
 static const char* const DEVICE_CPU = "CPU";
 static const char* const DEVICE_GPU = "GPU";
 static const char* const DEVICE_DEFAULT = "DEFAULT";

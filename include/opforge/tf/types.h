@@ -9,6 +9,9 @@
 /* TensorFlow's setting (tf.sysconfig.get_compile_flags() passes it too). */
 #define EIGEN_MAX_ALIGN_BYTES 64
 #endif
+/* The layer's kernel context hands out an Eigen::ThreadPoolDevice, which
+ * Eigen declares only with EIGEN_USE_THREADS: defined here when the source
+ * did not (TensorFlow's kernels define it before including anything). */
 #ifndef EIGEN_USE_THREADS
 #define EIGEN_USE_THREADS
 #endif

@@ -1,6 +1,7 @@
 // A gradient registered as TensorFlow C++ registers one: REGISTER_OP_GRADIENT
 // with a FunctionDefHelper body computed from the node's attrs.
 #include "tensorflow/core/framework/function.h"
+#include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"

@@ -2,6 +2,7 @@
 // guide writes them (one library, so each variant has a name of its own):
 // a type-polymorphic kernel with TypeConstraint, an attr checked with
 // OP_REQUIRES, a list input `N * T`, and a `list(type)` attr.
+#include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"

@@ -2,6 +2,9 @@
 // ThreadPoolDevice, Shard over the worker threads, allocate_temp,
 // forward_input_or_allocate_output, set_output of an input, and a misuse the
 // layer turns into a clean error.
+#define EIGEN_USE_THREADS
+
+#include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"

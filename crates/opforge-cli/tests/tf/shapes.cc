@@ -1,11 +1,14 @@
 // Ops whose shape functions use InferenceContext beyond UnchangedShape:
 // WithRank, Merge, dim arithmetic, input_tensor, the common shape functions.
+#define EIGEN_USE_THREADS
+
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
 
 using namespace tensorflow;
+typedef Eigen::ThreadPoolDevice CPUDevice;
 using shape_inference::DimensionHandle;
 using shape_inference::InferenceContext;
 using shape_inference::ShapeHandle;
