@@ -33,7 +33,7 @@ def test_the_guides_python_section_runs(zero_out_path):
 
 def test_the_guides_python_op_section_runs():
     text = GUIDE.read_text()
-    section = text[text.index("## 11. Or write the op in Python") :]
+    section = text[text.index("## 11. Or write the op in Python") : text.index("## 12. ")]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
     assert len(blocks) == 3, "the section's code blocks"
     result = subprocess.run(
@@ -69,3 +69,25 @@ def test_the_readmes_mxnet_style_example_runs():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip().endswith("ok")
+
+
+def test_the_guides_cpp_section_is_a_tested_source_and_runs(tmp_path):
+    import shutil
+
+    import pytest
+
+    if shutil.which("c++") is None:
+        pytest.skip("needs a C++ compiler")
+    text = GUIDE.read_text()
+    section = text[text.index("## 12. Or bring a TensorFlow C++ source") :]
+    (cpp,) = re.findall(r"```cpp\n(.*?)```", section, re.S)
+    # The guide's source is the test source that builds against both
+    # TensorFlow's headers and opforge's (crates/opforge-cli/tests/tf).
+    assert cpp == (REPO / "crates" / "opforge-cli" / "tests" / "tf" / "gradient.cc").read_text()
+    (tmp_path / "cube.cc").write_text(cpp)
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == ["[0.125, -1.0, 8.0] [0.75, 3.0, 12.0]", "True"]
