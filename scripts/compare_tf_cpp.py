@@ -63,6 +63,7 @@ CASES = [
     ("kernels", "add_one_in_place", [([1.0, 2.0], "float32")], {}),
     ("kernels", "cumsum_temp", [([1, 2, 3, 4], "int64")], {}),
     ("kernels", "cumsum_temp", [([0.5, 0.25], "float32")], {}),
+    ("kernels", "repeat_string", [(["ab", "", "xyz"], "object")], {"times": 2}),
     ("split", "negated", [([1.5, -2.0], "float32")], {}),
     ("gradient", "cube", [([0.5, -1.25, 2.0], "float64")], {}),
 ]
@@ -106,7 +107,9 @@ for i, (lib, fn, args, attrs) in enumerate(spec["cases"]):
         r = getattr(mods[lib], fn)(*[arg(a) for a in args], **attrs)
         outs = list(r) if isinstance(r, (list, tuple)) else [r]
         for k, o in enumerate(outs):
-            results[f"{i}_{k}"] = o.numpy()
+            a = o.numpy()
+            # Strings: bytes in both (numpy object arrays do not round-trip).
+            results[f"{i}_{k}"] = a.astype(bytes) if a.dtype == object else a
     except Exception as e:
         results[f"{i}_error"] = np.array(f"{type(e).__name__}: {e}")
 np.savez(out, **results)

@@ -356,6 +356,21 @@ fn eigen_expressions_shard_temporaries_and_forwarding() {
     assert_eq!(out[0].flat::<i64>().unwrap(), &[1, 3, 6, 10]);
     assert_eq!(out[1].flat::<i64>().unwrap(), &[1, 2, 3, 4]);
 
+    // String input and output.
+    let out = ctx
+        .op("RepeatString")
+        .attr("times", 2i64)
+        .input(
+            Tensor::from_strings(&[3], vec![b"ab".to_vec(), Vec::new(), b"xyz".to_vec()]).unwrap(),
+        )
+        .run()
+        .unwrap();
+    assert_eq!(
+        out[0].strings().unwrap(),
+        &[b"abab".to_vec(), Vec::new(), b"xyzxyz".to_vec()]
+    );
+    assert_eq!(out[1].flat::<i64>().unwrap(), &[4, 0, 6]);
+
     // The same kernels in a graph.
     let mut g = Graph::with_registry(r.clone());
     let xf = Output::new(

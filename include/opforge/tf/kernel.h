@@ -329,6 +329,7 @@ class OpKernelContext {
 
   Status allocate_output(int i, const TensorShape& shape, Tensor** out) {
     TF_RETURN_IF_ERROR(check_output(i));
+    if (expected_output_dtype(i) == DT_STRING) return string_output(i, Tensor(DT_STRING, shape), out);
     OpforgeTensor v = blank();
     opforge_tf::HostStatus st;
     const auto& d = shape.dim_sizes();
@@ -363,6 +364,10 @@ class OpKernelContext {
                                           const TensorShape& shape, Tensor** out,
                                           int* forwarded_input = nullptr) {
     TF_RETURN_IF_ERROR(check_output(output));
+    if (expected_output_dtype(output) == DT_STRING) {
+      if (forwarded_input) *forwarded_input = -1;
+      return allocate_output(output, shape, out);
+    }
     std::vector<size_t> c;
     for (int x : candidates) {
       if (x < 0 || x >= num_inputs())
@@ -451,6 +456,23 @@ class OpKernelContext {
   }
   OpforgeKernelCtx* opforge_context() const { return ctx_; }
 
+  /** After Compute: hands the string outputs to the host. */
+  Status opforge_finish() {
+    for (int i : pending_strings_) {
+      const Tensor& t = *outputs_[static_cast<size_t>(i)];
+      const tstring* e = static_cast<const tstring*>(opforge_detail::Access::data(t));
+      std::vector<OpforgeStr> strs;
+      for (int64 k = 0; k < t.NumElements(); ++k) strs.push_back(opforge_tf::str(e[k]));
+      const auto& d = t.shape().dim_sizes();
+      opforge_tf::HostStatus st;
+      if (api_->set_output_strings(ctx_, static_cast<size_t>(i), d.data(),
+                                   static_cast<uint32_t>(d.size()), strs.data(), st.get()) != OPFORGE_OK)
+        return st.status();
+    }
+    pending_strings_.clear();
+    return Status();
+  }
+
  private:
   static OpforgeTensor blank() {
     OpforgeTensor v;
@@ -471,9 +493,14 @@ class OpKernelContext {
     if (i < 0 || i >= num_outputs())
       return errors::InvalidArgument("output index ", i, " out of range: the op has ",
                                      num_outputs(), " outputs");
-    if (expected_output_dtype(i) == DT_STRING)
-      return errors::Unimplemented(
-          "string outputs are not supported by opforge's TensorFlow layer yet (output ", i, ")");
+    return Status();
+  }
+  /** A string output: the layer's tstrings, which the host receives (copied,
+   *  the C ABI's set_output_strings) when Compute returns. */
+  Status string_output(int i, const Tensor& t, Tensor** out) {
+    outputs_[static_cast<size_t>(i)] = std::make_unique<Tensor>(t);
+    pending_strings_.push_back(i);
+    if (out) *out = outputs_[static_cast<size_t>(i)].get();
     return Status();
   }
   Status set_view(int i, const OpforgeTensor& v, Tensor** out) {
@@ -490,6 +517,7 @@ class OpKernelContext {
       return errors::InvalidArgument("set_output(", i, "): a ", DataTypeString(t.dtype()),
                                      " tensor for an output of type ",
                                      DataTypeString(expected_output_dtype(i)));
+    if (t.dtype() == DT_STRING) return string_output(i, t, nullptr);
     opforge_tf::HostStatus st;
     int from = opforge_detail::Access::host_input(t);
     const auto& buf = opforge_detail::Access::buffer(t);
@@ -533,6 +561,8 @@ class OpKernelContext {
   std::vector<std::unique_ptr<Tensor>> inputs_, outputs_;
   /** Per input: the output it was forwarded to, or -1. */
   std::vector<int> forwarded_;
+  /** String outputs set in the layer, handed over by opforge_finish. */
+  std::vector<int> pending_strings_;
   Status status_;
 
   friend class OpInputList;
@@ -681,7 +711,8 @@ class KernelDefBuilder {
       OpKernel* k = static_cast<OpKernel*>(state);
       OpKernelContext c(ctx, k);
       k->Compute(&c);
-      return c.status();
+      if (!c.status().ok()) return c.status();
+      return c.opforge_finish();
     });
   }
   static void destroy(void* state, void*) {

@@ -6,6 +6,7 @@
 #include <opforge/tf/types.h>
 
 #include <cstdlib>
+#include <new>
 
 namespace opforge_tf {
 
@@ -19,6 +20,18 @@ inline std::shared_ptr<void> aligned_buffer(size_t bytes) {
   void* p = std::aligned_alloc(kAlign, n ? n : kAlign);
   if (!p) throw std::bad_alloc();
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+/** `n` empty strings in a 64-byte-aligned buffer (string tensors are
+ *  mapped as aligned too), destroyed with it. */
+inline std::shared_ptr<void> string_buffer(size_t n) {
+  std::shared_ptr<void> raw = aligned_buffer(n * sizeof(std::string));
+  std::string* p = static_cast<std::string*>(raw.get());
+  for (size_t i = 0; i < n; ++i) new (p + i) std::string();
+  return std::shared_ptr<void>(p, [raw, n](void* q) {
+    std::string* s = static_cast<std::string*>(q);
+    for (size_t i = 0; i < n; ++i) s[i].~basic_string();
+  });
 }
 
 }  // namespace opforge_tf
@@ -43,9 +56,8 @@ class Tensor {
   /** An owned tensor of this dtype and shape (contents unspecified). */
   Tensor(DataType dtype, const TensorShape& shape) : dtype_(dtype), shape_(shape) {
     if (dtype == DT_STRING) {
-      auto v = std::make_shared<std::vector<tstring>>(static_cast<size_t>(shape.num_elements()));
-      data_ = v->data();
-      buf_ = v;
+      buf_ = opforge_tf::string_buffer(static_cast<size_t>(shape.num_elements()));
+      data_ = buf_.get();
     } else {
       size_t es = DataTypeSize(dtype);
       if (es == 0) {
@@ -272,11 +284,11 @@ struct Access {
     t.initialized_ = true;
     t.host_input_ = host_input;
     if (v.dtype == OPFORGE_DT_STRING) {
-      auto strs = std::make_shared<std::vector<tstring>>();
+      t.buf_ = opforge_tf::string_buffer(static_cast<size_t>(v.num_elements));
+      t.data_ = t.buf_.get();
       const OpforgeStr* e = static_cast<const OpforgeStr*>(v.data);
-      for (int64 i = 0; i < v.num_elements; ++i) strs->push_back(opforge_tf::to_string(e[i]));
-      t.data_ = strs->data();
-      t.buf_ = strs;
+      tstring* out = static_cast<tstring*>(t.data_);
+      for (int64 i = 0; i < v.num_elements; ++i) out[i] = opforge_tf::to_string(e[i]);
       return t;
     }
     t.data_ = v.data;

@@ -57,8 +57,8 @@ typedef std::complex<double> complex128;
 typedef Eigen::half half;
 typedef Eigen::bfloat16 bfloat16;
 /** TensorFlow's string element type. Kernels read string inputs as
- *  `tstring` (the layer copies the host's elements); string outputs are
- *  not supported by this layer yet. */
+ *  `tstring` (the layer copies the host's elements) and write string
+ *  outputs as `tstring`s the host copies when Compute returns. */
 typedef std::string tstring;
 
 /** DataType of a C++ type, and back (TensorFlow's DataTypeToEnum and

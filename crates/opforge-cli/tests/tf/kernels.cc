@@ -217,3 +217,43 @@ class MisuseOp : public OpKernel {
   std::string how_;
 };
 REGISTER_KERNEL_BUILDER(Name("Misuse").Device(DEVICE_CPU), MisuseOp);
+
+// Strings in and out: each element repeated `times` times, and its length.
+REGISTER_OP("RepeatString")
+    .Attr("times: int >= 0")
+    .Input("x: string")
+    .Output("y: string")
+    .Output("len: int64")
+    .SetShapeFn([](shape_inference::InferenceContext* c) {
+      c->set_output(0, c->input(0));
+      c->set_output(1, c->input(0));
+      return OkStatus();
+    });
+
+class RepeatStringOp : public OpKernel {
+ public:
+  explicit RepeatStringOp(OpKernelConstruction* c) : OpKernel(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("times", &times_));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* y = nullptr;
+    Tensor* len = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, x.shape(), &len));
+    auto in = x.flat<tstring>();
+    auto out = y->flat<tstring>();
+    auto n = len->flat<int64>();
+    for (int64 i = 0; i < in.size(); ++i) {
+      std::string v(in(i));
+      std::string r;
+      for (int k = 0; k < times_; ++k) r += v;
+      out(i) = r;
+      n(i) = static_cast<int64>(r.size());
+    }
+  }
+
+ private:
+  int times_;
+};
+REGISTER_KERNEL_BUILDER(Name("RepeatString").Device(DEVICE_CPU), RepeatStringOp);
