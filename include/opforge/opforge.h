@@ -1309,6 +1309,10 @@ typedef void (*OpforgePluginFiniFn)(void);
  *      ["sdk":{"lang":"c"|"c++"|"rust", "version":STR}],
  *      ["panic":"unwind"|"abort"]            (Rust SDK: the plugin's build)
  *      ["extensions":[{"name":STR, "min_version":INT}]] (required by it)}
+ *     An empty name ("") names the library after its file: the file name
+ *     without its directory, its platform prefix ("lib") and everything
+ *     from its first '.' (the TensorFlow C++ layer writes it when the
+ *     library is built without OPFORGE_LIBRARY_NAME).
  *
  *   op (one per op init registers):
  *     {"kind":"op", "name":STR, ["attrs":[SPEC]], ["inputs":[SPEC]],

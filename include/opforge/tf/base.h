@@ -388,9 +388,9 @@ inline void enqueue(RegistrationKind kind, Registration r) {
 #ifdef OPFORGE_LIBRARY_NAME
 #define OPFORGE_TF_NAME_JSON_ "\"name\":\"" OPFORGE_LIBRARY_NAME "\","
 #else
-/* No name: the host names the library after its file (libzero_out.so is
- * zero_out) when it loads or seals it. */
-#define OPFORGE_TF_NAME_JSON_
+/* An empty name: the host names the library after its file
+ * (libzero_out.so is zero_out) when it loads or seals it. */
+#define OPFORGE_TF_NAME_JSON_ "\"name\":\"\","
 #endif
 
 #define OPFORGE_TF_LIBRARY_JSON_                                                 \

@@ -275,12 +275,12 @@ pub(crate) fn collect(path: &Path, records: Vec<(usize, Value)>) -> Result<Colle
                     )
                 })?;
                 library = Some(LibraryRecord {
-                    // No name (or ""): the library is named after its file,
-                    // as TensorFlow-layer libraries built without
-                    // OPFORGE_LIBRARY_NAME are.
-                    name: match r.opt_str("name")? {
-                        Some(n) if !n.is_empty() => n,
-                        _ => name_from_file(path),
+                    // "": the library is named after its file, as
+                    // TensorFlow-layer libraries built without
+                    // OPFORGE_LIBRARY_NAME are (a missing key is damage).
+                    name: match r.str("name")? {
+                        n if n.is_empty() => name_from_file(path),
+                        n => n,
                     },
                     version: r.str("version")?,
                     abi: LibraryAbi {

@@ -143,10 +143,19 @@ fn non_object_files_are_invalid_argument() {
 }
 
 #[test]
-fn a_library_record_without_a_name_takes_the_files() {
+fn a_library_record_with_an_empty_name_takes_the_files() {
+    // A missing name is damage, as before.
     let nameless = LIB.replace(r#""name":"x","#, "");
+    let data = record(&nameless);
+    let e = from_records(
+        Path::new("f"),
+        parse_records(Path::new("f"), &data, false).unwrap(),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), opforge_core::Code::DataLoss, "{e}");
     let empty = LIB.replace(r#""name":"x""#, r#""name":"""#);
-    for json in [nameless, empty] {
+    {
+        let json = empty;
         let data = record(&json);
         for (file, want) in [
             ("/tmp/libzero_out.so", "zero_out"),
