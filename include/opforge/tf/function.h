@@ -326,17 +326,7 @@ class GradientRunner {
         a.list_len = types.back().size();
         break;
       case AttrValue::TENSOR: {
-        OpforgeTensor t;
-        std::memset(&t, 0, sizeof t);
-        t.struct_size = sizeof t;
-        t.dtype = static_cast<OpforgeDType>(v.tensor.dtype());
-        t.rank = static_cast<uint32_t>(v.tensor.dims());
-        t.dims = v.tensor.shape().dim_sizes().data();
-        t.data = opforge_detail::Access::data(v.tensor);
-        t.byte_len = v.tensor.TotalBytes();
-        t.num_elements = v.tensor.NumElements();
-        t.flags = OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY;
-        tensors.push_back(t);
+        tensors.push_back(opforge_detail::Access::view(v.tensor));
         a.kind = OPFORGE_ATTR_TENSOR;
         a.tensor = &tensors.back();
         break;
@@ -402,17 +392,7 @@ class GradientRunner {
       if (!value || value->kind != AttrValue::TENSOR)
         return errors::InvalidArgument("the gradient of ", op_name(), ": Const '", name,
                                        "' has no tensor value");
-      const Tensor& t = value->tensor;
-      OpforgeTensor v;
-      std::memset(&v, 0, sizeof v);
-      v.struct_size = sizeof v;
-      v.dtype = static_cast<OpforgeDType>(t.dtype());
-      v.rank = static_cast<uint32_t>(t.dims());
-      v.dims = t.shape().dim_sizes().data();
-      v.data = opforge_detail::Access::data(t);
-      v.byte_len = t.TotalBytes();
-      v.num_elements = t.NumElements();
-      v.flags = OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY;
+      OpforgeTensor v = opforge_detail::Access::view(value->tensor);
       OpforgeSym s = OPFORGE_NO_HANDLE;
       opforge_tf::HostStatus st;
       if (api_->constant(ctx_, &v, &s, st.get()) != OPFORGE_OK) return st.status();

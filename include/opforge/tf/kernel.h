@@ -363,29 +363,7 @@ class OpKernelContext {
   Status forward_input_or_allocate_output(std::initializer_list<int> candidates, int output,
                                           const TensorShape& shape, Tensor** out,
                                           int* forwarded_input = nullptr) {
-    TF_RETURN_IF_ERROR(check_output(output));
-    if (expected_output_dtype(output) == DT_STRING) {
-      if (forwarded_input) *forwarded_input = -1;
-      return allocate_output(output, shape, out);
-    }
-    std::vector<size_t> c;
-    for (int x : candidates) {
-      if (x < 0 || x >= num_inputs())
-        return errors::InvalidArgument("forward_input_or_allocate_output: input ", x,
-                                       " out of range");
-      c.push_back(static_cast<size_t>(x));
-    }
-    OpforgeTensor v = blank();
-    opforge_tf::HostStatus st;
-    int64_t from = OPFORGE_NOT_FORWARDED;
-    const auto& d = shape.dim_sizes();
-    if (api_->forward_input_or_allocate_output(ctx_, c.data(), c.size(), static_cast<size_t>(output),
-                                               d.data(), static_cast<uint32_t>(d.size()), &from, &v,
-                                               st.get()) != OPFORGE_OK)
-      return st.status();
-    if (forwarded_input) *forwarded_input = from == OPFORGE_NOT_FORWARDED ? -1 : static_cast<int>(from);
-    if (from != OPFORGE_NOT_FORWARDED) forwarded_[static_cast<size_t>(from)] = output;
-    return set_view(output, v, out);
+    return forward_or_allocate(std::vector<int>(candidates), output, shape, out, forwarded_input);
   }
   Status forward_input_or_allocate_output(std::initializer_list<std::string> candidates,
                                           const std::string& output, const TensorShape& shape,
@@ -398,18 +376,7 @@ class OpKernelContext {
     }
     int o = 0, stop = 0;
     TF_RETURN_IF_ERROR(range(output, true, &o, &stop));
-    TF_RETURN_IF_ERROR(check_output(o));
-    std::vector<size_t> c(idx.begin(), idx.end());
-    OpforgeTensor v = blank();
-    opforge_tf::HostStatus st;
-    int64_t from = OPFORGE_NOT_FORWARDED;
-    const auto& d = shape.dim_sizes();
-    if (api_->forward_input_or_allocate_output(ctx_, c.data(), c.size(), static_cast<size_t>(o),
-                                               d.data(), static_cast<uint32_t>(d.size()), &from, &v,
-                                               st.get()) != OPFORGE_OK)
-      return st.status();
-    if (from != OPFORGE_NOT_FORWARDED) forwarded_[static_cast<size_t>(from)] = o;
-    return set_view(o, v, out);
+    return forward_or_allocate(idx, o, shape, out, nullptr);
   }
 
   /** Output `i` is `t`: an input of this call is shared; a tensor the
@@ -488,6 +455,34 @@ class OpKernelContext {
     *start = static_cast<int>(a);
     *stop = static_cast<int>(b);
     return Status();
+  }
+  /** Output `output` in the first of `candidates` inputs the host can
+   *  forward (same dtype and size, not shared), else allocated. */
+  Status forward_or_allocate(const std::vector<int>& candidates, int output,
+                             const TensorShape& shape, Tensor** out, int* forwarded_input) {
+    TF_RETURN_IF_ERROR(check_output(output));
+    if (forwarded_input) *forwarded_input = -1;
+    if (expected_output_dtype(output) == DT_STRING) return allocate_output(output, shape, out);
+    std::vector<size_t> c;
+    for (int x : candidates) {
+      if (x < 0 || x >= num_inputs())
+        return errors::InvalidArgument("forward_input_or_allocate_output: input ", x,
+                                       " out of range");
+      c.push_back(static_cast<size_t>(x));
+    }
+    OpforgeTensor v = blank();
+    opforge_tf::HostStatus st;
+    int64_t from = OPFORGE_NOT_FORWARDED;
+    const auto& d = shape.dim_sizes();
+    if (api_->forward_input_or_allocate_output(ctx_, c.data(), c.size(), static_cast<size_t>(output),
+                                               d.data(), static_cast<uint32_t>(d.size()), &from, &v,
+                                               st.get()) != OPFORGE_OK)
+      return st.status();
+    if (from != OPFORGE_NOT_FORWARDED) {
+      forwarded_[static_cast<size_t>(from)] = output;
+      if (forwarded_input) *forwarded_input = static_cast<int>(from);
+    }
+    return set_view(output, v, out);
   }
   Status check_output(int i) const {
     if (i < 0 || i >= num_outputs())

@@ -299,6 +299,20 @@ struct Access {
     }
     return t;
   }
+  /** A read-only host view of a (non-string) tensor, living as `t`. */
+  static OpforgeTensor view(const Tensor& t) {
+    OpforgeTensor v;
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    v.dtype = static_cast<OpforgeDType>(t.dtype_);
+    v.rank = static_cast<uint32_t>(t.dims());
+    v.dims = t.shape_.dim_sizes().data();
+    v.data = t.data_;
+    v.byte_len = t.TotalBytes();
+    v.num_elements = t.NumElements();
+    v.flags = OPFORGE_TENSOR_CONTIGUOUS | OPFORGE_TENSOR_HOST_MEMORY;
+    return v;
+  }
   static const std::shared_ptr<void>& buffer(const Tensor& t) { return t.buf_; }
   static int host_input(const Tensor& t) { return t.host_input_; }
   static void* data(const Tensor& t) { return t.data_; }
