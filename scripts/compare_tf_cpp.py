@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCES = os.path.join(ROOT, "crates", "opforge-cli", "tests", "tf")
 VENV = os.path.join(ROOT, "target", "tf-venv")
@@ -170,8 +172,6 @@ def main() -> int:
                 f.write(RUNNER)
             out = os.path.join(tmp, f"{which}.npz")
             subprocess.run([python, runner, which, sp, out], check=True)
-            import numpy as np
-
             results[which] = dict(np.load(out))
         for i, (lib, fn, _, attrs) in enumerate(cases):
             tf_keys = sorted(k for k in results["tf"] if k.split("_")[0] == str(i))

@@ -74,7 +74,7 @@ pub fn enable_vectorcall(py: Python<'_>) -> PyResult<()> {
     let field = std::ptr::addr_of!(probe.get().vectorcall);
     // SAFETY: `field` is the probe's `vectorcall` field, which every
     // CustomCaller has at the same offset and sets in `new`.
-    unsafe { crate::fast::set_vectorcall_field(probe.as_any(), field) }
+    unsafe { crate::vectorcall::set_vectorcall_field(probe.as_any(), field) }
 }
 
 /// `CustomCaller`'s vectorcall entry: the common call is recognised and
@@ -98,30 +98,22 @@ unsafe extern "C" fn custom_caller_vectorcall(
     let py = unsafe { Python::assume_attached() };
     // SAFETY: `nargsf` comes from CPython as the contract says.
     let nargs = unsafe { ffi::PyVectorcall_NARGS(nargsf) } as usize;
-    crate::fast::guarded(py, "a custom operator call", || {
+    crate::vectorcall::guarded(py, "a custom operator call", || {
         // SAFETY: `callable` is a live CustomCaller, borrowed for the call.
         let slf = unsafe { Borrowed::from_ptr(py, callable) };
         let this = slf.cast::<CustomCaller>().map_err(PyErr::from)?.get();
         // SAFETY: `args` holds `nargs` positional arguments, then one value
         // per keyword name (the contract), all live for the call.
-        let argv = unsafe { std::slice::from_raw_parts(args, nargs + nkw(kwnames)) };
+        let argv = unsafe {
+            std::slice::from_raw_parts(args, nargs + crate::vectorcall::keyword_count(kwnames))
+        };
         // SAFETY: as above: the arguments and names CPython passed.
         if let Some(r) = unsafe { this.fast(py, argv, nargs, kwnames) }? {
             return Ok(r);
         }
         // SAFETY: passed on as CPython gave them (the same contract).
-        unsafe { crate::fast::forward_vectorcall(py, &this.fallback, args, nargsf, kwnames) }
+        unsafe { crate::vectorcall::forward_vectorcall(py, &this.fallback, args, nargsf, kwnames) }
     })
-}
-
-/// The number of keyword arguments of a vectorcall.
-fn nkw(kwnames: *mut ffi::PyObject) -> usize {
-    if kwnames.is_null() {
-        0
-    } else {
-        // SAFETY: a non-null `kwnames` is a tuple (the vectorcall contract).
-        unsafe { ffi::PyTuple_GET_SIZE(kwnames) as usize }
-    }
 }
 
 impl CustomCaller {
@@ -139,7 +131,10 @@ impl CustomCaller {
         nargs: usize,
         kwnames: *mut ffi::PyObject,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        if nkw(kwnames) != 1 || crate::fast::tapes_or_graphs() || TRAINING.with(|t| t.get()) {
+        if crate::vectorcall::keyword_count(kwnames) != 1
+            || crate::fast::tapes_or_graphs()
+            || TRAINING.with(|t| t.get())
+        {
             return Ok(None);
         }
         // SAFETY: `kwnames` is a tuple of one str (checked above).

@@ -47,6 +47,7 @@ use crate::exec::{context, DETACH_ELEMENTS};
 use crate::hooks::hook;
 use crate::tape::Tape;
 use crate::tensor::PyTensor;
+use crate::vectorcall::{forward_vectorcall, guarded, keyword_count};
 use numpy::PyUntypedArray;
 use opforge::attrs::AttrMap;
 use opforge::eager::PreparedOp;
@@ -870,12 +871,7 @@ unsafe fn vectorcall_attached(
 ) -> *mut ffi::PyObject {
     // SAFETY: `nargsf` comes from CPython as the contract says.
     let nargs = unsafe { ffi::PyVectorcall_NARGS(nargsf) } as usize;
-    let nkw = if kwnames.is_null() {
-        0
-    } else {
-        // SAFETY: a non-null `kwnames` is a tuple (the contract).
-        unsafe { ffi::PyTuple_GET_SIZE(kwnames) as usize }
-    };
+    let nkw = keyword_count(kwnames);
     guarded(py, "op call", || {
         // SAFETY: `callable` is a live OpFunction, borrowed for the call.
         let slf = unsafe { Borrowed::from_ptr(py, callable) };
@@ -905,55 +901,6 @@ unsafe fn vectorcall_attached(
     })
 }
 
-/// Runs the body of a vectorcall entry: its result as a new reference, or
-/// null with the error set; a panic becomes an Internal error naming `what`
-/// (CPython must never see one unwind through it).
-pub(crate) fn guarded<'py>(
-    py: Python<'py>,
-    what: &str,
-    f: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
-) -> *mut ffi::PyObject {
-    let err = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(Ok(r)) => return r.into_ptr(),
-        Ok(Err(e)) => e,
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".to_string());
-            errors::to_py(
-                py,
-                &opforge::Status::new(
-                    opforge::Code::Internal,
-                    format!("opforge panicked in {what}: {msg} (a bug: please report it)"),
-                ),
-                None,
-            )
-        }
-    };
-    err.restore(py);
-    std::ptr::null_mut()
-}
-
-/// Calls `f` with a vectorcall's arguments as they came.
-///
-/// # Safety
-/// `args`, `nargsf` and `kwnames` follow CPython's vectorcall contract (see
-/// [`op_function_vectorcall`]).
-pub(crate) unsafe fn forward_vectorcall<'py>(
-    py: Python<'py>,
-    f: &Py<PyAny>,
-    args: *const *mut ffi::PyObject,
-    nargsf: usize,
-    kwnames: *mut ffi::PyObject,
-) -> PyResult<Bound<'py, PyAny>> {
-    // SAFETY: `f` is a live callable; the arguments follow the contract.
-    let r = unsafe { ffi::PyObject_Vectorcall(f.as_ptr(), args, nargsf, kwnames) };
-    // SAFETY: `r` is a new reference, or null with an exception set.
-    unsafe { Bound::from_owned_ptr_or_err(py, r) }
-}
-
 /// Makes CPython call `OpFunction`s through [`op_function_vectorcall`].
 /// Called once, when the module is made.
 pub fn enable_vectorcall(py: Python<'_>) -> PyResult<()> {
@@ -971,33 +918,5 @@ pub fn enable_vectorcall(py: Python<'_>) -> PyResult<()> {
     let field = std::ptr::addr_of!(probe.get().vectorcall);
     // SAFETY: `field` is the probe's `vectorcall` field, the field every
     // OpFunction keeps at the same offset.
-    unsafe { set_vectorcall_field(probe.as_any(), field) }
-}
-
-/// Sets the vectorcall offset of `probe`'s type to where `field` (a field
-/// of `probe`'s Rust struct holding its `Option<vectorcallfunc>`) lies, and
-/// its `Py_TPFLAGS_HAVE_VECTORCALL` flag.
-///
-/// # Safety
-/// `field` points into `probe`'s object, at a field of type
-/// `Option<ffi::vectorcallfunc>` that every instance of the type has at the
-/// same offset and sets to its entry point; the type is ready and has not
-/// been called through yet; its `tp_call` stays pyo3's `__call__`.
-pub(crate) unsafe fn set_vectorcall_field(
-    probe: &Bound<'_, PyAny>,
-    field: *const Option<ffi::vectorcallfunc>,
-) -> PyResult<()> {
-    let offset = (field as usize)
-        .checked_sub(probe.as_ptr() as usize)
-        .ok_or_else(|| PyRuntimeError::new_err("the vectorcall field is not in the object"))?;
-    let tp = probe.get_type().as_type_ptr();
-    // SAFETY: by the contract, `offset` is where every instance holds its
-    // `Option<vectorcallfunc>` (a nullable C function pointer, the layout
-    // CPython reads).
-    unsafe {
-        (*tp).tp_vectorcall_offset = offset as ffi::Py_ssize_t;
-        (*tp).tp_flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;
-        ffi::PyType_Modified(tp);
-    }
-    Ok(())
+    unsafe { crate::vectorcall::set_vectorcall_field(probe.as_any(), field) }
 }

@@ -34,6 +34,7 @@ mod pykernel;
 mod run;
 mod tape;
 mod tensor;
+mod vectorcall;
 
 /// The module `opforge._C`.
 #[pymodule]

@@ -251,8 +251,8 @@ class CheckMessage {
   std::ostringstream os_;
 };
 
-/** Discards a LOG statement's text below WARNING, and logs the rest
- *  through the host. */
+/** A LOG statement: its text goes to the host's log at its level when the
+ *  statement ends. */
 class LogMessage {
  public:
   explicit LogMessage(uint32_t level) : level_(level) {}

@@ -167,8 +167,29 @@ class OpOutputList {
   int start_ = 0, stop_ = 0;
 };
 
+namespace opforge_detail {
+/** The status a kernel's construction or call collects (the first error
+ *  wins), with TensorFlow's CtxFailure spellings OP_REQUIRES uses. */
+class KernelStatus {
+ public:
+  void SetStatus(const Status& s) { status_.Update(s); }
+  const Status& status() const { return status_; }
+  void CtxFailure(const Status& s) { SetStatus(s); }
+  void CtxFailure(const char* file, int line, const Status& s) {
+    (void)file;
+    (void)line;
+    SetStatus(s);
+  }
+  void CtxFailureWithWarning(const Status& s) { SetStatus(s); }
+  void CtxFailureWithWarning(const char* file, int line, const Status& s) { CtxFailure(file, line, s); }
+
+ private:
+  Status status_;
+};
+}  // namespace opforge_detail
+
 /** What a kernel's constructor reads (TensorFlow's OpKernelConstruction). */
-class OpKernelConstruction {
+class OpKernelConstruction : public opforge_detail::KernelStatus {
  public:
   explicit OpKernelConstruction(const OpforgeKernelInit* init)
       : init_(init), api_(opforge_tf::host()->kernel) {}
@@ -218,21 +239,10 @@ class OpKernelConstruction {
   std::string name() const { return opforge_tf::to_string(api_->init_node_name(init_)); }
   std::string type_string() const { return opforge_tf::to_string(api_->init_op_name(init_)); }
   std::string device_type() const { return opforge_tf::to_string(api_->init_device_type(init_)); }
-  void SetStatus(const Status& s) { status_.Update(s); }
-  const Status& status() const { return status_; }
-  void CtxFailure(const Status& s) { SetStatus(s); }
-  void CtxFailure(const char* file, int line, const Status& s) {
-    (void)file;
-    (void)line;
-    SetStatus(s);
-  }
-  void CtxFailureWithWarning(const Status& s) { SetStatus(s); }
-  void CtxFailureWithWarning(const char* file, int line, const Status& s) { CtxFailure(file, line, s); }
 
  private:
   const OpforgeKernelInit* init_;
   const OpforgeKernelApi* api_;
-  Status status_;
 };
 
 /** A kernel (TensorFlow's OpKernel): constructed once per node (or eager
@@ -263,7 +273,7 @@ class AsyncOpKernel : public OpKernel {
 
 /** One run of a kernel (TensorFlow's OpKernelContext) over the host's
  *  OpforgeKernelCtx. */
-class OpKernelContext {
+class OpKernelContext : public opforge_detail::KernelStatus {
  public:
   OpKernelContext(OpforgeKernelCtx* ctx, OpKernel* kernel)
       : ctx_(ctx), api_(opforge_tf::host()->kernel), kernel_(kernel), device_(ctx) {
@@ -396,16 +406,6 @@ class OpKernelContext {
     return outputs_[static_cast<size_t>(i)].get();
   }
 
-  void SetStatus(const Status& s) { status_.Update(s); }
-  const Status& status() const { return status_; }
-  void CtxFailure(const Status& s) { SetStatus(s); }
-  void CtxFailure(const char* file, int line, const Status& s) {
-    (void)file;
-    (void)line;
-    SetStatus(s);
-  }
-  void CtxFailureWithWarning(const Status& s) { SetStatus(s); }
-  void CtxFailureWithWarning(const char* file, int line, const Status& s) { CtxFailure(file, line, s); }
 
   template <typename Device>
   const Device& eigen_device() const;
@@ -558,7 +558,6 @@ class OpKernelContext {
   std::vector<int> forwarded_;
   /** String outputs set in the layer, handed over by opforge_finish. */
   std::vector<int> pending_strings_;
-  Status status_;
 
   friend class OpInputList;
   friend class OpOutputList;
