@@ -28,27 +28,13 @@ pub(crate) fn guarded<'py>(
     what: &str,
     f: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
 ) -> *mut ffi::PyObject {
-    let err = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(Ok(r)) => return r.into_ptr(),
-        Ok(Err(e)) => e,
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".to_string());
-            errors::to_py(
-                py,
-                &opforge::Status::new(
-                    opforge::Code::Internal,
-                    format!("opforge panicked in {what}: {msg} (a bug: please report it)"),
-                ),
-                None,
-            )
+    match errors::guard(py, what, f) {
+        Ok(r) => r.into_ptr(),
+        Err(e) => {
+            e.restore(py);
+            std::ptr::null_mut()
         }
-    };
-    err.restore(py);
-    std::ptr::null_mut()
+    }
 }
 
 /// Calls `f` with a vectorcall's arguments as they came.
